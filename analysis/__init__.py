@@ -1,0 +1,1 @@
+"""Trace format, histories, checkers and timelines (no Spark here)."""

@@ -1,0 +1,298 @@
+"""BrokerNode: the one object a runtime drives. ``handle(input, now_ms)`` returns the
+effects to carry out. A crash throws the node away; a restart builds a new one that
+recovers from the bytes the runtime says survived."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from broker_core import coordination as coord
+from broker_core.config import BrokerConfig
+from broker_core.context import NodeContext
+from broker_core.controller import Controller
+from broker_core.effects import ReplaceFile
+from broker_core.errors import CoreError, ErrorCode
+from broker_core.fetcher import ReplicaFetcherManager
+from broker_core.inputs import (
+    CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
+    FsyncCompleted, MessageReceived, Started, TimerFired)
+from broker_core.log import PartitionLog
+from broker_core.messages import (
+    FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
+    MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
+    PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse)
+from broker_core.replica_manager import ReplicaManager
+from broker_core.types import NO_LEADER, TopicPartition
+
+HW_CHECKPOINT = "replication-offset-checkpoint"
+REGISTRATION_RETRY_MS = 1000
+
+
+def encode_hw_checkpoint(marks: Mapping[TopicPartition, int]) -> bytes:
+    lines = ["0", str(len(marks))] + [f"{tp.topic} {tp.partition} {hw}" for tp, hw in sorted(marks.items())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def decode_hw_checkpoint(data: bytes | None) -> dict[TopicPartition, int]:
+    if not data:
+        return {}
+    try:
+        lines = data.decode().split("\n")
+        marks = {}
+        for line in lines[2:2 + int(lines[1])]:
+            topic, partition, hw = line.rsplit(" ", 2)
+            marks[TopicPartition(topic, int(partition))] = int(hw)
+        return marks
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return {}  # an unreadable checkpoint: every high watermark starts at 0 (safe)
+
+
+class BrokerNode:
+    def __init__(self, broker_id: int, config: BrokerConfig, topic_configs: Mapping[str, BrokerConfig] | None = None):
+        self.broker_id = broker_id
+        self.ctx = NodeContext(broker_id, config)
+        self.config = config
+        self.topic_configs = dict(topic_configs or {})
+        self.started = False
+        self.session_id: int | None = None
+        self.replicas = ReplicaManager(self.ctx, self.topic_configs, {})
+        self.fetchers = ReplicaFetcherManager(self.ctx, self.replicas.partitions, on_append=self._on_follower_append)
+        self.replicas.on_become_follower = self.fetchers.add_partition
+        self.replicas.on_become_leader = lambda p: self.fetchers.remove_partition(p.tp)
+        self.controller = Controller(self.ctx, self._unclean_enabled)
+        self.metadata_live: tuple[int, ...] = ()
+        self.metadata_controller = NO_LEADER
+        self.metadata: dict[TopicPartition, PartitionState] = {}
+
+    def _unclean_enabled(self, topic: str) -> bool:
+        return self.replicas.config_for(topic).unclean_leader_election_enable
+
+    # -- the one entry point ---------------------------------------------------------
+    def handle(self, event: Any, now_ms: int) -> list:
+        ctx = self.ctx
+        if now_ms < 0:
+            raise CoreError("time must not be negative")
+        ctx.now_ms = now_ms
+        if not self.started and not isinstance(event, Started):
+            raise CoreError(f"broker {self.broker_id}: {type(event).__name__} before Started")
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            raise CoreError(f"broker {self.broker_id}: unknown input {type(event).__name__}")
+        handler(self, event)
+        out, ctx.out = ctx.out, []
+        return out
+
+    def _on_started(self, event: Started) -> None:
+        if self.started:
+            raise CoreError(f"broker {self.broker_id} started twice")
+        self.started = True
+        ctx = self.ctx
+        marks = decode_hw_checkpoint(event.files.get(HW_CHECKPOINT))
+        directories = sorted({path.split("/", 1)[0] for path in event.files if "/" in path})
+        recovered = {}
+        for directory in directories:
+            try:
+                tp = TopicPartition.parse(directory)
+            except ValueError:
+                continue
+            config = self.replicas.config_for(tp.topic)
+            log, effects, report = PartitionLog.recover(tp, event.files, config.log_segment_bytes)
+            for effect in effects:
+                ctx.emit(effect)
+            log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)
+            recovered[tp] = log
+            ctx.trace("log_recovered", partition=str(tp), log_end_offset=log.log_end_offset,
+                      high_watermark=log.high_watermark, truncated_bytes=report.truncated_bytes,
+                      reason=report.reason, leader_epochs=[list(e) for e in log.epochs.entries])
+        self.replicas.recovered_logs = recovered
+        ctx.trace("broker_started", recovered_partitions=[str(tp) for tp in sorted(recovered)])
+        ctx.set_timer(("isr-check",), max(self.config.replica_lag_time_max_ms // 2, 1))
+        ctx.set_timer(("hw-checkpoint",), self.config.replica_high_watermark_checkpoint_interval_ms)
+        if self.config.log_flush_interval_ms < 2**62 or any(
+                c.log_flush_interval_ms < 2**62 for c in self.topic_configs.values()):
+            ctx.set_timer(("flush-check",), self._flush_check_interval())
+
+    def _flush_check_interval(self) -> int:
+        intervals = [self.config.log_flush_interval_ms] + [c.log_flush_interval_ms for c in self.topic_configs.values()]
+        return max(min(intervals), 1)
+
+    # -- coordination ----------------------------------------------------------------
+    def _on_session_started(self, event: CoordSessionStarted) -> None:
+        self.session_id = event.session_id
+        self.ctx.trace("session_started", session_id=event.session_id)
+        self.ctx.tasks.start(self._register())
+
+    def _on_session_expired(self, event: CoordSessionExpired) -> None:
+        if event.session_id != self.session_id:
+            return
+        self.ctx.trace("session_expired", session_id=event.session_id)
+        self.session_id = None
+        self.controller.resign()
+        self.ctx.tasks.cancel_all()
+        for partition in self.replicas.partitions.values():
+            partition.isr_update_pending = False
+
+    def _register(self):
+        data = coord.encode_data({"broker_id": self.broker_id})
+        while True:
+            reply = yield coord.Create(coord.broker_path(self.broker_id), data, ephemeral=True, make_parents=True)
+            if reply.ok:
+                break
+            if reply.error != coord.NODE_EXISTS:
+                return
+            # The previous incarnation's session has not expired yet (Kafka retries too).
+            yield coord.Sleep(REGISTRATION_RETRY_MS)
+        self.ctx.trace("broker_registered")
+        yield from self._elect_controller()
+
+    def _elect_controller(self):
+        while True:
+            reply = yield coord.Create(coord.CONTROLLER_PATH, coord.encode_data({"brokerid": self.broker_id}),
+                                       ephemeral=True)
+            if reply.ok:
+                break
+            if reply.error != coord.NODE_EXISTS:
+                return
+            exists = yield coord.Exists(coord.CONTROLLER_PATH, watch=True)
+            if exists.ok:
+                return  # someone else controls; the watch tells us when that ends
+        epoch_reply = yield coord.GetData(coord.CONTROLLER_EPOCH_PATH)
+        if epoch_reply.ok:
+            epoch = int(epoch_reply.value) + 1
+            written = yield coord.SetData(coord.CONTROLLER_EPOCH_PATH, coord.encode_data(epoch), epoch_reply.version)
+        else:
+            epoch = 1
+            written = yield coord.Create(coord.CONTROLLER_EPOCH_PATH, coord.encode_data(epoch))
+        if not written.ok:
+            yield coord.Delete(coord.CONTROLLER_PATH)
+            return
+        self.controller.activate(epoch, written.version)
+
+    def _on_watch(self, event: CoordWatchFired) -> None:
+        if self.session_id is None:
+            return
+        if event.path == coord.CONTROLLER_PATH:
+            if not self.controller.active:
+                self.ctx.tasks.start(self._elect_controller())
+        elif event.path == coord.BROKER_IDS_PATH:
+            self.controller.enqueue("broker_change")
+        elif event.path == coord.TOPICS_PATH:
+            self.controller.enqueue("topic_change")
+
+    def _on_coord_reply(self, event: CoordReplied) -> None:
+        self.ctx.tasks.on_reply(event.request_id, event.reply)
+
+    # -- messages --------------------------------------------------------------------
+    def _on_message(self, event: MessageReceived) -> None:
+        message, src = event.message, event.src
+        kind = type(message)
+        if kind is FetchRequest:
+            self.replicas.handle_fetch(src, message)
+        elif kind is FetchResponse:
+            self.fetchers.handle_fetch_response(src, message)
+        elif kind is ProduceRequest:
+            self.replicas.handle_produce(src, message)
+        elif kind is MetadataRequest:
+            self._handle_metadata(src, message)
+        elif kind is ListOffsetsRequest:
+            self.replicas.handle_list_offsets(src, message)
+        elif kind is OffsetsForLeaderEpochRequest:
+            self.replicas.handle_offsets_for_leader_epoch(src, message)
+        elif kind is OffsetsForLeaderEpochResponse:
+            self.fetchers.handle_epoch_response(src, message)
+        elif kind is LeaderAndIsrRequest:
+            self.replicas.handle_leader_and_isr(src, message)
+        elif kind is UpdateMetadataRequest:
+            self._handle_update_metadata(src, message)
+        elif kind in (LeaderAndIsrResponse, UpdateMetadataResponse):
+            self.controller.handle_response(src, message)
+        else:
+            self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
+
+    def _handle_update_metadata(self, src, request: UpdateMetadataRequest) -> None:
+        if request.controller_epoch < self.replicas.controller_epoch:
+            self.ctx.send(src, UpdateMetadataResponse(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
+            return
+        self.replicas.controller_epoch = request.controller_epoch
+        self.metadata_live = request.live_brokers
+        self.metadata_controller = request.controller_id
+        self.metadata = dict(request.partitions)
+        self.ctx.send(src, UpdateMetadataResponse(request.correlation_id, ErrorCode.NONE))
+
+    def _handle_metadata(self, src, request: MetadataRequest) -> None:
+        partitions = {}
+        for tp in sorted(self.metadata):
+            if request.topics is not None and tp.topic not in request.topics:
+                continue
+            state = self.metadata[tp]
+            lai = state.leader_and_isr
+            error = ErrorCode.NONE if lai.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
+            partitions[tp] = PartitionMetadata(error, lai.leader, lai.leader_epoch, state.replicas, lai.isr)
+        self.ctx.send(src, MetadataResponse(request.correlation_id, self.metadata_live,
+                                            self.metadata_controller, partitions))
+
+    # -- timers and disk -------------------------------------------------------------
+    def _on_timer(self, event: TimerFired) -> None:
+        key = event.key
+        kind = key[0]
+        if kind == "task":
+            self.ctx.tasks.on_timer(key)
+        elif kind == "fetch-wait":
+            self.replicas.fetch_wait_expired(key[1])
+        elif kind == "produce-timeout":
+            self.replicas.produce_timed_out(key[1])
+        elif kind == "fetch-timeout":
+            self.fetchers.request_timed_out(key[1])
+        elif kind == "fetch-backoff":
+            self.fetchers.backoff_done(key[1])
+        elif kind == "controller-request":
+            self.controller.request_timed_out(key[1])
+        elif kind == "isr-check":
+            self.replicas.check_isr()
+            self.ctx.set_timer(key, max(self.config.replica_lag_time_max_ms // 2, 1))
+        elif kind == "hw-checkpoint":
+            self._checkpoint_high_watermarks()
+            self.ctx.set_timer(key, self.config.replica_high_watermark_checkpoint_interval_ms)
+        elif kind == "flush-check":
+            self.replicas.flush_due()
+            self.ctx.set_timer(key, self._flush_check_interval())
+        else:
+            raise CoreError(f"unknown timer {key!r}")
+
+    def _checkpoint_high_watermarks(self) -> None:
+        marks = {tp: p.log.high_watermark for tp, p in self.replicas.partitions.items()}
+        for tp, log in self.replicas.recovered_logs.items():
+            marks.setdefault(tp, log.high_watermark)
+        self.ctx.emit(ReplaceFile(HW_CHECKPOINT, encode_hw_checkpoint(marks)))
+
+    def _on_fsync(self, event: FsyncCompleted) -> None:
+        directory = event.path.split("/", 1)[0]
+        try:
+            tp = TopicPartition.parse(directory)
+        except ValueError:
+            return
+        partition = self.replicas.partitions.get(tp)
+        if partition is not None:
+            partition.log.fsync_completed(event.path, event.token)
+
+    def _on_disk_write_failed(self, event: DiskWriteFailed) -> None:
+        self.ctx.trace("disk_write_failed", path=event.path, reason=event.reason)
+
+    def _on_follower_append(self, partition) -> None:
+        self.replicas._maybe_flush(partition)
+
+    # -- observation (no effects) ----------------------------------------------------
+    def snapshot(self) -> dict[str, dict]:
+        """The state of every hosted partition, for samplers and fault triggers."""
+        return {str(tp): p.snapshot() for tp, p in sorted(self.replicas.partitions.items())}
+
+    _handlers = {
+        Started: _on_started,
+        MessageReceived: _on_message,
+        TimerFired: _on_timer,
+        CoordSessionStarted: _on_session_started,
+        CoordSessionExpired: _on_session_expired,
+        CoordReplied: _on_coord_reply,
+        CoordWatchFired: _on_watch,
+        FsyncCompleted: _on_fsync,
+        DiskWriteFailed: _on_disk_write_failed,
+    }

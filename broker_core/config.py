@@ -1,0 +1,112 @@
+"""Broker and topic configuration with Kafka's names, defaults and behaviour profiles.
+
+Where the user's two Kafka documents disagree (0.8.2 and 2.7) both behaviours are kept
+and a profile selects one: ``kafka-0.8`` truncates to the high watermark and elects
+unclean leaders by default; ``kafka-2.7`` truncates by leader epoch and does not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
+
+from broker_core.errors import ConfigError
+
+NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
+
+TRUNCATION_RULES = ("high_watermark", "leader_epoch")
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    replica_lag_time_max_ms: int = 30000
+    replica_lag_max_messages: int | None = None  # 0.8 only: lag in messages also evicts
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = 1048576
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30000
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    unclean_leader_election_enable: bool = False
+    min_insync_replicas: int = 1
+    log_flush_interval_messages: int = NEVER
+    log_flush_interval_ms: int = NEVER
+    log_segment_bytes: int = 1073741824
+    zookeeper_session_timeout_ms: int = 18000
+    controller_socket_timeout_ms: int = 30000
+    controller_retry_backoff_ms: int = 1000
+    truncation: str = "leader_epoch"
+
+    def validate(self) -> "BrokerConfig":
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "truncation":
+                if value not in TRUNCATION_RULES:
+                    raise ConfigError(f.name, f"must be one of {', '.join(TRUNCATION_RULES)}")
+            elif f.name == "unclean_leader_election_enable":
+                if not isinstance(value, bool):
+                    raise ConfigError(kafka_name(f.name), "must be true or false")
+            elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ConfigError(kafka_name(f.name), "must be an integer")
+            elif value is not None and value < 0:
+                raise ConfigError(kafka_name(f.name), "must not be negative")
+        if self.min_insync_replicas < 1:
+            raise ConfigError("min.insync.replicas", "must be at least 1")
+        return self
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "BrokerConfig":
+        """Apply Kafka-named overrides (``min.insync.replicas``) or attribute names."""
+        changes = {}
+        for key in sorted(overrides):
+            attr = attribute_name(key)
+            if attr not in _FIELD_NAMES:
+                raise ConfigError(key, "unknown configuration key")
+            changes[attr] = overrides[key]
+        return replace(self, **changes).validate()
+
+
+# Topic-level keys a topic may override (Kafka's topic configs without the log. prefix).
+TOPIC_KEYS = {
+    "min.insync.replicas": "min_insync_replicas",
+    "unclean.leader.election.enable": "unclean_leader_election_enable",
+    "flush.messages": "log_flush_interval_messages",
+    "flush.ms": "log_flush_interval_ms",
+    "segment.bytes": "log_segment_bytes",
+}
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "kafka-2.7": {},
+    "kafka-0.8": {
+        "replica_lag_time_max_ms": 10000,
+        "replica_lag_max_messages": 4000,
+        "unclean_leader_election_enable": True,
+        "zookeeper_session_timeout_ms": 6000,
+        "truncation": "high_watermark",
+    },
+}
+
+_FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
+
+
+def attribute_name(key: str) -> str:
+    return key.replace(".", "_")
+
+
+def kafka_name(attribute: str) -> str:
+    return attribute if attribute == "truncation" else attribute.replace("_", ".")
+
+
+def broker_config(profile: str = "kafka-2.7", overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
+    if profile not in PROFILES:
+        raise ConfigError("profile", f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+    base = replace(BrokerConfig(), **PROFILES[profile])
+    return base.with_overrides(overrides or {})
+
+
+def topic_config(base: BrokerConfig, overrides: Mapping[str, Any]) -> BrokerConfig:
+    """The effective configuration of one topic: the broker's, overridden per topic."""
+    mapped = {}
+    for key in sorted(overrides):
+        if key not in TOPIC_KEYS:
+            raise ConfigError(key, f"unknown topic configuration key; known: {', '.join(sorted(TOPIC_KEYS))}")
+        mapped[TOPIC_KEYS[key]] = overrides[key]
+    return base.with_overrides(mapped)

@@ -1,0 +1,37 @@
+"""The per-node context the core's components share while handling one input."""
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+from broker_core.config import BrokerConfig
+from broker_core.coordination import TaskRunner
+from broker_core.effects import CancelTimer, Send, SetTimer, Trace
+
+
+class NodeContext:
+    def __init__(self, broker_id: int, config: BrokerConfig):
+        self.broker_id = broker_id
+        self.config = config
+        self.now_ms = 0
+        self.out: list[Any] = []
+        self.tasks = TaskRunner(self.emit, lambda: self.now_ms)
+        self._correlation_id = 0
+
+    def emit(self, effect: Any) -> None:
+        self.out.append(effect)
+
+    def send(self, dst: Hashable, message: Any) -> None:
+        self.out.append(Send(dst, message))
+
+    def trace(self, type_: str, **fields: Any) -> None:
+        self.out.append(Trace(type_, fields))
+
+    def set_timer(self, key: Hashable, delay_ms: int) -> None:
+        self.out.append(SetTimer(key, self.now_ms + max(delay_ms, 0)))
+
+    def cancel_timer(self, key: Hashable) -> None:
+        self.out.append(CancelTimer(key))
+
+    def next_correlation_id(self) -> int:
+        self._correlation_id += 1
+        return self._correlation_id

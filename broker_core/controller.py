@@ -1,0 +1,305 @@
+"""The controller: elected through the coordination store, it watches broker liveness,
+elects partition leaders by Kafka's rules and tells brokers through LeaderAndIsr.
+
+Like Kafka's controller it is single-threaded: events queue and run one at a time,
+each as a coordination task. Every state write is a compare-and-set on the partition
+state's version, made together with a check of /controller_epoch's version, so a
+controller that has been replaced cannot overwrite its successor's decisions.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from broker_core import coordination as coord
+from broker_core.context import NodeContext
+from broker_core.election import offline_partition_leader
+from broker_core.errors import ErrorCode
+from broker_core.messages import (
+    LeaderAndIsr, LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, UpdateMetadataRequest,
+    UpdateMetadataResponse)
+from broker_core.types import NO_LEADER, TopicPartition
+
+MAX_STATE_WRITE_ATTEMPTS = 5
+
+
+@dataclass
+class BrokerChannel:
+    """Requests to one broker, sent one at a time in order and resent on timeout."""
+    broker: int
+    queue: deque = field(default_factory=deque)
+    in_flight: object | None = None
+
+    @property
+    def timeout_key(self) -> tuple:
+        return ("controller-request", self.broker)
+
+
+class Controller:
+    def __init__(self, ctx: NodeContext, unclean_for_topic):
+        self.ctx = ctx
+        self.unclean_for_topic = unclean_for_topic  # topic -> bool
+        self.active = False
+        self.epoch = -1
+        self.epoch_zk_version = -1
+        self.live: set[int] = set()
+        self.assignments: dict[TopicPartition, tuple[int, ...]] = {}
+        self.states: dict[TopicPartition, LeaderAndIsr] = {}
+        self.channels: dict[int, BrokerChannel] = {}
+        self._events: deque = deque()
+        self._running = False
+
+    # -- lifecycle -------------------------------------------------------------------
+    def activate(self, epoch: int, epoch_zk_version: int) -> None:
+        self.active = True
+        self.epoch = epoch
+        self.epoch_zk_version = epoch_zk_version
+        self.ctx.trace("controller_elected", controller_epoch=epoch)
+        self.enqueue("startup")
+
+    def resign(self) -> None:
+        if not self.active:
+            return
+        self.active = False
+        self.ctx.trace("controller_resigned", controller_epoch=self.epoch)
+        for broker in sorted(self.channels):
+            self.ctx.cancel_timer(self.channels[broker].timeout_key)
+        self.channels.clear()
+        self._events.clear()
+        self._running = False
+
+    def enqueue(self, event: str) -> None:
+        if not self.active:
+            return
+        if event in self._events:
+            return  # one pending run of an event already covers this one
+        self._events.append(event)
+        self._run_next()
+
+    def _run_next(self) -> None:
+        if self._running or not self._events or not self.active:
+            return
+        event = self._events.popleft()
+        self._running = True
+        self.ctx.tasks.start(self._run(event))
+
+    def _run(self, event: str):
+        epoch = self.epoch
+        completed = False
+        try:
+            handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
+                       "topic_change": self._on_topic_change}[event]
+            yield from handler()
+            completed = True
+        finally:
+            if self.active and self.epoch == epoch:
+                self._running = False
+                if completed:
+                    self._run_next()
+
+    # -- events ----------------------------------------------------------------------
+    def _on_startup(self):
+        reply = yield coord.GetChildren(coord.BROKER_IDS_PATH, watch=True)
+        self.live = {int(c) for c in reply.children} if reply.ok else set()
+        yield from self._load_topics()
+        self.ctx.trace("controller_started", controller_epoch=self.epoch, live_brokers=sorted(self.live))
+        yield from self._bring_partitions_online(sorted(self.assignments))
+        self._send_leader_and_isr(sorted(self.assignments), sorted(self.live))
+        self._send_update_metadata()
+
+    def _on_topic_change(self):
+        known = set(self.assignments)
+        yield from self._load_topics()
+        new = sorted(set(self.assignments) - known)
+        if new:
+            yield from self._bring_partitions_online(new)
+            self._send_leader_and_isr(new, sorted(self.live))
+            self._send_update_metadata()
+
+    def _load_topics(self):
+        reply = yield coord.GetChildren(coord.TOPICS_PATH, watch=True)
+        for topic in sorted(reply.children if reply.ok else ()):
+            data = yield coord.GetData(coord.topic_path(topic))
+            if not data.ok:
+                continue
+            for partition, replicas in sorted(data.value["partitions"].items(), key=lambda kv: int(kv[0])):
+                tp = TopicPartition(topic, int(partition))
+                if tp in self.assignments:
+                    continue
+                self.assignments[tp] = tuple(int(r) for r in replicas)
+                state = yield coord.GetData(coord.partition_state_path(topic, int(partition)))
+                if state.ok:
+                    self.states[tp] = LeaderAndIsr.from_data(state.value, state.version)
+
+    def _on_broker_change(self):
+        reply = yield coord.GetChildren(coord.BROKER_IDS_PATH, watch=True)
+        if not reply.ok:
+            return
+        new_live = {int(c) for c in reply.children}
+        dead = sorted(self.live - new_live)
+        born = sorted(new_live - self.live)
+        self.live = new_live
+        if not dead and not born:
+            return
+        self.ctx.trace("brokers_changed", live_brokers=sorted(new_live), failed=dead, started=born)
+        for broker in dead:
+            channel = self.channels.pop(broker, None)
+            if channel is not None:
+                self.ctx.cancel_timer(channel.timeout_key)
+        changed = []
+        for tp in sorted(self.assignments):
+            state = self.states.get(tp)
+            if state is None:
+                continue
+            if state.leader not in new_live:
+                if (yield from self._elect(tp)):
+                    changed.append(tp)
+            elif any(b in state.isr for b in dead):
+                if (yield from self._shrink_isr(tp, dead)):
+                    changed.append(tp)
+        if born:
+            hosted = [tp for tp in sorted(self.assignments) if any(b in self.assignments[tp] for b in born)]
+            self._send_leader_and_isr(hosted, born)
+        self._send_leader_and_isr(changed, sorted(new_live))
+        self._send_update_metadata()
+
+    # -- state changes ---------------------------------------------------------------
+    def _bring_partitions_online(self, tps):
+        for tp in tps:
+            if tp not in self.states:
+                yield from self._create_state(tp)
+            elif self.states[tp].leader not in self.live:
+                yield from self._elect(tp)
+
+    def _create_state(self, tp: TopicPartition):
+        replicas = self.assignments[tp]
+        live = [r for r in replicas if r in self.live]
+        leader = live[0] if live else NO_LEADER
+        state = LeaderAndIsr(leader, 0, tuple(live) if live else replicas[:1], self.epoch)
+        reply = yield coord.Create(coord.partition_state_path(*tp), coord.encode_data(state.to_data()),
+                                   make_parents=True)
+        if reply.ok:
+            self.states[tp] = state
+            self._trace_election(tp, state, "initial", unclean=False)
+        else:
+            fresh = yield coord.GetData(coord.partition_state_path(*tp))
+            if fresh.ok:
+                self.states[tp] = LeaderAndIsr.from_data(fresh.value, fresh.version)
+
+    def _elect(self, tp: TopicPartition):
+        """Offline-partition election. With no electable replica the leader becomes -1
+        and the ISR keeps its last member, so that it alone can later return as leader."""
+        unclean_used = []
+
+        def decide(current: LeaderAndIsr):
+            if current.leader in self.live:
+                return None
+            election = offline_partition_leader(self.assignments[tp], current.isr, self.live,
+                                                self.unclean_for_topic(tp.topic))
+            unclean_used[:] = [election.unclean]
+            if election.leader is None:
+                if current.leader == NO_LEADER:
+                    return None
+                return LeaderAndIsr(NO_LEADER, current.leader_epoch + 1, current.isr, self.epoch)
+            isr = (election.leader,) if election.unclean else tuple(r for r in current.isr if r in self.live)
+            return LeaderAndIsr(election.leader, current.leader_epoch + 1, isr, self.epoch)
+
+        state = yield from self._write_state(tp, decide)
+        if state is not None:
+            self._trace_election(tp, state, "offline", unclean=bool(unclean_used and unclean_used[0]))
+        return state is not None
+
+    def _shrink_isr(self, tp: TopicPartition, dead: list[int]):
+        def decide(current: LeaderAndIsr):
+            if current.leader not in self.live or not any(b in current.isr for b in dead):
+                return None
+            isr = tuple(r for r in current.isr if r not in dead)
+            return LeaderAndIsr(current.leader, current.leader_epoch + 1, isr, self.epoch)
+
+        state = yield from self._write_state(tp, decide)
+        if state is not None:
+            self.ctx.trace("isr_shrunk", partition=str(tp), isr=list(state.isr), reason="broker_failed",
+                           leader_epoch=state.leader_epoch, zk_version=state.zk_version, by="controller")
+        return state is not None
+
+    def _write_state(self, tp: TopicPartition, decide):
+        """Compare-and-set the partition state; on a version conflict re-read and decide
+        again from the fresh state."""
+        path = coord.partition_state_path(*tp)
+        current = self.states[tp]
+        for _ in range(MAX_STATE_WRITE_ATTEMPTS):
+            new = decide(current)
+            if new is None:
+                return None
+            reply = yield coord.SetData(path, coord.encode_data(new.to_data()), current.zk_version,
+                                        check_path=coord.CONTROLLER_EPOCH_PATH, check_version=self.epoch_zk_version)
+            if reply.ok:
+                new = replace(new, zk_version=reply.version)
+                self.states[tp] = new
+                return new
+            if reply.error != coord.BAD_VERSION:
+                if reply.error == coord.CHECK_FAILED:
+                    self.ctx.trace("controller_fenced", controller_epoch=self.epoch)
+                return None
+            fresh = yield coord.GetData(path)
+            if not fresh.ok:
+                return None
+            current = LeaderAndIsr.from_data(fresh.value, fresh.version)
+            self.states[tp] = current
+        return None
+
+    def _trace_election(self, tp: TopicPartition, state: LeaderAndIsr, kind: str, unclean: bool) -> None:
+        self.ctx.trace("leader_elected", partition=str(tp), leader=state.leader, leader_epoch=state.leader_epoch,
+                       isr=list(state.isr), election=kind, unclean=unclean, controller_epoch=self.epoch)
+
+    # -- requests to brokers ---------------------------------------------------------
+    def _partition_state(self, tp: TopicPartition) -> PartitionState:
+        return PartitionState(self.states[tp], self.assignments[tp])
+
+    def _send_leader_and_isr(self, tps, brokers) -> None:
+        for broker in brokers:
+            if broker not in self.live:
+                continue
+            states = {tp: self._partition_state(tp) for tp in tps
+                      if tp in self.states and broker in self.assignments[tp]}
+            if states:
+                self._enqueue_request(broker, lambda cid, s=states: LeaderAndIsrRequest(
+                    cid, self.ctx.broker_id, self.epoch, s))
+
+    def _send_update_metadata(self) -> None:
+        states = {tp: self._partition_state(tp) for tp in sorted(self.states) if tp in self.assignments}
+        live = tuple(sorted(self.live))
+        for broker in live:
+            self._enqueue_request(broker, lambda cid: UpdateMetadataRequest(
+                cid, self.ctx.broker_id, self.epoch, live, states))
+
+    def _enqueue_request(self, broker: int, build) -> None:
+        channel = self.channels.setdefault(broker, BrokerChannel(broker))
+        channel.queue.append(build(self.ctx.next_correlation_id()))
+        self._pump(channel)
+
+    def _pump(self, channel: BrokerChannel) -> None:
+        if channel.in_flight is not None or not channel.queue:
+            return
+        channel.in_flight = channel.queue.popleft()
+        self.ctx.send(channel.broker, channel.in_flight)
+        self.ctx.set_timer(channel.timeout_key, self.ctx.config.controller_socket_timeout_ms)
+
+    def handle_response(self, src, response: LeaderAndIsrResponse | UpdateMetadataResponse) -> None:
+        channel = self.channels.get(src)
+        if channel is None or channel.in_flight is None:
+            return
+        if channel.in_flight.correlation_id != response.correlation_id:
+            return
+        if response.error is ErrorCode.STALE_CONTROLLER_EPOCH:
+            self.ctx.trace("controller_fenced", controller_epoch=self.epoch, by_broker=src)
+        channel.in_flight = None
+        self.ctx.cancel_timer(channel.timeout_key)
+        self._pump(channel)
+
+    def request_timed_out(self, broker: int) -> None:
+        channel = self.channels.get(broker)
+        if channel is None or channel.in_flight is None or broker not in self.live:
+            return
+        self.ctx.send(broker, channel.in_flight)  # resend, as Kafka's channel does on reconnect
+        self.ctx.set_timer(channel.timeout_key, self.ctx.config.controller_socket_timeout_ms)

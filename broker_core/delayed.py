@@ -1,0 +1,70 @@
+"""Delayed produce and delayed fetch (Kafka's purgatory), keyed by partition."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable
+
+from broker_core.messages import FetchRequest, ProducePartitionResult
+from broker_core.types import TopicPartition
+
+
+@dataclass
+class DelayedProduce:
+    """An acks=all produce waiting for the high watermark to pass each batch."""
+    id: int
+    src: Hashable
+    correlation_id: int
+    leader_epochs: dict[TopicPartition, int]
+    required_offsets: dict[TopicPartition, int]  # the offset after the appended batch
+    base_offsets: dict[TopicPartition, int]
+    results: dict[TopicPartition, ProducePartitionResult] = field(default_factory=dict)
+
+    @property
+    def is_complete(self) -> bool:
+        return all(tp in self.results for tp in self.required_offsets)
+
+    @property
+    def timer_key(self) -> tuple:
+        return ("produce-timeout", self.id)
+
+
+@dataclass
+class DelayedFetch:
+    id: int
+    src: Hashable
+    request: FetchRequest
+
+    @property
+    def timer_key(self) -> tuple:
+        return ("fetch-wait", self.id)
+
+
+class Purgatory:
+    """Operations parked per partition; the lists keep arrival order (determinism)."""
+
+    def __init__(self):
+        self.produces: dict[int, DelayedProduce] = {}
+        self.fetches: dict[int, DelayedFetch] = {}
+        self.produce_watch: dict[TopicPartition, list[int]] = {}
+        self.follower_fetch_watch: dict[TopicPartition, list[int]] = {}
+        self.consumer_fetch_watch: dict[TopicPartition, list[int]] = {}
+        self._next_id = 0
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def park_produce(self, op: DelayedProduce) -> None:
+        self.produces[op.id] = op
+        for tp in op.required_offsets:
+            self.produce_watch.setdefault(tp, []).append(op.id)
+
+    def park_fetch(self, op: DelayedFetch, follower: bool) -> None:
+        self.fetches[op.id] = op
+        watch = self.follower_fetch_watch if follower else self.consumer_fetch_watch
+        for tp in sorted(op.request.partitions):
+            watch.setdefault(tp, []).append(op.id)
+
+    @staticmethod
+    def take(watch: dict[TopicPartition, list[int]], tp: TopicPartition) -> list[int]:
+        return watch.pop(tp, [])

@@ -1,0 +1,65 @@
+"""What a node asks its runtime to do (imperative)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Mapping
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    dst: Hashable
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBytes:
+    path: str
+    position: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateFile:
+    path: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteFile:
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceFile:
+    """Atomically replace a small file and make it durable (write temp, fsync, rename)."""
+    path: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Fsync:
+    path: str
+    token: int  # echoed in FsyncCompleted
+
+
+@dataclass(frozen=True, slots=True)
+class SetTimer:
+    key: Hashable
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    key: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class CoordRequest:
+    request_id: int
+    op: Any  # broker_core.coordination op
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    type: str
+    fields: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,58 @@
+"""Kafka's partition leader election rules as pure functions.
+
+AR is the assigned replica list in assignment order; ISR order does not matter, only
+membership. Each function returns the new leader or None, never raising.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection, Sequence
+
+
+@dataclass(frozen=True)
+class Election:
+    leader: int | None
+    unclean: bool = False
+
+
+def offline_partition_leader(assigned: Sequence[int], isr: Collection[int], live: Collection[int],
+                             unclean_enabled: bool) -> Election:
+    """OfflinePartitionLeaderElectionStrategy.
+
+    The first replica in AR that is alive and in the ISR. If there is none and unclean
+    leader election is enabled, the first alive replica in AR (which may lack committed
+    data). Otherwise no leader: the partition stays offline.
+    """
+    for replica in assigned:
+        if replica in live and replica in isr:
+            return Election(replica)
+    if unclean_enabled:
+        for replica in assigned:
+            if replica in live:
+                return Election(replica, unclean=True)
+    return Election(None)
+
+
+def preferred_replica_leader(assigned: Sequence[int], isr: Collection[int], live: Collection[int]) -> Election:
+    """PreferredReplicaPartitionLeaderElectionStrategy: AR[0] if it is alive and in ISR."""
+    if assigned and assigned[0] in live and assigned[0] in isr:
+        return Election(assigned[0])
+    return Election(None)
+
+
+def controlled_shutdown_leader(assigned: Sequence[int], isr: Collection[int], live: Collection[int],
+                               shutting_down: Collection[int]) -> Election:
+    """ControlledShutdownPartitionLeaderElectionStrategy: the first replica in AR that is
+    alive, in the ISR and not shutting down."""
+    for replica in assigned:
+        if replica in live and replica in isr and replica not in shutting_down:
+            return Election(replica)
+    return Election(None)
+
+
+def reassignment_leader(target_assigned: Sequence[int], isr: Collection[int], live: Collection[int]) -> Election:
+    """ReassignPartitionLeaderElectionStrategy: first replica of the new AR alive and in ISR."""
+    for replica in target_assigned:
+        if replica in live and replica in isr:
+            return Election(replica)
+    return Election(None)

@@ -1,0 +1,62 @@
+"""Kafka error codes (the numbers are Kafka's) and the core's own exceptions."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    STALE_CONTROLLER_EPOCH = 11
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    KAFKA_STORAGE_ERROR = 56
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+
+    @property
+    def is_retriable(self) -> bool:
+        return self in _RETRIABLE
+
+
+_RETRIABLE = frozenset({
+    ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+})
+
+# Errors after which a produce certainly did not append anything: a history can record
+# the operation as failed. Any other error leaves the outcome unknown.
+DEFINITE_PRODUCE_FAILURES = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.CORRUPT_MESSAGE,
+})
+
+
+class CoreError(Exception):
+    """The runtime misused the core (a programming error in a binding)."""
+
+
+class InvariantViolation(Exception):
+    """A broken internal invariant: always a bug in the core."""
+
+
+class ConfigError(ValueError):
+    """A configuration key or value the core does not accept; ``key`` names it."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message

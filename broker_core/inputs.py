@@ -1,0 +1,56 @@
+"""What a runtime hands to a node (past tense: things that happened)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Mapping
+
+
+@dataclass(frozen=True)
+class Started:
+    """The process started; ``files`` holds every file's durable (or page-cache) bytes."""
+    files: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MessageReceived:
+    src: Hashable  # a broker id for brokers, an opaque address for clients
+    message: Any
+
+
+@dataclass(frozen=True)
+class TimerFired:
+    key: Hashable
+
+
+@dataclass(frozen=True)
+class FsyncCompleted:
+    path: str
+    token: int
+
+
+@dataclass(frozen=True)
+class DiskWriteFailed:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CoordSessionStarted:
+    session_id: int
+
+
+@dataclass(frozen=True)
+class CoordSessionExpired:
+    session_id: int
+
+
+@dataclass(frozen=True)
+class CoordReplied:
+    request_id: int
+    reply: Any  # broker_core.coordination.Reply
+
+
+@dataclass(frozen=True)
+class CoordWatchFired:
+    path: str
+    kind: str  # "created" | "deleted" | "changed" | "children"

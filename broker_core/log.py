@@ -1,0 +1,247 @@
+"""One partition's replica log: batches in segments, offsets, high watermark, the
+leader-epoch cache and what the disk has made durable.
+
+Every change to stored bytes is returned as effects (write, truncate, delete, replace,
+fsync) for the runtime to carry out; the log itself keeps the decoded batches.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.epoch_cache import LeaderEpochCache
+from broker_core.errors import CoreError
+from broker_core.records import DecodeError, Record, RecordBatch, decode_batch
+from broker_core.types import TopicPartition
+
+EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+SEGMENT_SUFFIX = ".log"
+
+
+@dataclass
+class Segment:
+    base_offset: int
+    path: str
+    size_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    truncated_bytes: int
+    reason: str | None
+    deleted_segments: tuple[str, ...]
+
+
+class PartitionLog:
+    def __init__(self, tp: TopicPartition, segment_bytes: int):
+        self.tp = tp
+        self.directory = str(tp)
+        self.segment_bytes = segment_bytes
+        self.batches: list[RecordBatch] = []
+        self._bases: list[int] = []
+        self._locations: list[tuple[int, int]] = []  # (segment index, position) per batch
+        self.segments: list[Segment] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.high_watermark = 0
+        self.epochs = LeaderEpochCache()
+        self.durable_offset = 0  # log end offset covered by the last completed fsync
+        self.unflushed_messages = 0
+        self.last_flush_ms = 0
+        self._fsync_token = 0
+        self._fsync_targets: dict[int, int] = {}
+
+    # -- paths ---------------------------------------------------------------------
+    def segment_path(self, base_offset: int) -> str:
+        return f"{self.directory}/{base_offset:020d}{SEGMENT_SUFFIX}"
+
+    @property
+    def epoch_checkpoint_path(self) -> str:
+        return f"{self.directory}/{EPOCH_CHECKPOINT}"
+
+    # -- appends -------------------------------------------------------------------
+    def append_as_leader(self, records: tuple[Record, ...], leader_epoch: int) -> tuple[RecordBatch, list]:
+        batch = RecordBatch(self.log_end_offset, leader_epoch, records)
+        return batch, self._append(batch)
+
+    def append_as_follower(self, batch: RecordBatch) -> list:
+        if batch.base_offset != self.log_end_offset:
+            raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
+        return self._append(batch)
+
+    def _append(self, batch: RecordBatch) -> list:
+        effects: list[Any] = []
+        data = batch.encode()
+        if not self.segments or (self.segments[-1].size_bytes > 0
+                                 and self.segments[-1].size_bytes + len(data) > self.segment_bytes):
+            self.segments.append(Segment(batch.base_offset, self.segment_path(batch.base_offset)))
+        segment = self.segments[-1]
+        effects.append(WriteBytes(segment.path, segment.size_bytes, data))
+        self.batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self._locations.append((len(self.segments) - 1, segment.size_bytes))
+        segment.size_bytes += len(data)
+        self.log_end_offset = batch.next_offset
+        self.unflushed_messages += len(batch.records)
+        if batch.leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(batch.leader_epoch, batch.base_offset)
+            effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
+        return effects
+
+    def assign_epoch(self, epoch: int) -> list:
+        """A new leader records that its epoch starts at the current log end (KIP-101)."""
+        if self.epochs.assign(epoch, self.log_end_offset):
+            return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
+        return []
+
+    # -- truncation ----------------------------------------------------------------
+    def truncate_to(self, offset: int) -> list:
+        """Remove every batch that holds an offset >= ``offset`` (whole batches only)."""
+        # The first batch that holds an offset >= ``offset``: a batch straddling it goes too.
+        index = max(bisect_right(self._bases, offset) - 1, 0)
+        if index < len(self.batches) and self.batches[index].next_offset <= offset:
+            index += 1
+        if index >= len(self.batches):
+            return []
+        effects: list[Any] = []
+        new_end = self.batches[index].base_offset
+        segment_index, position = self._locations[index]
+        for segment in self.segments[segment_index + 1:]:
+            effects.append(DeleteFile(segment.path))
+        del self.segments[segment_index + 1:]
+        if position == 0 and segment_index > 0:
+            effects.append(DeleteFile(self.segments[segment_index].path))
+            del self.segments[segment_index]
+        else:
+            self.segments[segment_index].size_bytes = position
+            effects.append(TruncateFile(self.segments[segment_index].path, position))
+        del self.batches[index:]
+        del self._bases[index:]
+        del self._locations[index:]
+        self.log_end_offset = new_end
+        self.high_watermark = min(self.high_watermark, new_end)
+        self.durable_offset = min(self.durable_offset, new_end)
+        if self.epochs.truncate_from_end(new_end):
+            effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
+        return effects
+
+    # -- reads ---------------------------------------------------------------------
+    def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None) -> tuple[RecordBatch, ...]:
+        """Whole batches from the one holding ``from_offset``; a batch is served only if it
+        ends at or below ``upper_offset`` (the high watermark, for consumers). At least
+        one batch is returned when any qualifies, even if larger than ``max_bytes``."""
+        limit = self.log_end_offset if upper_offset is None else upper_offset
+        index = max(bisect_right(self._bases, from_offset) - 1, 0)
+        out: list[RecordBatch] = []
+        total = 0
+        while index < len(self.batches):
+            batch = self.batches[index]
+            if batch.next_offset > limit:
+                break
+            if batch.next_offset > from_offset:
+                size = batch.size_bytes
+                if out and total + size > max_bytes:
+                    break
+                out.append(batch)
+                total += size
+            index += 1
+        return tuple(out)
+
+    def records(self) -> list[tuple[int, Record]]:
+        return [(b.base_offset + i, r) for b in self.batches for i, r in enumerate(b.records)]
+
+    # -- durability ----------------------------------------------------------------
+    def flush(self, now_ms: int) -> list:
+        """Fsync every segment that holds unflushed data."""
+        if self.durable_offset >= self.log_end_offset:
+            return []
+        self._fsync_token += 1
+        token = self._fsync_token
+        self._fsync_targets[token] = self.log_end_offset
+        self.unflushed_messages = 0
+        self.last_flush_ms = now_ms
+        index = max(bisect_right(self._bases, self.durable_offset) - 1, 0)
+        first_segment = self._locations[index][0] if self._locations else 0
+        return [Fsync(s.path, token) for s in self.segments[first_segment:]]
+
+    def fsync_completed(self, path: str, token: int) -> bool:
+        """Returns whether the durable offset moved (on the last segment's completion)."""
+        if not self.segments or path != self.segments[-1].path:
+            return False
+        target = self._fsync_targets.pop(token, None)
+        for old in [t for t in self._fsync_targets if t < token]:
+            del self._fsync_targets[old]
+        if target is None or target <= self.durable_offset:
+            return False
+        self.durable_offset = min(target, self.log_end_offset)
+        return True
+
+    def needs_flush(self, now_ms: int, interval_messages: int, interval_ms: int) -> bool:
+        if self.durable_offset >= self.log_end_offset:
+            return False
+        return self.unflushed_messages >= interval_messages or now_ms - self.last_flush_ms >= interval_ms
+
+    # -- recovery ------------------------------------------------------------------
+    @classmethod
+    def recover(cls, tp: TopicPartition, files: Mapping[str, bytes], segment_bytes: int) -> tuple["PartitionLog", list, RecoveryReport]:
+        """Rebuild a log from the bytes a restarted process finds on disk.
+
+        Segments are scanned in offset order; the first batch that fails to decode (a
+        torn write, garbage, a CRC mismatch) or breaks offset continuity ends the log:
+        the rest of that segment is truncated and later segments are deleted.
+        """
+        log = cls(tp, segment_bytes)
+        prefix = log.directory + "/"
+        segment_paths = sorted(p for p in files if p.startswith(prefix) and p.endswith(SEGMENT_SUFFIX))
+        effects: list[Any] = []
+        deleted: list[str] = []
+        truncated_bytes = 0
+        reason: str | None = None
+        for path in segment_paths:
+            data = files[path]
+            if reason is not None:
+                effects.append(DeleteFile(path))
+                deleted.append(path)
+                truncated_bytes += len(data)
+                continue
+            base = int(path[len(prefix):-len(SEGMENT_SUFFIX)])
+            if log.batches and base != log.log_end_offset:
+                reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
+                effects.append(DeleteFile(path))
+                deleted.append(path)
+                truncated_bytes += len(data)
+                continue
+            segment = Segment(base, path)
+            log.segments.append(segment)
+            position = 0
+            while position < len(data):
+                try:
+                    batch, end = decode_batch(data, position)
+                except DecodeError as exc:
+                    reason = f"{path} at byte {position}: {exc}"
+                    break
+                if batch.base_offset != (log.log_end_offset if log.batches else base):
+                    reason = f"{path} at byte {position}: offset {batch.base_offset} out of sequence"
+                    break
+                log.batches.append(batch)
+                log._bases.append(batch.base_offset)
+                log._locations.append((len(log.segments) - 1, position))
+                log.log_end_offset = batch.next_offset
+                position = end
+            segment.size_bytes = position
+            if position < len(data):
+                truncated_bytes += len(data) - position
+                effects.append(TruncateFile(path, position))
+        if log.batches:
+            log.log_start_offset = log.batches[0].base_offset
+        if not log.batches and log.segments:
+            log.log_end_offset = log.log_start_offset = log.segments[0].base_offset
+        log.durable_offset = log.log_end_offset
+        epochs_raw = files.get(log.epoch_checkpoint_path)
+        if epochs_raw is not None:
+            log.epochs = LeaderEpochCache.decode(epochs_raw)
+            if log.epochs.truncate_from_end(log.log_end_offset):
+                effects.append(ReplaceFile(log.epoch_checkpoint_path, log.epochs.encode()))
+        return log, effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))

@@ -1,0 +1,181 @@
+"""Requests and responses between clients, brokers and the controller.
+
+They mirror Kafka's APIs (Produce, Fetch, Metadata, ListOffsets, OffsetsForLeaderEpoch,
+LeaderAndIsr, UpdateMetadata) with only the fields the model needs. The real binding
+translates the wire protocol to and from these.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from broker_core.errors import ErrorCode
+from broker_core.records import Record, RecordBatch
+from broker_core.types import TopicPartition
+
+CONSUMER_REPLICA_ID = -1
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    correlation_id: int
+    acks: int  # 0, 1 or -1 (all)
+    timeout_ms: int
+    partitions: Mapping[TopicPartition, tuple[Record, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducePartitionResult:
+    error: ErrorCode
+    base_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResponse:
+    correlation_id: int
+    partitions: Mapping[TopicPartition, ProducePartitionResult]
+    throttle_time_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    fetch_offset: int
+    current_leader_epoch: int = -1  # -1: not checked (old clients)
+    max_bytes: int = 1048576
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    correlation_id: int
+    replica_id: int  # CONSUMER_REPLICA_ID for consumers
+    max_wait_ms: int
+    min_bytes: int
+    partitions: Mapping[TopicPartition, FetchPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResult:
+    error: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1  # for replica fetches: lets a follower that is ahead truncate
+    batches: tuple[RecordBatch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    correlation_id: int
+    partitions: Mapping[TopicPartition, FetchPartitionResult]
+    throttle_time_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRequest:
+    correlation_id: int
+    topics: tuple[str, ...] | None = None  # None: all topics
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    error: ErrorCode
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataResponse:
+    correlation_id: int
+    brokers: tuple[int, ...]
+    controller_id: int
+    partitions: Mapping[TopicPartition, PartitionMetadata]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsRequest:
+    correlation_id: int
+    partitions: Mapping[TopicPartition, int]  # EARLIEST_TIMESTAMP or LATEST_TIMESTAMP
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    correlation_id: int
+    partitions: Mapping[TopicPartition, tuple[ErrorCode, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsForLeaderEpochRequest:
+    correlation_id: int
+    replica_id: int
+    partitions: Mapping[TopicPartition, tuple[int, int]]  # (current_leader_epoch, leader_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    error: ErrorCode
+    leader_epoch: int
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsForLeaderEpochResponse:
+    correlation_id: int
+    partitions: Mapping[TopicPartition, EpochEndOffset]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """The state of one partition as the coordination store holds it."""
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = 0  # the store's version of the state node
+
+    def to_data(self) -> dict:
+        return {"leader": self.leader, "leader_epoch": self.leader_epoch,
+                "isr": list(self.isr), "controller_epoch": self.controller_epoch}
+
+    @classmethod
+    def from_data(cls, data: Mapping, zk_version: int) -> "LeaderAndIsr":
+        return cls(int(data["leader"]), int(data["leader_epoch"]), tuple(int(b) for b in data["isr"]),
+                   int(data["controller_epoch"]), zk_version)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    leader_and_isr: LeaderAndIsr
+    replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    correlation_id: int
+    controller_id: int
+    controller_epoch: int
+    partitions: Mapping[TopicPartition, PartitionState]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResponse:
+    correlation_id: int
+    error: ErrorCode
+    partitions: Mapping[TopicPartition, ErrorCode] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataRequest:
+    correlation_id: int
+    controller_id: int
+    controller_epoch: int
+    live_brokers: tuple[int, ...]
+    partitions: Mapping[TopicPartition, PartitionState]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataResponse:
+    correlation_id: int
+    error: ErrorCode

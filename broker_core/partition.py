@@ -1,0 +1,162 @@
+"""One partition's replica at one broker: its role, leader epoch, ISR and, when it
+leads, what it knows of its followers. ISR and high-watermark rules live here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from broker_core.config import BrokerConfig
+from broker_core.errors import ErrorCode
+from broker_core.log import PartitionLog
+from broker_core.messages import LeaderAndIsr, PartitionState
+from broker_core.records import Record, RecordBatch
+from broker_core.types import NO_LEADER, TopicPartition
+
+
+class Role(Enum):
+    LEADER = "leader"
+    FOLLOWER = "follower"
+    OFFLINE = "offline"  # hosted, but no leader is known
+
+
+@dataclass
+class FollowerProgress:
+    """The leader's view of one follower (Kafka's Replica fetch state)."""
+    log_end_offset: int = -1  # unknown until the follower fetches
+    last_caught_up_ms: int = 0
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_ms: int = -1
+
+    def record_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> None:
+        """Kafka's rule: caught up now if the fetch reached the leader's log end; caught up
+        at the previous fetch if it reached what the log end was then."""
+        if fetch_offset >= leader_log_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset >= 0:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_ms = now_ms
+        self.log_end_offset = fetch_offset
+
+
+class Partition:
+    def __init__(self, broker_id: int, tp: TopicPartition, log: PartitionLog, config: BrokerConfig):
+        self.broker_id = broker_id
+        self.tp = tp
+        self.log = log
+        self.config = config
+        self.role = Role.OFFLINE
+        self.replicas: tuple[int, ...] = ()
+        self.leader = NO_LEADER
+        self.leader_epoch = -1
+        self.isr: tuple[int, ...] = ()
+        self.zk_version = -1
+        self.controller_epoch = -1
+        self.followers: dict[int, FollowerProgress] = {}
+        self.isr_update_pending = False
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role is Role.LEADER
+
+    def leader_and_isr(self) -> LeaderAndIsr:
+        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, self.zk_version)
+
+    # -- role changes ----------------------------------------------------------------
+    def make_leader(self, state: PartitionState, now_ms: int) -> list:
+        lai = state.leader_and_isr
+        self._adopt(state, Role.LEADER)
+        self.followers = {}
+        for replica in self.replicas:
+            if replica != self.broker_id:
+                # ISR members count as caught up now, or a new leader would evict them
+                # before they had a chance to fetch from it.
+                self.followers[replica] = FollowerProgress(last_caught_up_ms=now_ms if replica in lai.isr else 0)
+        return self.log.assign_epoch(lai.leader_epoch)
+
+    def make_follower(self, state: PartitionState) -> None:
+        self._adopt(state, Role.FOLLOWER if state.leader_and_isr.leader != NO_LEADER else Role.OFFLINE)
+        self.followers = {}
+
+    def _adopt(self, state: PartitionState, role: Role) -> None:
+        lai = state.leader_and_isr
+        self.role = role
+        self.replicas = state.replicas
+        self.leader = lai.leader
+        self.leader_epoch = lai.leader_epoch
+        self.isr = lai.isr
+        self.zk_version = lai.zk_version
+        self.controller_epoch = lai.controller_epoch
+        self.isr_update_pending = False
+
+    # -- leader: appends -------------------------------------------------------------
+    def append_as_leader(self, records: tuple[Record, ...], acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
+        if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS, None, []
+        batch, effects = self.log.append_as_leader(records, self.leader_epoch)
+        return ErrorCode.NONE, batch, effects
+
+    # -- leader: followers, ISR and high watermark -----------------------------------
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        progress = self.followers.get(replica_id)
+        if progress is not None:
+            progress.record_fetch(fetch_offset, self.log.log_end_offset, now_ms)
+
+    def maybe_advance_high_watermark(self) -> bool:
+        """High watermark = the smallest log end offset over the ISR (leader included).
+        A follower whose log end the leader does not know yet holds it where it is."""
+        if not self.is_leader:
+            return False
+        candidate = self.log.log_end_offset
+        for replica in self.isr:
+            if replica == self.broker_id:
+                continue
+            progress = self.followers.get(replica)
+            if progress is None or progress.log_end_offset < 0:
+                return False
+            candidate = min(candidate, progress.log_end_offset)
+        if candidate > self.log.high_watermark:
+            self.log.high_watermark = candidate
+            return True
+        return False
+
+    def out_of_sync_replicas(self, now_ms: int) -> tuple[int, ...]:
+        """Followers in the ISR that have not caught up to the leader's log end within
+        ``replica.lag.time.max.ms`` (and, in the 0.8 profile, that lag by more than
+        ``replica.lag.max.messages``)."""
+        lagging = []
+        for replica in self.isr:
+            if replica == self.broker_id:
+                continue
+            progress = self.followers.get(replica)
+            if progress is None:
+                continue
+            too_slow = now_ms - progress.last_caught_up_ms > self.config.replica_lag_time_max_ms
+            max_messages = self.config.replica_lag_max_messages
+            too_far = (max_messages is not None and progress.log_end_offset >= 0
+                       and self.log.log_end_offset - progress.log_end_offset > max_messages)
+            if too_slow or too_far:
+                lagging.append(replica)
+        return tuple(lagging)
+
+    def caught_up_replicas(self) -> tuple[int, ...]:
+        """Followers outside the ISR that have reached the high watermark and the start of
+        the current leader epoch: they may rejoin."""
+        epoch_start = self.log.epochs.entries[-1][1] if self.log.epochs.entries else 0
+        joining = []
+        for replica, progress in sorted(self.followers.items()):
+            if replica in self.isr or replica not in self.replicas:
+                continue
+            if progress.log_end_offset >= max(self.log.high_watermark, epoch_start):
+                joining.append(replica)
+        return tuple(joining)
+
+    def snapshot(self) -> dict:
+        return {
+            "role": self.role.value, "leader": self.leader, "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr), "log_end_offset": self.log.log_end_offset,
+            "high_watermark": self.log.high_watermark, "log_start_offset": self.log.log_start_offset,
+            "durable_offset": self.log.durable_offset,
+        }

@@ -1,0 +1,360 @@
+"""The broker's partitions: produce, fetch, offsets, LeaderAndIsr, delayed operations
+and the leader's ISR changes (written to the coordination store with a version check).
+"""
+from __future__ import annotations
+
+from typing import Hashable
+
+from broker_core import coordination as coord
+from broker_core.config import BrokerConfig
+from broker_core.context import NodeContext
+from broker_core.delayed import DelayedFetch, DelayedProduce, Purgatory
+from broker_core.errors import ErrorCode
+from broker_core.log import PartitionLog
+from broker_core.messages import (
+    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartitionResult, FetchRequest,
+    FetchResponse, LeaderAndIsr, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
+    ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
+    PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse)
+from broker_core.partition import Partition
+from broker_core.types import TopicPartition
+
+
+class ReplicaManager:
+    def __init__(self, ctx: NodeContext, topic_configs: dict[str, BrokerConfig],
+                 recovered_logs: dict[TopicPartition, PartitionLog]):
+        self.ctx = ctx
+        self.topic_configs = topic_configs
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.recovered_logs = recovered_logs
+        self.purgatory = Purgatory()
+        self.controller_epoch = -1
+        self.on_become_follower = lambda partition: None  # set by the node (the fetcher)
+        self.on_become_leader = lambda partition: None
+
+    def config_for(self, topic: str) -> BrokerConfig:
+        return self.topic_configs.get(topic, self.ctx.config)
+
+    def get_or_create(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            config = self.config_for(tp.topic)
+            log = self.recovered_logs.pop(tp, None) or PartitionLog(tp, config.log_segment_bytes)
+            partition = Partition(self.ctx.broker_id, tp, log, config)
+            self.partitions[tp] = partition
+        return partition
+
+    def leading(self) -> list[Partition]:
+        return [p for tp, p in sorted(self.partitions.items()) if p.is_leader]
+
+    # -- LeaderAndIsr ----------------------------------------------------------------
+    def handle_leader_and_isr(self, src: Hashable, request: LeaderAndIsrRequest) -> None:
+        ctx = self.ctx
+        if request.controller_epoch < self.controller_epoch:
+            ctx.trace("request_fenced", request="leader_and_isr", controller_epoch=request.controller_epoch,
+                      known_controller_epoch=self.controller_epoch)
+            ctx.send(src, LeaderAndIsrResponse(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
+            return
+        self.controller_epoch = request.controller_epoch
+        errors = {}
+        for tp in sorted(request.partitions):
+            state = request.partitions[tp]
+            partition = self.get_or_create(tp)
+            errors[tp] = ErrorCode.NONE
+            if state.leader_and_isr.leader_epoch <= partition.leader_epoch:
+                continue  # already applied, or older than what this broker knows
+            if state.leader_and_isr.leader == ctx.broker_id:
+                self._become_leader(partition, state)
+            else:
+                self._become_follower(partition, state)
+        ctx.send(src, LeaderAndIsrResponse(request.correlation_id, ErrorCode.NONE, errors))
+
+    def _become_leader(self, partition: Partition, state: PartitionState) -> None:
+        ctx = self.ctx
+        for effect in partition.make_leader(state, ctx.now_ms):
+            ctx.emit(effect)
+        ctx.trace("became_leader", partition=str(partition.tp), leader_epoch=partition.leader_epoch,
+                  isr=list(partition.isr), log_end_offset=partition.log.log_end_offset,
+                  high_watermark=partition.log.high_watermark)
+        self.on_become_leader(partition)
+        if partition.maybe_advance_high_watermark():
+            self._trace_high_watermark(partition)
+        self._after_high_watermark_change(partition)
+
+    def _become_follower(self, partition: Partition, state: PartitionState) -> None:
+        was_leader = partition.is_leader
+        partition.make_follower(state)
+        self.ctx.trace("became_follower", partition=str(partition.tp), leader=partition.leader,
+                       leader_epoch=partition.leader_epoch, log_end_offset=partition.log.log_end_offset,
+                       high_watermark=partition.log.high_watermark)
+        if was_leader:
+            self._recheck_produces(partition.tp)
+        self.on_become_follower(partition)
+
+    # -- produce ---------------------------------------------------------------------
+    def handle_produce(self, src: Hashable, request: ProduceRequest) -> None:
+        ctx = self.ctx
+        results: dict[TopicPartition, ProducePartitionResult] = {}
+        required: dict[TopicPartition, int] = {}
+        bases: dict[TopicPartition, int] = {}
+        epochs: dict[TopicPartition, int] = {}
+        appended: list[Partition] = []
+        for tp in sorted(request.partitions):
+            partition = self.partitions.get(tp)
+            if request.acks not in (0, 1, -1):
+                results[tp] = ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS)
+                continue
+            if partition is None:
+                results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                continue
+            error, batch, effects = partition.append_as_leader(tuple(request.partitions[tp]), request.acks)
+            for effect in effects:
+                ctx.emit(effect)
+            if batch is None:
+                results[tp] = ProducePartitionResult(error)
+                continue
+            appended.append(partition)
+            if request.acks == -1:
+                required[tp] = batch.next_offset
+                bases[tp] = batch.base_offset
+                epochs[tp] = partition.leader_epoch
+            else:
+                results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
+        if required:
+            op = DelayedProduce(self.purgatory.next_id(), src, request.correlation_id, epochs, required, bases, results)
+            self.purgatory.park_produce(op)
+            ctx.set_timer(op.timer_key, request.timeout_ms)
+        elif request.acks != 0:  # acks=0: the producer expects no answer at all
+            ctx.send(src, ProduceResponse(request.correlation_id, results))
+        for partition in appended:
+            self._maybe_flush(partition)
+            self._wake_fetches(self.purgatory.follower_fetch_watch, partition.tp)
+            if partition.maybe_advance_high_watermark():
+                self._trace_high_watermark(partition)
+                self._after_high_watermark_change(partition)
+
+    def _try_complete_produce(self, op: DelayedProduce, timed_out: bool = False) -> bool:
+        """Kafka's DelayedProduce.tryComplete: each partition is done when its high
+        watermark passed the batch (an error if the ISR is then below
+        min.insync.replicas), when leadership was lost, or at the timeout."""
+        for tp in sorted(op.required_offsets):
+            if tp in op.results:
+                continue
+            partition = self.partitions.get(tp)
+            base = op.base_offsets[tp]
+            if partition is None or not partition.is_leader or partition.leader_epoch != op.leader_epochs[tp]:
+                op.results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            elif partition.log.high_watermark >= op.required_offsets[tp]:
+                enough = len(partition.isr) >= partition.config.min_insync_replicas
+                op.results[tp] = ProducePartitionResult(
+                    ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, base)
+            elif timed_out:
+                op.results[tp] = ProducePartitionResult(ErrorCode.REQUEST_TIMED_OUT, base)
+        if not op.is_complete:
+            return False
+        self.purgatory.produces.pop(op.id, None)
+        self.ctx.cancel_timer(op.timer_key)
+        self.ctx.send(op.src, ProduceResponse(op.correlation_id, dict(sorted(op.results.items()))))
+        return True
+
+    def produce_timed_out(self, produce_id: int) -> None:
+        op = self.purgatory.produces.get(produce_id)
+        if op is not None:
+            self._try_complete_produce(op, timed_out=True)
+
+    def _recheck_produces(self, tp: TopicPartition) -> None:
+        ids = self.purgatory.produce_watch.pop(tp, [])
+        remaining = []
+        for op_id in ids:
+            op = self.purgatory.produces.get(op_id)
+            if op is not None and not self._try_complete_produce(op):
+                remaining.append(op_id)
+        if remaining:
+            self.purgatory.produce_watch[tp] = remaining
+
+    def _after_high_watermark_change(self, partition: Partition) -> None:
+        self._recheck_produces(partition.tp)
+        self._wake_fetches(self.purgatory.consumer_fetch_watch, partition.tp)
+
+    def _trace_high_watermark(self, partition: Partition) -> None:
+        self.ctx.trace("high_watermark_advanced", partition=str(partition.tp),
+                       high_watermark=partition.log.high_watermark, leader_epoch=partition.leader_epoch)
+
+    def _maybe_flush(self, partition: Partition) -> None:
+        config = partition.config
+        if partition.log.needs_flush(self.ctx.now_ms, config.log_flush_interval_messages, config.log_flush_interval_ms):
+            for effect in partition.log.flush(self.ctx.now_ms):
+                self.ctx.emit(effect)
+
+    def flush_due(self) -> None:
+        for tp in sorted(self.partitions):
+            self._maybe_flush(self.partitions[tp])
+
+    # -- fetch -----------------------------------------------------------------------
+    def handle_fetch(self, src: Hashable, request: FetchRequest) -> None:
+        follower = request.replica_id != CONSUMER_REPLICA_ID
+        if follower:
+            for tp in sorted(request.partitions):
+                self._record_follower_fetch(request.replica_id, tp, request.partitions[tp].fetch_offset)
+        response, total_bytes, has_error = self._read_for_fetch(request)
+        if has_error or total_bytes >= request.min_bytes or request.max_wait_ms <= 0:
+            self.ctx.send(src, response)
+            return
+        op = DelayedFetch(self.purgatory.next_id(), src, request)
+        self.purgatory.park_fetch(op, follower)
+        self.ctx.set_timer(op.timer_key, request.max_wait_ms)
+
+    def _record_follower_fetch(self, replica_id: int, tp: TopicPartition, fetch_offset: int) -> None:
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return
+        partition.record_follower_fetch(replica_id, fetch_offset, self.ctx.now_ms)
+        joining = partition.caught_up_replicas()
+        if joining and not partition.isr_update_pending:
+            new_isr = tuple(sorted(set(partition.isr) | set(joining)))
+            self.ctx.tasks.start(self._update_isr(partition, new_isr, "caught_up"))
+        if partition.maybe_advance_high_watermark():
+            self._trace_high_watermark(partition)
+            self._after_high_watermark_change(partition)
+
+    def _read_for_fetch(self, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
+        follower = request.replica_id != CONSUMER_REPLICA_ID
+        results = {}
+        total = 0
+        has_error = False
+        for tp in sorted(request.partitions):
+            wanted = request.partitions[tp]
+            partition = self.partitions.get(tp)
+            error = self._fetch_error(partition, wanted.current_leader_epoch)
+            if error is ErrorCode.NONE:
+                log = partition.log
+                if wanted.fetch_offset > log.log_end_offset or wanted.fetch_offset < log.log_start_offset:
+                    error = ErrorCode.OFFSET_OUT_OF_RANGE
+            if error is not ErrorCode.NONE:
+                has_error = True
+                log = partition.log if partition is not None else None
+                results[tp] = FetchPartitionResult(
+                    error, log.high_watermark if log else -1, log.log_start_offset if log else -1,
+                    log.log_end_offset if (log and follower) else -1)
+                continue
+            upper = None if follower else log.high_watermark
+            batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
+            total += sum(b.size_bytes for b in batches)
+            results[tp] = FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,
+                                               log.log_end_offset if follower else -1, batches)
+        return FetchResponse(request.correlation_id, results), total, has_error
+
+    def _fetch_error(self, partition: Partition | None, current_leader_epoch: int) -> ErrorCode:
+        """KIP-320 fencing: a request from an older epoch is fenced, one from a newer
+        epoch means this broker has not heard of it yet."""
+        if partition is None or not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < partition.leader_epoch:
+                return ErrorCode.FENCED_LEADER_EPOCH
+            if current_leader_epoch > partition.leader_epoch:
+                return ErrorCode.UNKNOWN_LEADER_EPOCH
+        return ErrorCode.NONE
+
+    def _wake_fetches(self, watch: dict, tp: TopicPartition) -> None:
+        ids = self.purgatory.take(watch, tp)
+        for op_id in ids:
+            op = self.purgatory.fetches.get(op_id)
+            if op is None:
+                continue
+            response, total, has_error = self._read_for_fetch(op.request)
+            if total >= op.request.min_bytes or has_error:
+                self._complete_fetch(op, response)
+            else:
+                watch.setdefault(tp, []).append(op_id)
+
+    def fetch_wait_expired(self, fetch_id: int) -> None:
+        op = self.purgatory.fetches.get(fetch_id)
+        if op is not None:
+            self._complete_fetch(op, self._read_for_fetch(op.request)[0], cancel_timer=False)
+
+    def _complete_fetch(self, op: DelayedFetch, response: FetchResponse, cancel_timer: bool = True) -> None:
+        del self.purgatory.fetches[op.id]
+        if cancel_timer:
+            self.ctx.cancel_timer(op.timer_key)
+        self.ctx.send(op.src, response)
+
+    # -- offsets ---------------------------------------------------------------------
+    def handle_list_offsets(self, src: Hashable, request: ListOffsetsRequest) -> None:
+        results = {}
+        for tp in sorted(request.partitions):
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                results[tp] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+            elif request.partitions[tp] == EARLIEST_TIMESTAMP:
+                results[tp] = (ErrorCode.NONE, partition.log.log_start_offset)
+            else:  # latest, as a consumer sees it: the high watermark
+                results[tp] = (ErrorCode.NONE, partition.log.high_watermark)
+        self.ctx.send(src, ListOffsetsResponse(request.correlation_id, results))
+
+    def handle_offsets_for_leader_epoch(self, src: Hashable, request: OffsetsForLeaderEpochRequest) -> None:
+        results = {}
+        for tp in sorted(request.partitions):
+            current_epoch, leader_epoch = request.partitions[tp]
+            partition = self.partitions.get(tp)
+            error = self._fetch_error(partition, current_epoch)
+            if error is not ErrorCode.NONE:
+                results[tp] = EpochEndOffset(error, -1, -1)
+                continue
+            epoch, end = partition.log.epochs.end_offset_for(leader_epoch, partition.log.log_end_offset)
+            results[tp] = EpochEndOffset(ErrorCode.NONE, epoch, end)
+        self.ctx.send(src, OffsetsForLeaderEpochResponse(request.correlation_id, results))
+
+    # -- ISR changes -----------------------------------------------------------------
+    def check_isr(self) -> None:
+        """The leader's periodic check: drop followers that stopped catching up."""
+        for partition in self.leading():
+            if partition.isr_update_pending:
+                continue
+            lagging = partition.out_of_sync_replicas(self.ctx.now_ms)
+            if lagging:
+                new_isr = tuple(r for r in partition.isr if r not in lagging)
+                self.ctx.tasks.start(self._update_isr(partition, new_isr, "lagging"))
+
+    def _update_isr(self, partition: Partition, new_isr: tuple[int, ...], reason: str):
+        """Write the new ISR with the cached version. On a version conflict, re-read the
+        state: if this broker still leads in the same epoch, recompute the ISR from the
+        fresh state and retry; otherwise leave the partition to the controller."""
+        ctx = self.ctx
+        tp = partition.tp
+        path = coord.partition_state_path(tp.topic, tp.partition)
+        partition.isr_update_pending = True
+        epoch = partition.leader_epoch
+        try:
+            while new_isr != partition.isr:
+                state = LeaderAndIsr(ctx.broker_id, epoch, new_isr, partition.controller_epoch, partition.zk_version)
+                reply = yield coord.SetData(path, coord.encode_data(state.to_data()), partition.zk_version)
+                if not partition.is_leader or partition.leader_epoch != epoch:
+                    return  # the partition changed hands while the write was in flight
+                if reply.ok:
+                    old = partition.isr
+                    partition.isr = new_isr
+                    partition.zk_version = reply.version
+                    ctx.trace("isr_shrunk" if len(new_isr) < len(old) else "isr_expanded",
+                              partition=str(tp), isr=list(new_isr), old_isr=list(old), reason=reason,
+                              leader_epoch=epoch, zk_version=reply.version)
+                    if partition.maybe_advance_high_watermark():
+                        self._trace_high_watermark(partition)
+                    self._after_high_watermark_change(partition)
+                    return
+                if reply.error != coord.BAD_VERSION:
+                    return
+                fresh = yield coord.GetData(path)
+                if not fresh.ok or not partition.is_leader or partition.leader_epoch != epoch:
+                    return
+                current = LeaderAndIsr.from_data(fresh.value, fresh.version)
+                ctx.trace("isr_update_conflict", partition=str(tp), cached_zk_version=partition.zk_version,
+                          zk_version=current.zk_version, leader=current.leader, leader_epoch=current.leader_epoch)
+                if current.leader != ctx.broker_id or current.leader_epoch != epoch:
+                    return  # stale leader: keep going until the controller says otherwise
+                partition.isr = current.isr
+                partition.zk_version = current.zk_version
+                lagging = partition.out_of_sync_replicas(ctx.now_ms)
+                new_isr = tuple(sorted((set(current.isr) - set(lagging)) | set(partition.caught_up_replicas())))
+        finally:
+            partition.isr_update_pending = False

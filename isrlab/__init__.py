@@ -1,0 +1,1 @@
+"""The isrlab command line (nothing imports this package)."""

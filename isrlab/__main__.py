@@ -1,0 +1,3 @@
+from isrlab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Scenario files: the model, strict validation with file and line, and the runner."""

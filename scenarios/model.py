@@ -1,0 +1,95 @@
+"""The scenario model: what a YAML file says, validated and with defaults filled in."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from faults.model import Fault
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    config: dict[str, Any]
+    assignment: dict[int, tuple[int, ...]]  # partition -> replicas (AR, in order)
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    brokers: tuple[int, ...]
+    profile: str
+    config: dict[str, Any]  # Kafka broker config names
+    topics: tuple[TopicSpec, ...]
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    latency_ms: float = 1.0
+    jitter_ms: float = 0.5
+    loss: float = 0.0
+
+
+@dataclass(frozen=True)
+class DiskSpec:
+    fsync_ms: float = 2.0
+    writeback_ms: int | None = 30000  # the OS writing dirty pages back; None: never
+
+
+@dataclass(frozen=True)
+class ProducerWorkload:
+    topic: str
+    acks: int = -1
+    rate: float = 100.0
+    record_bytes: int = 100
+    linger_ms: int = 10
+    keys: int | None = None
+    retries: int = 0
+    request_timeout_ms: int = 30000
+    delivery_timeout_ms: int = 120000
+    start_ms: int = 0
+    stop_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerWorkload:
+    topic: str
+    start_ms: int = 0
+    poll_interval_ms: int = 100
+
+
+@dataclass(frozen=True)
+class FaultStep:
+    at_ms: int
+    fault: Fault
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class FinalPhase:
+    """After the workload: heal everything, restart every broker, wait for full ISRs,
+    then read every partition from the start."""
+    max_wait_ms: int = 120000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: str
+    description: str
+    cluster: ClusterSpec
+    network: NetworkSpec
+    disk: DiskSpec
+    producers: tuple[ProducerWorkload, ...]
+    consumers: tuple[ConsumerWorkload, ...]
+    faults: tuple[FaultStep, ...]
+    duration_ms: int
+    final: FinalPhase = field(default_factory=FinalPhase)
+    sample_interval_ms: int = 100
+
+    def topic(self, name: str) -> TopicSpec:
+        for topic in self.cluster.topics:
+            if topic.name == name:
+                return topic
+        raise KeyError(name)

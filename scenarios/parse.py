@@ -1,0 +1,244 @@
+"""Build a Scenario from YAML, strictly: every problem names file, line and field."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from broker_core.config import broker_config, topic_config, PROFILES
+from broker_core.errors import ConfigError
+from faults import model as fm
+from scenarios.model import (
+    ClusterSpec, ConsumerWorkload, DiskSpec, FaultStep, FinalPhase, NetworkSpec, ProducerWorkload,
+    Scenario, TopicSpec)
+from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
+
+ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+SERVICE_NODE = "zk"
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(str(path), None, "", f"cannot read the file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(str(path), None, "", "the file is not UTF-8 text") from None
+    return parse_scenario(text, str(path))
+
+
+def parse_scenario(text: str, filename: str) -> Scenario:
+    data, lines = load_yaml(text, filename)
+    source = Source(filename, lines)
+    top = Fields(source, data, (), "a scenario")
+    name = top.take("name", "str", Path(filename).stem)
+    description = top.take("description", "str", "")
+    cluster = _cluster(source, top.take("cluster", "map"))
+    network = _network(source, top.take("network", "map", {}))
+    disk = _disk(source, top.take("disk", "map", {}))
+    duration_ms = top.take("duration", "duration", check=lambda v: None if v > 0 else "must be more than 0")
+    workload = Fields(source, top.take("workload", "map", {}), ("workload",))
+    topics = {t.name for t in cluster.topics}
+    producers = tuple(_producer(source, item, ("workload", "producers", i), topics)
+                      for i, item in enumerate(workload.take("producers", "list", [])))
+    consumers = tuple(_consumer(source, item, ("workload", "consumers", i), topics)
+                      for i, item in enumerate(workload.take("consumers", "list", [])))
+    workload.done()
+    nodes = _node_names(cluster, producers, consumers)
+    faults = tuple(_fault_step(source, item, ("faults", i), cluster, nodes, duration_ms)
+                   for i, item in enumerate(top.take("faults", "list", [])))
+    final = Fields(source, top.take("final", "map", {}), ("final",))
+    final_phase = FinalPhase(final.take("max_wait", "duration", 120000))
+    final.done()
+    sample = top.take("sample_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0")
+    top.done()
+    return Scenario(name, filename, description, cluster, network, disk, producers, consumers, faults,
+                    duration_ms, final_phase, sample)
+
+
+def _cluster(source: Source, data: Any) -> ClusterSpec:
+    path = ("cluster",)
+    f = Fields(source, data, path)
+    raw_brokers = f.take("brokers", "any")
+    if isinstance(raw_brokers, int) and not isinstance(raw_brokers, bool):
+        if not 1 <= raw_brokers <= 100:
+            raise source.error(path + ("brokers",), "must be between 1 and 100")
+        brokers = tuple(range(1, raw_brokers + 1))
+    elif isinstance(raw_brokers, list) and raw_brokers:
+        brokers = tuple(convert(source, path + ("brokers", i), b, "int") for i, b in enumerate(raw_brokers))
+        if len(set(brokers)) != len(brokers) or any(b < 0 for b in brokers):
+            raise source.error(path + ("brokers",), "broker ids must be distinct and not negative")
+    else:
+        raise source.error(path + ("brokers",), "must be a count (3) or a list of broker ids ([1, 2, 3])")
+    profile = f.take("profile", "str", "kafka-2.7",
+                     lambda v: None if v in PROFILES else f"unknown profile; known: {', '.join(sorted(PROFILES))}")
+    config = f.take("config", "map", {})
+    try:
+        base = broker_config(profile, config)
+    except ConfigError as exc:
+        raise source.error(path + ("config", exc.key), exc.message) from None
+    topics = []
+    for i, item in enumerate(f.take("topics", "list")):
+        topics.append(_topic(source, item, path + ("topics", i), brokers, base))
+    if len({t.name for t in topics}) != len(topics):
+        raise source.error(path + ("topics",), "topic names must be distinct")
+    f.done()
+    return ClusterSpec(brokers, profile, dict(config), tuple(topics))
+
+
+def _topic(source: Source, data: Any, path: tuple, brokers: tuple[int, ...], base) -> TopicSpec:
+    f = Fields(source, data, path, "a topic")
+    name = f.take("name", "str", check=lambda v: None if v and "/" not in v and " " not in v else "must be a name without / or spaces")
+    partitions = f.take("partitions", "int", 1, lambda v: None if 1 <= v <= 1000 else "must be between 1 and 1000")
+    rf = f.take("replication_factor", "int", min(3, len(brokers)),
+                lambda v: None if 1 <= v <= len(brokers) else f"must be between 1 and the number of brokers ({len(brokers)})")
+    config = f.take("config", "map", {})
+    try:
+        topic_config(base, config)
+    except ConfigError as exc:
+        raise source.error(path + ("config", exc.key), exc.message) from None
+    assignment = {p: tuple(brokers[(p + r) % len(brokers)] for r in range(rf)) for p in range(partitions)}
+    raw = f.take("assignment", "map", {})
+    for key in raw:
+        apath = path + ("assignment", key)
+        if not isinstance(key, int) or not 0 <= key < partitions:
+            raise source.error(apath, f"partition must be a number from 0 to {partitions - 1}")
+        replicas = convert(source, apath, raw[key], "list")
+        ids = tuple(convert(source, apath + (i,), r, "int") for i, r in enumerate(replicas))
+        for i, broker in enumerate(ids):
+            if broker not in brokers:
+                raise source.error(apath + (i,), f"broker {broker} does not exist (brokers: {list(brokers)})")
+        if len(ids) != rf or len(set(ids)) != len(ids):
+            raise source.error(apath, f"must list {rf} distinct brokers (the replication factor)")
+        assignment[key] = ids
+    f.done()
+    return TopicSpec(name, partitions, rf, dict(config), assignment)
+
+
+def _network(source: Source, data: Any) -> NetworkSpec:
+    f = Fields(source, data, ("network",))
+    latency = f.take("latency_ms", "number", 1.0, lambda v: None if v >= 0 else "must not be negative")
+    jitter = f.take("jitter_ms", "number", 0.5, lambda v: None if v >= 0 else "must not be negative")
+    loss = f.take("loss", "number", 0.0, lambda v: None if 0 <= v < 1 else "must be at least 0 and below 1")
+    f.done()
+    return NetworkSpec(latency, jitter, loss)
+
+
+def _disk(source: Source, data: Any) -> DiskSpec:
+    f = Fields(source, data, ("disk",))
+    fsync = f.take("fsync_ms", "number", 2.0, lambda v: None if v >= 0 else "must not be negative")
+    writeback = f.take("writeback", "any", "30s")
+    if writeback in (False, "never"):
+        writeback_ms = None
+    else:
+        writeback_ms = convert(source, ("disk", "writeback"), writeback, "duration")
+    f.done()
+    return DiskSpec(fsync, writeback_ms)
+
+
+def _acks(source: Source, path: tuple, value: Any) -> int:
+    key = str(value).lower()
+    if key not in ACKS or isinstance(value, bool):
+        raise source.error(path, "must be 0, 1 or all")
+    return ACKS[key]
+
+
+def _producer(source: Source, data: Any, path: tuple, topics: set[str]) -> ProducerWorkload:
+    f = Fields(source, data, path, "a producer")
+    topic = f.take("topic", "str", check=lambda v: None if v in topics else f"unknown topic; topics: {sorted(topics)}")
+    acks = _acks(source, path + ("acks",), f.take("acks", "any", "all"))
+    positive = lambda v: None if v > 0 else "must be more than 0"
+    workload = ProducerWorkload(
+        topic, acks,
+        rate=f.take("rate", "number", 100.0, positive),
+        record_bytes=f.take("record_bytes", "int", 100, positive),
+        linger_ms=f.take("linger", "duration", 10, positive),
+        keys=f.take("keys", "int", None, positive),
+        retries=f.take("retries", "int", 0, lambda v: None if v >= 0 else "must not be negative"),
+        request_timeout_ms=f.take("request_timeout", "duration", 30000, positive),
+        delivery_timeout_ms=f.take("delivery_timeout", "duration", 120000, positive),
+        start_ms=f.take("start", "duration", 0),
+        stop_ms=f.take("stop", "duration", None),
+    )
+    f.done()
+    return workload
+
+
+def _consumer(source: Source, data: Any, path: tuple, topics: set[str]) -> ConsumerWorkload:
+    f = Fields(source, data, path, "a consumer")
+    topic = f.take("topic", "str", check=lambda v: None if v in topics else f"unknown topic; topics: {sorted(topics)}")
+    workload = ConsumerWorkload(topic, f.take("start", "duration", 0),
+                                f.take("poll_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0"))
+    f.done()
+    return workload
+
+
+def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:
+    names = {f"broker-{b}" for b in cluster.brokers} | {SERVICE_NODE}
+    names |= {f"producer-{i}" for i in range(len(producers))}
+    names |= {f"consumer-{i}" for i in range(len(consumers))}
+    return names
+
+
+def _broker_list(source: Source, path: tuple, value: Any, cluster: ClusterSpec) -> tuple[int, ...]:
+    if value == "all":
+        return cluster.brokers
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for i, item in enumerate(items):
+        ipath = path + (i,) if isinstance(value, list) else path
+        broker = convert(source, ipath, item, "int")
+        if broker not in cluster.brokers:
+            raise source.error(ipath, f"broker {broker} does not exist (brokers: {list(cluster.brokers)})")
+        out.append(broker)
+    return tuple(out)
+
+
+def _node(source: Source, path: tuple, value: Any, cluster: ClusterSpec, nodes: set[str]) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value not in cluster.brokers:
+            raise source.error(path, f"broker {value} does not exist (brokers: {list(cluster.brokers)})")
+        return f"broker-{value}"
+    if isinstance(value, str) and value in nodes:
+        return value
+    raise source.error(path, f"unknown node {value!r}; a broker id or one of {sorted(nodes)}")
+
+
+def _fault_step(source: Source, data: Any, path: tuple, cluster: ClusterSpec, nodes: set[str],
+                duration_ms: int) -> FaultStep:
+    f = Fields(source, data, path, "a fault")
+    at = f.take("at", "duration", check=lambda v: None if v <= duration_ms else "is after the end of the run (duration)")
+    actions = [k for k in data if k in fm.KINDS]
+    if len(actions) != 1:
+        others = [k for k in data if k != "at" and k not in fm.KINDS]
+        if others:
+            f.take("at", "duration")
+            f.done()
+        raise source.error(path, f"needs exactly one of: {', '.join(fm.KINDS)}")
+    kind = actions[0]
+    value = f.take(kind, "any")
+    vpath = path + (kind,)
+    if kind in ("crash", "power_loss", "restart"):
+        fault = fm.KINDS[kind](_broker_list(source, vpath, value, cluster))
+    elif kind == "isolate":
+        items = value if isinstance(value, list) else [value]
+        fault = fm.Isolate(tuple(_node(source, vpath + ((i,) if isinstance(value, list) else ()), v, cluster, nodes)
+                                 for i, v in enumerate(items)))
+    elif kind == "partition":
+        groups = convert(source, vpath, value, "list")
+        if len(groups) < 2:
+            raise source.error(vpath, "needs at least two groups, e.g. [[1, 2], [3, zk]]")
+        parsed = []
+        for g, group in enumerate(groups):
+            members = convert(source, vpath + (g,), group, "list")
+            parsed.append(tuple(_node(source, vpath + (g, i), m, cluster, nodes) for i, m in enumerate(members)))
+        flat = [n for g in parsed for n in g]
+        if len(flat) != len(set(flat)):
+            raise source.error(vpath, "a node appears in two groups")
+        fault = fm.Split(tuple(parsed))
+    else:
+        if value not in (True, "network", "all"):
+            raise source.error(vpath, "write heal: true")
+        fault = fm.Heal()
+    f.done()
+    return FaultStep(at, fault, source.line(path))

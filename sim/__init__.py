@@ -1,0 +1,1 @@
+"""The simulated world (simpy): network, disks, coordination service, clients."""

@@ -1,0 +1,161 @@
+"""A simulated broker process: one core node bound to the simulated disk, network,
+timers and coordination client. It carries out the node's effects and turns world
+events into the node's inputs. Crash, power loss, restart and pause happen here."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import simpy
+
+from broker_core.broker import BrokerNode
+from broker_core.config import BrokerConfig
+from broker_core.effects import (
+    CancelTimer, CoordRequest, DeleteFile, Fsync, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
+    WriteBytes)
+from broker_core.inputs import FsyncCompleted, MessageReceived, Started, TimerFired
+from sim.coordination import SERVICE, CoordinationClient
+from sim.disk import SimDisk
+from sim.network import ConnectionReset, Network
+
+
+def broker_name(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def broker_id_of(name: str) -> int | None:
+    return int(name[7:]) if name.startswith("broker-") else None
+
+
+class BrokerHost:
+    def __init__(self, env: simpy.Environment, network: Network, broker_id: int, config: BrokerConfig,
+                 topic_configs: dict[str, BrokerConfig], disk: SimDisk, trace: Callable[[str, str, dict], None]):
+        self.env = env
+        self.network = network
+        self.broker_id = broker_id
+        self.name = broker_name(broker_id)
+        self.config = config
+        self.topic_configs = topic_configs
+        self.disk = disk
+        self._trace = trace
+        self.node: BrokerNode | None = None
+        self.incarnation = 0
+        self.paused = False
+        self.clock_offset_ms = 0
+        self.powered = True
+        self._clients: set[str] = set()
+        self._timers: dict[Any, int] = {}
+        self._timer_seq = 0
+        self._paused_inputs: list[Any] = []
+        self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
+                                        lambda m: network.send(self.name, SERVICE, m), self._input)
+        network.add_node(self.name, self._receive)
+
+    @property
+    def alive(self) -> bool:
+        return self.node is not None
+
+    def now_ms(self) -> int:
+        return max(int(self.env.now) + self.clock_offset_ms, 0)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        if self.node is not None:
+            return
+        self.incarnation += 1
+        self.powered = True
+        self._clients = set(self.network.clients())
+        self._timers.clear()
+        self.paused = False
+        self._paused_inputs.clear()
+        self.node = BrokerNode(self.broker_id, self.config, self.topic_configs)
+        self._input(Started(self.disk.contents()))
+        self.coord.connect()
+
+    def crash(self, reset_connections: bool = True) -> None:
+        """Kill the process: its memory is gone, the page cache survives, and the OS
+        resets the clients' connections (a power loss resets nothing: they time out)."""
+        if self.node is None:
+            return
+        self.node = None
+        self.incarnation += 1
+        self._timers.clear()
+        self.coord.stop()
+        if reset_connections:
+            for client in self.network.clients():
+                self.network.send(self.name, client, ConnectionReset(self.broker_id))
+
+    def power_loss(self) -> None:
+        self.crash(reset_connections=False)
+        self.powered = False
+        self.disk.power_loss()
+
+    # -- inputs ----------------------------------------------------------------------
+    def _receive(self, src: str, message: Any) -> None:
+        if self.node is None:
+            if self.powered and src in self._clients:
+                refused = ConnectionReset(self.broker_id, getattr(message, "correlation_id", None))
+                self.network.send(self.name, src, refused)
+            return
+        if src == SERVICE:
+            if self.paused:
+                self._paused_inputs.append(("coord", message))
+            else:
+                self.coord.handle(message)
+            return
+        broker = broker_id_of(src)
+        self._input(MessageReceived(broker if broker is not None else src, message))
+
+    def _input(self, event: Any) -> None:
+        node = self.node
+        if node is None:
+            return
+        if self.paused:
+            self._paused_inputs.append(("input", event))
+            return
+        self._apply(node.handle(event, self.now_ms()))
+
+    def _apply(self, effects: list) -> None:
+        env = self.env
+        for effect in effects:
+            kind = type(effect)
+            if kind is Send:
+                dst = effect.dst
+                self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst, effect.message)
+            elif kind is Trace:
+                self._trace(self.name, effect.type, effect.fields)
+            elif kind is SetTimer:
+                self._timer_seq += 1
+                token = self._timer_seq
+                self._timers[effect.key] = token
+                delay = max(effect.at_ms - self.now_ms(), 0)
+                event = env.timeout(delay)
+                event.callbacks.append(self._timer_callback(effect.key, token, self.incarnation))
+            elif kind is CancelTimer:
+                self._timers.pop(effect.key, None)
+            elif kind is WriteBytes:
+                self.disk.write(effect.path, effect.position, effect.data)
+            elif kind is CoordRequest:
+                self.coord.request(effect.request_id, effect.op)
+            elif kind is Fsync:
+                self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
+            elif kind is TruncateFile:
+                self.disk.truncate(effect.path, effect.size)
+            elif kind is DeleteFile:
+                self.disk.delete(effect.path)
+            elif kind is ReplaceFile:
+                self.disk.replace(effect.path, effect.data)
+            else:
+                raise TypeError(f"unknown effect {kind.__name__}")
+
+    def _timer_callback(self, key, token: int, incarnation: int):
+        def fire(_event):
+            if incarnation == self.incarnation and self._timers.get(key) == token:
+                del self._timers[key]
+                self._input(TimerFired(key))
+        return fire
+
+    def _fsync_callback(self, path: str, token: int, incarnation: int):
+        def done():
+            if incarnation == self.incarnation:
+                self._input(FsyncCompleted(path, token))
+        return done

@@ -1,0 +1,171 @@
+"""The simulated world of one run: built from a scenario and one seed, it runs the
+workload and the fault schedule, then the final phase (heal, restart, wait for full
+ISRs, read everything), writing every event to the trace."""
+from __future__ import annotations
+
+from typing import Any
+
+import simpy
+
+from analysis.trace import TraceWriter
+from broker_core import coordination as coord
+from broker_core.config import broker_config, topic_config
+from broker_core.types import TopicPartition
+from scenarios.model import Scenario
+from sim.broker_host import BrokerHost
+from sim.clients import ProducerSpec, SimConsumer, SimProducer, SimReader
+from sim.coordination import SERVICE, CoordinationService
+from sim.disk import SimDisk
+from sim.faults import SimFaultExecutor
+from sim.network import LinkSpec, Network
+from sim.rng import derive
+
+SETTLE_POLL_MS = 100
+
+
+class World:
+    def __init__(self, scenario: Scenario, seed: int, writer: TraceWriter, progress=None):
+        self.scenario = scenario
+        self.seed = seed
+        self.writer = writer
+        self.progress = progress
+        self.env = simpy.Environment()
+        spec = scenario.network
+        self.network = Network(self.env, derive(seed, "network"),
+                               LinkSpec(spec.latency_ms, spec.jitter_ms, spec.loss))
+        self.service = CoordinationService(self.env, lambda dst, m: self.network.send(SERVICE, dst, m), self.trace)
+        self.network.add_node(SERVICE, self.service.handle)
+        cluster = scenario.cluster
+        base = broker_config(cluster.profile, cluster.config)
+        topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
+        self.hosts: dict[int, BrokerHost] = {}
+        for broker in cluster.brokers:
+            disk = SimDisk(self.env, scenario.disk.fsync_ms)
+            self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, self.trace)
+        for topic in cluster.topics:
+            assignment = {str(p): list(r) for p, r in sorted(topic.assignment.items())}
+            self.service.put(coord.topic_path(topic.name), coord.encode_data({"partitions": assignment}))
+        self.partitions = [TopicPartition(t.name, p) for t in cluster.topics for p in range(t.partitions)]
+        self.replicas = {TopicPartition(t.name, p): r for t in cluster.topics for p, r in t.assignment.items()}
+        brokers = list(cluster.brokers)
+        self.producers = []
+        for i, w in enumerate(scenario.producers):
+            ps = ProducerSpec(w.topic, scenario.topic(w.topic).partitions, w.acks, w.rate, w.record_bytes, w.linger_ms,
+                              w.keys, w.retries, 100, w.request_timeout_ms, w.delivery_timeout_ms, 5,
+                              w.start_ms, w.stop_ms)
+            self.producers.append(SimProducer(self.env, self.network, f"producer-{i}", brokers, self.trace, ps))
+        self.consumers = []
+        for i, w in enumerate(scenario.consumers):
+            tps = [tp for tp in self.partitions if tp.topic == w.topic]
+            self.consumers.append(SimConsumer(self.env, self.network, f"consumer-{i}", brokers, self.trace, tps,
+                                              poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms))
+        self.reader = SimReader(self.env, self.network, "reader", brokers, self.trace, self.partitions)
+        self.faults = SimFaultExecutor(self)
+        self.settled = False
+
+    def trace(self, node: str, type_: str, fields: dict) -> None:
+        self.writer.write(int(self.env.now), node, type_, fields)
+
+    # -- the run ---------------------------------------------------------------------
+    def run(self) -> None:
+        main = self.env.process(self._main())
+        self.env.run(until=main)
+
+    def _main(self):
+        scenario = self.scenario
+        cluster = scenario.cluster
+        self.trace("world", "run_started", {
+            "scenario": scenario.name, "duration_ms": scenario.duration_ms, "profile": cluster.profile,
+            "brokers": list(cluster.brokers), "config": {k: cluster.config[k] for k in sorted(cluster.config)},
+            "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+                        "config": t.config, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())}}
+                       for t in cluster.topics]})
+        for host in self.hosts.values():
+            host.start()
+        for step in scenario.faults:
+            self.env.process(self._fault_at(step))
+        self.env.process(self._sampler())
+        if scenario.disk.writeback_ms:
+            self.env.process(self._writeback(scenario.disk.writeback_ms))
+        if self.progress:
+            self.env.process(self._progress(scenario.duration_ms))
+        yield self.env.timeout(scenario.duration_ms)
+        yield from self._final_phase()
+        self.trace("world", "run_finished", {"settled": self.settled})
+
+    def _fault_at(self, step):
+        yield self.env.timeout(step.at_ms)
+        if self.env.now <= self.scenario.duration_ms:
+            self.faults.apply(step.fault)
+
+    def _final_phase(self):
+        final = self.scenario.final
+        self.trace("world", "workload_stopped", {})
+        for producer in self.producers:
+            producer.stop()
+        deadline = self.env.now + max((p.spec.request_timeout_ms for p in self.producers), default=0)
+        while self.env.now < deadline and not all(p.idle for p in self.producers):
+            yield self.env.timeout(SETTLE_POLL_MS)
+        for producer in self.producers:
+            producer.drain()
+        for consumer in self.consumers:
+            consumer.stop()
+        self.trace("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms})
+        if self.network.cut_edges():
+            from faults.model import Heal
+            self.faults.apply(Heal())
+        for broker in sorted(self.hosts):
+            if not self.hosts[broker].alive:
+                from faults.model import Restart
+                self.faults.apply(Restart((broker,)))
+        started = self.env.now
+        deadline = started + final.max_wait_ms
+        while self.env.now < deadline and not self.is_settled():
+            yield self.env.timeout(SETTLE_POLL_MS)
+        self.settled = self.is_settled()
+        self.trace("world", "cluster_settled" if self.settled else "cluster_not_settled",
+                   {"waited_ms": int(self.env.now - started)})
+        yield from self.reader.run(self.env.now + final.max_wait_ms)
+
+    # -- observation -----------------------------------------------------------------
+    def snapshots(self) -> dict[int, dict[str, dict]]:
+        return {b: h.node.snapshot() for b, h in sorted(self.hosts.items()) if h.node is not None}
+
+    def is_settled(self) -> bool:
+        """Every partition has one leader whose ISR holds every replica, and every
+        replica's log ends where the leader's does."""
+        snaps = self.snapshots()
+        for tp in self.partitions:
+            key = str(tp)
+            states = {b: s[key] for b, s in snaps.items() if key in s}
+            leaders = [b for b, s in states.items() if s["role"] == "leader"]
+            if len(leaders) != 1:
+                return False
+            leader = states[leaders[0]]
+            if sorted(leader["isr"]) != sorted(self.replicas[tp]):
+                return False
+            for broker in self.replicas[tp]:
+                state = states.get(broker)
+                if state is None or state["log_end_offset"] != leader["log_end_offset"]:
+                    return False
+        return True
+
+    def _sampler(self):
+        interval = self.scenario.sample_interval_ms
+        while True:
+            for broker, snapshot in self.snapshots().items():
+                if snapshot:
+                    self.trace(f"broker-{broker}", "replica_state", {"partitions": snapshot})
+            yield self.env.timeout(interval)
+
+    def _writeback(self, interval_ms: int):
+        while True:
+            yield self.env.timeout(interval_ms)
+            for broker in sorted(self.hosts):
+                self.hosts[broker].disk.sync_all()
+
+    def _progress(self, duration_ms: int):
+        step = max(duration_ms // 20, 1)
+        while True:
+            self.progress(self.env.now, duration_ms)
+            yield self.env.timeout(step)
