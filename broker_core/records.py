@@ -7,14 +7,15 @@ CRC-32C belongs to the real binding; this is the core's own segment format.)
 """
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 
 # base_offset, leader_epoch, record_count, payload_length, crc
 _HEADER = struct.Struct(">qiiiI")
 HEADER_BYTES = _HEADER.size
-_RECORD = struct.Struct(">iii")  # key length, value length (-1 = null), size_bytes
 _RECORD_OVERHEAD_BYTES = 14  # a rough per-record framing cost, as in Kafka's varint format
 
 
@@ -31,7 +32,7 @@ class Record:
         return len(self.key or "") + len(self.value or "") + _RECORD_OVERHEAD_BYTES
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RecordBatch:
     base_offset: int
     leader_epoch: int
@@ -45,33 +46,28 @@ class RecordBatch:
     def next_offset(self) -> int:
         return self.base_offset + len(self.records)
 
-    @property
+    # Batches are immutable and shared by every replica that stores them, so their
+    # size and encoding are computed once.
+    @cached_property
     def size_bytes(self) -> int:
         return HEADER_BYTES + sum(r.wire_bytes for r in self.records)
 
     def encode(self) -> bytes:
+        return self._encoded
+
+    @cached_property
+    def _encoded(self) -> bytes:
         payload = _encode_records(self.records)
         head = struct.pack(">qii", self.base_offset, self.leader_epoch, len(self.records))
         crc = zlib.crc32(struct.pack(">i", len(payload)) + payload, zlib.crc32(head))
         return _HEADER.pack(self.base_offset, self.leader_epoch, len(self.records), len(payload), crc) + payload
 
 
-def _encode_str(value: str | None) -> tuple[int, bytes]:
-    if value is None:
-        return -1, b""
-    data = value.encode()
-    return len(data), data
+_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
 def _encode_records(records: tuple[Record, ...]) -> bytes:
-    parts = []
-    for record in records:
-        key_len, key = _encode_str(record.key)
-        value_len, value = _encode_str(record.value)
-        parts.append(_RECORD.pack(key_len, value_len, record.size_bytes))
-        parts.append(key)
-        parts.append(value)
-    return b"".join(parts)
+    return _json_encode([[r.key, r.value, r.size_bytes] for r in records]).encode()
 
 
 class DecodeError(ValueError):
@@ -87,25 +83,23 @@ def decode_batch(data: bytes | bytearray | memoryview, position: int) -> tuple[R
     if end_header > len(data):
         raise DecodeError("truncated header")
     base_offset, leader_epoch, count, payload_len, crc = _HEADER.unpack_from(data, position)
-    if count <= 0 or payload_len < 0 or base_offset < 0 or end_header + payload_len > len(data):
+    if count <= 0 or payload_len < 0 or base_offset < 0:
         raise DecodeError("impossible header")
+    if end_header + payload_len > len(data):
+        raise DecodeError("truncated batch (a torn write)")
     payload = bytes(data[end_header:end_header + payload_len])
     head = struct.pack(">qii", base_offset, leader_epoch, count)
     if zlib.crc32(struct.pack(">i", payload_len) + payload, zlib.crc32(head)) != crc:
         raise DecodeError("crc mismatch")
-    records = []
-    pos = 0
     try:
-        for _ in range(count):
-            key_len, value_len, size_bytes = _RECORD.unpack_from(payload, pos)
-            pos += _RECORD.size
-            key = None if key_len < 0 else payload[pos:pos + key_len].decode()
-            pos += max(key_len, 0)
-            value = None if value_len < 0 else payload[pos:pos + value_len].decode()
-            pos += max(value_len, 0)
-            records.append(Record(key, value, size_bytes))
-    except (struct.error, UnicodeDecodeError) as exc:  # a CRC collision on garbage
+        raw = json.loads(payload)
+        records = tuple(Record(k, v, int(s)) for k, v, s in raw)
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:  # a CRC collision on garbage
         raise DecodeError(f"bad records: {exc}") from exc
-    if pos != payload_len:
-        raise DecodeError("payload length mismatch")
-    return RecordBatch(base_offset, leader_epoch, tuple(records)), end_header + payload_len
+    if len(records) != count or any(not _is_text(r.key) or not _is_text(r.value) for r in records):
+        raise DecodeError("records do not match the header")
+    return RecordBatch(base_offset, leader_epoch, records), end_header + payload_len
+
+
+def _is_text(value) -> bool:
+    return value is None or isinstance(value, str)

@@ -3,6 +3,7 @@ timers and coordination client. It carries out the node's effects and turns worl
 events into the node's inputs. Crash, power loss, restart and pause happen here."""
 from __future__ import annotations
 
+import heapq
 from typing import Any, Callable
 
 import simpy
@@ -44,6 +45,9 @@ class BrokerHost:
         self.powered = True
         self._clients: set[str] = set()
         self._timers: dict[Any, int] = {}
+        self._timer_heap: list = []
+        self._wake_at: float | None = None
+        self._wake_token = 0
         self._timer_seq = 0
         self._paused_inputs: list[Any] = []
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
@@ -64,7 +68,7 @@ class BrokerHost:
         self.incarnation += 1
         self.powered = True
         self._clients = set(self.network.clients())
-        self._timers.clear()
+        self._clear_timers()
         self.paused = False
         self._paused_inputs.clear()
         self.node = BrokerNode(self.broker_id, self.config, self.topic_configs)
@@ -78,11 +82,17 @@ class BrokerHost:
             return
         self.node = None
         self.incarnation += 1
-        self._timers.clear()
+        self._clear_timers()
         self.coord.stop()
         if reset_connections:
             for client in self.network.clients():
                 self.network.send(self.name, client, ConnectionReset(self.broker_id))
+
+    def _clear_timers(self) -> None:
+        self._timers.clear()
+        self._timer_heap.clear()
+        self._wake_at = None
+        self._wake_token += 1
 
     def power_loss(self) -> None:
         self.crash(reset_connections=False)
@@ -124,12 +134,7 @@ class BrokerHost:
             elif kind is Trace:
                 self._trace(self.name, effect.type, effect.fields)
             elif kind is SetTimer:
-                self._timer_seq += 1
-                token = self._timer_seq
-                self._timers[effect.key] = token
-                delay = max(effect.at_ms - self.now_ms(), 0)
-                event = env.timeout(delay)
-                event.callbacks.append(self._timer_callback(effect.key, token, self.incarnation))
+                self._set_timer(effect.key, effect.at_ms)
             elif kind is CancelTimer:
                 self._timers.pop(effect.key, None)
             elif kind is WriteBytes:
@@ -147,12 +152,39 @@ class BrokerHost:
             else:
                 raise TypeError(f"unknown effect {kind.__name__}")
 
-    def _timer_callback(self, key, token: int, incarnation: int):
-        def fire(_event):
-            if incarnation == self.incarnation and self._timers.get(key) == token:
+    # Timers live in the host's own heap; simpy holds one wake-up for the earliest, so a
+    # cancelled timer (most produce and fetch timeouts) costs simpy nothing.
+    def _set_timer(self, key, at_ms: int) -> None:
+        self._timer_seq += 1
+        token = self._timer_seq
+        self._timers[key] = token
+        at = float(max(at_ms - self.clock_offset_ms, self.env.now))
+        heapq.heappush(self._timer_heap, (at, token, key))
+        if self._wake_at is None or at < self._wake_at:
+            self._schedule_wake(at)
+
+    def _schedule_wake(self, at: float) -> None:
+        self._wake_at = at
+        self._wake_token += 1
+        token = self._wake_token
+        event = self.env.timeout(at - self.env.now)
+        event.callbacks.append(lambda _e: self._wake(token))
+
+    def _wake(self, token: int) -> None:
+        if token != self._wake_token:
+            return
+        self._wake_at = None
+        heap = self._timer_heap
+        now = self.env.now
+        while heap and heap[0][0] <= now:
+            _, timer_token, key = heapq.heappop(heap)
+            if self._timers.get(key) == timer_token:
                 del self._timers[key]
                 self._input(TimerFired(key))
-        return fire
+        while heap and self._timers.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)  # drop cancelled timers at the front
+        if heap and self._wake_at is None:
+            self._schedule_wake(heap[0][0])
 
     def _fsync_callback(self, path: str, token: int, incarnation: int):
         def done():

@@ -208,8 +208,8 @@ class SimProducer(SimClient):
             self._credit += per_tick
             count = int(self._credit)
             self._credit -= count
-            for _ in range(count):
-                self._add_record()
+            if count:
+                self._add_records(count)
             self._close_open_batches()
             self._expire_and_send()
             yield self.env.timeout(spec.linger_ms)
@@ -217,21 +217,27 @@ class SimProducer(SimClient):
     def stop(self) -> None:
         self.running = False
 
-    def _add_record(self) -> None:
-        self._seq += 1
-        value = f"{self.name}:{self._seq}"
+    def _add_records(self, count: int) -> None:
+        """Create the next ``count`` records: keyed ones go to crc32(key) mod partitions,
+        unkeyed ones round-robin."""
         spec = self.spec
-        if spec.keys:
-            key = f"k{self._seq % spec.keys}"
-            tp = self.partitions[zlib.crc32(key.encode()) % len(self.partitions)]
-        else:
-            key = None
-            tp = self.partitions[self._round_robin % len(self.partitions)]
-            self._round_robin += 1
-        batch = self._open.get(tp)
-        if batch is None:
-            batch = self._open[tp] = PendingBatch(0, tp, [], self.now())
-        batch.records.append(Record(key, value, spec.record_bytes))
+        first = self._seq + 1
+        self._seq += count
+        name = self.name
+        n = len(self.partitions)
+        now = self.now()
+        for seq in range(first, first + count):
+            if spec.keys:
+                key = f"k{seq % spec.keys}"
+                tp = self.partitions[zlib.crc32(key.encode()) % n]
+            else:
+                key = None
+                tp = self.partitions[self._round_robin % n]
+                self._round_robin += 1
+            batch = self._open.get(tp)
+            if batch is None:
+                batch = self._open[tp] = PendingBatch(0, tp, [], now)
+            batch.records.append(Record(key, f"{name}:{seq}", spec.record_bytes))
 
     def _close_open_batches(self) -> None:
         for tp in sorted(self._open):
@@ -420,8 +426,11 @@ class SimConsumer(SimClient):
         self._fetching.discard(broker)
         records: dict[str, list] = {}
         errors: dict[str, str] = {}
+        high_watermarks: dict[str, int] = {}
         for tp in sorted(message.partitions):
             result = message.partitions[tp]
+            if result.error is ErrorCode.NONE:
+                high_watermarks[str(tp)] = result.high_watermark
             if result.error is ErrorCode.OFFSET_OUT_OF_RANGE:
                 errors[str(tp)] = result.error.name
                 self.positions[tp] = max(result.log_start_offset, 0) if self.positions[tp] < result.log_start_offset else result.high_watermark
@@ -442,7 +451,7 @@ class SimConsumer(SimClient):
                 records[str(tp)] = got
                 self.consumed[tp].extend((o, v) for o, v in got)
         if self.record_history:
-            fields: dict[str, Any] = {"f": "poll", "op": op, "records": records}
+            fields: dict[str, Any] = {"f": "poll", "op": op, "records": records, "high_watermarks": high_watermarks}
             if errors:
                 fields["errors"] = errors
             self.history("ok", fields)

@@ -76,19 +76,19 @@ class Session:
     last_heard: float
 
 
-class CoordinationService:
-    def __init__(self, env: simpy.Environment, send: Callable[[str, Any], None], trace: Callable[..., None],
-                 tick_ms: float = 100.0):
-        self.env = env
-        self._send = send
+class CoordinationStore:
+    """The store itself, without simpy: znodes, sessions, versions and watches. Time is
+    passed in; ``notify(owner, WatchEvent)`` delivers watch events. The simulated
+    service wraps it, and so can a test that drives core nodes by hand."""
+
+    def __init__(self, notify: Callable[[str, Any], None], trace: Callable[..., None] = lambda *a: None):
+        self._notify = notify
         self._trace = trace
         self.znodes: dict[str, Znode] = {"/": Znode(b"")}
         self.sessions: dict[int, Session] = {}
         self._next_session = 1
         self._data_watches: dict[str, set[int]] = {}
         self._child_watches: dict[str, set[int]] = {}
-        self.tick_ms = tick_ms
-        env.process(self._expiry_loop())
 
     # -- admin (the scenario runner seeds topics as Kafka's admin tools do) ----------
     def put(self, path: str, data: bytes) -> None:
@@ -109,6 +109,25 @@ class CoordinationService:
                 return sid
         return None
 
+    # -- sessions --------------------------------------------------------------------
+    def create_session(self, owner: str, timeout_ms: int, now: float) -> int:
+        sid = self._next_session
+        self._next_session += 1
+        self.sessions[sid] = Session(sid, owner, timeout_ms, now)
+        return sid
+
+    def touch(self, session_id: int, now: float) -> bool:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.last_heard = now
+        return session is not None
+
+    def expire_idle(self, now: float) -> None:
+        for sid in sorted(self.sessions):
+            session = self.sessions.get(sid)
+            if session is not None and now - session.last_heard > session.timeout_ms:
+                self.expire(sid)
+
     def expire(self, session_id: int, reason: str = "timeout") -> None:
         session = self.sessions.pop(session_id, None)
         if session is None:
@@ -121,36 +140,10 @@ class CoordinationService:
             for sids in watches.values():
                 sids.discard(session_id)
 
-    # -- message handling ------------------------------------------------------------
-    def handle(self, src: str, message: Any) -> None:
-        kind = type(message)
-        if kind is CreateSession:
-            sid = self._next_session
-            self._next_session += 1
-            self.sessions[sid] = Session(sid, src, message.timeout_ms, self.env.now)
-            self._send(src, SessionCreated(sid))
-        elif kind is Ping:
-            session = self.sessions.get(message.session_id)
-            if session is not None:
-                session.last_heard = self.env.now
-            self._send(src, Pong(message.session_id, session is not None))
-        elif kind is Request:
-            session = self.sessions.get(message.session_id)
-            if session is None:
-                reply = coord.Reply(False, coord.SESSION_EXPIRED)
-            else:
-                session.last_heard = self.env.now
-                reply = self._apply(message.session_id, message.op)
-            self._send(src, Response(message.session_id, message.request_id, reply))
-
-    def _expiry_loop(self):
-        while True:
-            yield self.env.timeout(self.tick_ms)
-            now = self.env.now
-            for sid in sorted(self.sessions):
-                session = self.sessions.get(sid)
-                if session is not None and now - session.last_heard > session.timeout_ms:
-                    self.expire(sid)
+    def request(self, session_id: int, op: Any, now: float) -> coord.Reply:
+        if not self.touch(session_id, now):
+            return coord.Reply(False, coord.SESSION_EXPIRED)
+        return self._apply(session_id, op)
 
     # -- operations ------------------------------------------------------------------
     def _apply(self, sid: int, op: Any) -> coord.Reply:
@@ -238,7 +231,37 @@ class CoordinationService:
         for sid in sorted(sids or ()):
             session = self.sessions.get(sid)
             if session is not None:
-                self._send(session.owner, WatchEvent(sid, path, kind))
+                self._notify(session.owner, WatchEvent(sid, path, kind))
+
+
+
+
+class CoordinationService:
+    """The store as a node on the simulated network, expiring idle sessions on a tick."""
+
+    def __init__(self, env: simpy.Environment, send: Callable[[str, Any], None], trace: Callable[..., None],
+                 tick_ms: float = 100.0):
+        self.env = env
+        self._send = send
+        self.store = CoordinationStore(lambda owner, event: send(owner, event), trace)
+        self.tick_ms = tick_ms
+        env.process(self._expiry_loop())
+
+    def handle(self, src: str, message: Any) -> None:
+        kind = type(message)
+        now = self.env.now
+        if kind is CreateSession:
+            self._send(src, SessionCreated(self.store.create_session(src, message.timeout_ms, now)))
+        elif kind is Ping:
+            self._send(src, Pong(message.session_id, self.store.touch(message.session_id, now)))
+        elif kind is Request:
+            reply = self.store.request(message.session_id, message.op, now)
+            self._send(src, Response(message.session_id, message.request_id, reply))
+
+    def _expiry_loop(self):
+        while True:
+            yield self.env.timeout(self.tick_ms)
+            self.store.expire_idle(self.env.now)
 
 
 def _parent(path: str) -> str:

@@ -3,6 +3,7 @@ workload and the fault schedule, then the final phase (heal, restart, wait for f
 ISRs, read everything), writing every event to the trace."""
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import simpy
@@ -11,7 +12,6 @@ from analysis.trace import TraceWriter
 from broker_core import coordination as coord
 from broker_core.config import broker_config, topic_config
 from broker_core.types import TopicPartition
-from scenarios.model import Scenario
 from sim.broker_host import BrokerHost
 from sim.clients import ProducerSpec, SimConsumer, SimProducer, SimReader
 from sim.coordination import SERVICE, CoordinationService
@@ -21,10 +21,27 @@ from sim.network import LinkSpec, Network
 from sim.rng import derive
 
 SETTLE_POLL_MS = 100
+REPLICA_DIGEST_CHUNK = 100
+
+
+def replica_digests(records, start: int, upto: int) -> list[list]:
+    """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
+    multiples of REPLICA_DIGEST_CHUNK; a missing offset hashes as absent."""
+    by_offset = {o: r.value for o, r in records if start <= o < upto}
+    out = []
+    first = start - start % REPLICA_DIGEST_CHUNK
+    while first < upto:
+        h = hashlib.sha256()
+        for offset in range(max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto)):
+            h.update(f"{offset}:{by_offset.get(offset, '<absent>')}\n".encode())
+        out.append([first, h.hexdigest()[:16]])
+        first += REPLICA_DIGEST_CHUNK
+    return out
 
 
 class World:
-    def __init__(self, scenario: Scenario, seed: int, writer: TraceWriter, progress=None):
+    def __init__(self, scenario: Any, seed: int, writer: TraceWriter, progress=None):
+        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported here)."""
         self.scenario = scenario
         self.seed = seed
         self.writer = writer
@@ -44,7 +61,7 @@ class World:
             self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, self.trace)
         for topic in cluster.topics:
             assignment = {str(p): list(r) for p, r in sorted(topic.assignment.items())}
-            self.service.put(coord.topic_path(topic.name), coord.encode_data({"partitions": assignment}))
+            self.service.store.put(coord.topic_path(topic.name), coord.encode_data({"partitions": assignment}))
         self.partitions = [TopicPartition(t.name, p) for t in cluster.topics for p in range(t.partitions)]
         self.replicas = {TopicPartition(t.name, p): r for t in cluster.topics for p, r in t.assignment.items()}
         brokers = list(cluster.brokers)
@@ -125,7 +142,29 @@ class World:
         self.settled = self.is_settled()
         self.trace("world", "cluster_settled" if self.settled else "cluster_not_settled",
                    {"waited_ms": int(self.env.now - started)})
+        self._trace_replica_logs()
         yield from self.reader.run(self.env.now + final.max_wait_ms)
+
+    def _trace_replica_logs(self) -> None:
+        """What every replica holds below the leader's high watermark, as digests of
+        fixed chunks of offsets, so that a checker can find replicas that diverge."""
+        snaps = self.snapshots()
+        for tp in self.partitions:
+            key = str(tp)
+            leaders = [s[key] for s in snaps.values() if key in s and s[key]["role"] == "leader"]
+            committed = leaders[0]["high_watermark"] if len(leaders) == 1 else None
+            for broker in sorted(self.hosts):
+                node = self.hosts[broker].node
+                partition = node.replicas.partitions.get(tp) if node else None
+                if partition is None:
+                    continue
+                log = partition.log
+                upto = log.high_watermark if committed is None else committed
+                self.trace(f"broker-{broker}", "replica_log", {
+                    "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
+                    "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
+                    "chunk_size": REPLICA_DIGEST_CHUNK,
+                    "chunks": replica_digests(log.records(), log.log_start_offset, upto)})
 
     # -- observation -----------------------------------------------------------------
     def snapshots(self) -> dict[int, dict[str, dict]]:

@@ -1,0 +1,257 @@
+"""A small synchronous runtime that drives real core nodes without simpy: a router
+with fixed latency, per-broker files (page cache only), timers, and the project's own
+coordination store. Tests use it to exercise replication rules directly."""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker_core import coordination as coord
+from broker_core.broker import BrokerNode
+from broker_core.config import broker_config, topic_config
+from broker_core.effects import (
+    CancelTimer, CoordRequest, DeleteFile, Fsync, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
+    WriteBytes)
+from broker_core.errors import ErrorCode
+from broker_core.inputs import (
+    CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, FsyncCompleted,
+    MessageReceived, Started, TimerFired)
+from broker_core.messages import ProduceRequest, ProduceResponse
+from broker_core.records import Record
+from broker_core.types import TopicPartition
+from sim.coordination import CoordinationStore
+
+CLIENT = "client"
+ZK = "zk"
+PING_MS = 100
+
+
+@dataclass(order=True)
+class _Item:
+    at: int
+    seq: int
+    target: Any = field(compare=False)
+    event: Any = field(compare=False)
+    incarnation: int = field(compare=False, default=0)
+
+
+class Cluster:
+    def __init__(self, brokers=(1, 2, 3), partitions=1, replication_factor=3, config=None,
+                 topic="t", profile="kafka-2.7", latency_ms=1):
+        self.config = broker_config(profile, config or {})
+        self.topic_configs = {topic: topic_config(self.config, {})}
+        self.brokers = tuple(brokers)
+        self.latency = latency_ms
+        self.now = 0
+        self._queue: list[_Item] = []
+        self._seq = 0
+        self.nodes: dict[int, BrokerNode] = {}
+        self.incarnation = {b: 0 for b in brokers}
+        self.files: dict[int, dict[str, bytearray]] = {b: {} for b in brokers}
+        self.sessions: dict[int, int] = {}
+        self.timers: dict[int, dict] = {b: {} for b in brokers}
+        self.blocked: set[tuple] = set()
+        self.responses: dict[int, Any] = {}
+        self.traces: list[tuple[int, int, str, dict]] = []
+        self.store = CoordinationStore(self._notify)
+        assignment = {str(p): [brokers[(p + r) % len(brokers)] for r in range(replication_factor)]
+                      for p in range(partitions)}
+        self.store.put(coord.topic_path(topic), coord.encode_data({"partitions": assignment}))
+        self.topic = topic
+        self._correlation = 0
+        self._next_ping = PING_MS
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self, broker: int) -> None:
+        self.incarnation[broker] += 1
+        self.timers[broker] = {}
+        node = self.nodes[broker] = BrokerNode(broker, self.config, self.topic_configs)
+        files = {p: bytes(d) for p, d in sorted(self.files[broker].items())}
+        self._apply(broker, node.handle(Started(files), self.now))
+        self._open_session(broker)
+
+    def start_all(self) -> None:
+        for broker in self.brokers:
+            self.start(broker)
+
+    def crash(self, broker: int) -> None:
+        self.nodes.pop(broker, None)
+        self.sessions.pop(broker, None)
+        self.incarnation[broker] += 1
+
+    def _open_session(self, broker: int) -> None:
+        sid = self.store.create_session(f"broker-{broker}", self.config.zookeeper_session_timeout_ms, self.now)
+        self.sessions[broker] = sid
+        self._push(self.now + self.latency, broker, CoordSessionStarted(sid))
+
+    # -- network ---------------------------------------------------------------------
+    def block(self, a, b, both=True) -> None:
+        self.blocked.add((a, b))
+        if both:
+            self.blocked.add((b, a))
+
+    def isolate(self, broker: int) -> None:
+        for other in list(self.brokers) + [ZK, CLIENT]:
+            if other != broker:
+                self.block(broker, other)
+
+    def heal(self) -> None:
+        self.blocked.clear()
+
+    def _push(self, at: int, target, event) -> None:
+        self._seq += 1
+        inc = self.incarnation.get(target, 0) if isinstance(target, int) else 0
+        heapq.heappush(self._queue, _Item(at, self._seq, target, event, inc))
+
+    def _notify(self, owner: str, event) -> None:
+        broker = int(owner.split("-")[1])
+        if (ZK, broker) not in self.blocked:
+            self._push(self.now + self.latency, broker, CoordWatchFired(event.path, event.kind))
+
+    def _apply(self, broker: int, effects: list) -> None:
+        for e in effects:
+            kind = type(e)
+            if kind is Send:
+                if (broker, e.dst) in self.blocked:
+                    continue
+                if e.dst == CLIENT:
+                    self._push(self.now + self.latency, CLIENT, e.message)
+                else:
+                    self._push(self.now + self.latency, e.dst, MessageReceived(broker, e.message))
+            elif kind is SetTimer:
+                self._seq += 1
+                self.timers[broker][e.key] = self._seq
+                self._push(max(e.at_ms, self.now), broker, ("timer", e.key, self._seq))
+            elif kind is CancelTimer:
+                self.timers[broker].pop(e.key, None)
+            elif kind is CoordRequest:
+                if (broker, ZK) in self.blocked:
+                    continue
+                reply = self.store.request(self.sessions.get(broker, -1), e.op, self.now)
+                if reply.error == coord.SESSION_EXPIRED:
+                    continue
+                if (ZK, broker) not in self.blocked:
+                    self._push(self.now + 2 * self.latency, broker, CoordReplied(e.request_id, reply))
+            elif kind is WriteBytes:
+                data = self.files[broker].setdefault(e.path, bytearray())
+                data[e.position:e.position + len(e.data)] = e.data
+            elif kind is TruncateFile:
+                if e.path in self.files[broker]:
+                    del self.files[broker][e.path][e.size:]
+            elif kind is DeleteFile:
+                self.files[broker].pop(e.path, None)
+            elif kind is ReplaceFile:
+                self.files[broker][e.path] = bytearray(e.data)
+            elif kind is Fsync:
+                self._push(self.now + 1, broker, FsyncCompleted(e.path, e.token))
+            elif kind is Trace:
+                self.traces.append((self.now, broker, e.type, dict(e.fields)))
+            else:
+                raise TypeError(kind)
+
+    # -- time ------------------------------------------------------------------------
+    def run_for(self, ms: int) -> None:
+        self.run_until(self.now + ms)
+
+    def run_until(self, t: int) -> None:
+        while True:
+            next_at = self._queue[0].at if self._queue else None
+            if self._next_ping <= t and (next_at is None or self._next_ping <= next_at):
+                self.now = self._next_ping
+                self._ping()
+                self._next_ping += PING_MS
+                continue
+            if next_at is None or next_at > t:
+                break
+            item = heapq.heappop(self._queue)
+            self.now = item.at
+            self._dispatch(item)
+        self.now = t
+
+    def wait_for(self, predicate, timeout_ms: int = 60000, step_ms: int = 10) -> bool:
+        deadline = self.now + timeout_ms
+        while self.now < deadline:
+            if predicate():
+                return True
+            self.run_for(step_ms)
+        return predicate()
+
+    def _ping(self) -> None:
+        for broker in sorted(self.nodes):
+            if (broker, ZK) in self.blocked:
+                continue
+            sid = self.sessions.get(broker)
+            if sid is not None and not self.store.touch(sid, self.now):
+                del self.sessions[broker]
+                self._deliver(broker, CoordSessionExpired(sid))
+                if broker in self.nodes:
+                    self._open_session(broker)
+        self.store.expire_idle(self.now)
+
+    def _dispatch(self, item: _Item) -> None:
+        if item.target == CLIENT:
+            self.responses[item.event.correlation_id] = item.event
+            return
+        broker = item.target
+        if item.incarnation != self.incarnation[broker] or broker not in self.nodes:
+            return
+        event = item.event
+        if isinstance(event, tuple) and event[0] == "timer":
+            _, key, token = event
+            if self.timers[broker].get(key) != token:
+                return
+            del self.timers[broker][key]
+            event = TimerFired(key)
+        self._deliver(broker, event)
+
+    def _deliver(self, broker: int, event) -> None:
+        node = self.nodes.get(broker)
+        if node is not None:
+            self._apply(broker, node.handle(event, self.now))
+
+    # -- observation and clients -----------------------------------------------------
+    def partition(self, broker: int, p: int = 0):
+        node = self.nodes.get(broker)
+        return node.replicas.partitions.get(TopicPartition(self.topic, p)) if node else None
+
+    def leader(self, p: int = 0) -> int | None:
+        leaders = [b for b in sorted(self.nodes) if self.partition(b, p) and self.partition(b, p).is_leader]
+        return leaders[-1] if leaders else None
+
+    def settled(self, p: int = 0, replicas=None) -> bool:
+        leader = self.leader(p)
+        if leader is None:
+            return False
+        part = self.partition(leader, p)
+        wanted = sorted(replicas or self.brokers)
+        return sorted(part.isr) == wanted and all(
+            self.partition(b, p) and self.partition(b, p).log.log_end_offset == part.log.log_end_offset for b in wanted)
+
+    def values(self, broker: int, p: int = 0) -> list[str]:
+        return [r.value for _, r in self.partition(broker, p).log.records()]
+
+    def produce(self, broker: int, values: list[str], acks: int = -1, p: int = 0, timeout_ms: int = 30000) -> int:
+        self._correlation += 1
+        cid = self._correlation
+        request = ProduceRequest(cid, acks, timeout_ms,
+                                 {TopicPartition(self.topic, p): tuple(Record(None, v, 10) for v in values)})
+        if (CLIENT, broker) not in self.blocked:
+            self._push(self.now + self.latency, broker, MessageReceived(CLIENT, request))
+        return cid
+
+    def produce_and_wait(self, broker: int, values: list[str], acks: int = -1, p: int = 0,
+                         wait_ms: int = 40000) -> ErrorCode | None:
+        cid = self.produce(broker, values, acks, p)
+        if acks == 0:
+            self.run_for(10)
+            return None
+        self.wait_for(lambda: cid in self.responses, wait_ms, step_ms=1)
+        response: ProduceResponse | None = self.responses.get(cid)
+        if response is None:
+            return None
+        return response.partitions[TopicPartition(self.topic, p)].error
+
+    def traced(self, type_: str, **match) -> list[tuple[int, int, dict]]:
+        return [(t, b, f) for t, b, ty, f in self.traces
+                if ty == type_ and all(f.get(k) == v for k, v in match.items())]

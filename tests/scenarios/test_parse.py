@@ -1,0 +1,101 @@
+"""Scenario files are validated strictly: errors name the file, the line and the field."""
+import textwrap
+
+import pytest
+
+from faults import model as fm
+from scenarios.parse import parse_scenario
+from scenarios.source import ScenarioError
+
+GOOD = """\
+name: ok
+cluster:
+  brokers: 3
+  profile: kafka-0.8
+  config:
+    min.insync.replicas: 2
+  topics:
+    - name: t
+      partitions: 2
+      replication_factor: 2
+      assignment:
+        0: [3, 1]
+workload:
+  producers:
+    - topic: t
+      acks: 1
+      rate: 50
+faults:
+  - at: 2s
+    crash: 1
+  - at: 2500ms
+    partition: [[1, 2], [3, zk]]
+  - at: 3000
+    heal: true
+duration: 1m
+"""
+
+
+def error_of(text: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(textwrap.dedent(text), "bad.yaml")
+    return info.value
+
+
+def test_a_good_file_parses_with_defaults_and_units():
+    s = parse_scenario(GOOD, "ok.yaml")
+    assert s.cluster.brokers == (1, 2, 3) and s.cluster.profile == "kafka-0.8"
+    topic = s.topic("t")
+    assert topic.assignment == {0: (3, 1), 1: (2, 3)}
+    assert s.producers[0].acks == 1 and s.producers[0].rate == 50
+    assert [f.at_ms for f in s.faults] == [2000, 2500, 3000]
+    assert s.faults[1].fault == fm.Split((("broker-1", "broker-2"), ("broker-3", "zk")))
+    assert s.duration_ms == 60000
+
+
+def test_unknown_key_names_file_line_and_field():
+    err = error_of(GOOD.replace("      rate: 50\n", "      rate: 50\n      speed: 3\n"))
+    assert (err.filename, err.line, err.field) == ("bad.yaml", 18, "workload.producers[0].speed")
+    assert "unknown key" in str(err) and str(err).startswith("bad.yaml:18:")
+
+
+def test_wrong_type_names_the_field():
+    err = error_of(GOOD.replace("partitions: 2", "partitions: two"))
+    assert err.field == "cluster.topics[0].partitions" and err.line == 9 and "integer" in err.message
+
+
+def test_a_broker_that_does_not_exist_is_rejected():
+    err = error_of(GOOD.replace("crash: 1", "crash: 7"))
+    assert err.field == "faults[0].crash" and err.line == 20 and "broker 7 does not exist" in err.message
+    err = error_of(GOOD.replace("0: [3, 1]", "0: [3, 9]"))
+    assert err.field == "cluster.topics[0].assignment[0][1]"
+
+
+@pytest.mark.parametrize("change,field", [
+    (("min.insync.replicas: 2", "min.insync.replica: 2"), "cluster.config.min.insync.replica"),
+    (("acks: 1", "acks: 2"), "workload.producers[0].acks"),
+    (("topic: t\n      acks", "topic: nope\n      acks"), "workload.producers[0].topic"),
+    (("at: 2s", "at: 2 weeks"), "faults[0].at"),
+    (("at: 2s", "at: 2h"), "faults[0].at"),
+    (("duration: 1m", "duration: -3"), "duration"),
+    (("profile: kafka-0.8", "profile: kafka-0.7"), "cluster.profile"),
+    (("heal: true", "heal: maybe"), "faults[2].heal"),
+    (("[[1, 2], [3, zk]]", "[[1, 2], [2, zk]]"), "faults[1].partition"),
+    (("[[1, 2], [3, zk]]", "[[1, 2], [3, kafka]]"), "faults[1].partition[1][1]"),
+])
+def test_bad_values_are_rejected_with_their_field(change, field):
+    assert error_of(GOOD.replace(*change)).field == field
+
+
+def test_a_fault_needs_exactly_one_action():
+    err = error_of(GOOD.replace("    crash: 1\n", "    crash: 1\n    restart: 1\n"))
+    assert err.field == "faults[0]" and "exactly one" in err.message
+
+
+def test_malformed_yaml_and_missing_sections():
+    err = error_of("cluster: [unclosed\n")
+    assert err.line is not None and "not valid YAML" in err.message
+    assert error_of("name: x\n").field == "cluster"
+    assert "duplicate key" in error_of(GOOD + "duration: 2m\n").message
+    assert "empty" in error_of("").message
+    assert "mapping" in error_of("- a\n- b\n").message
