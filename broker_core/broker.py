@@ -9,15 +9,15 @@ from broker_core import coordination as coord
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
-from broker_core.effects import ReplaceFile
+from broker_core.effects import Halt, ReplaceFile
 from broker_core.errors import CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
-    FsyncCompleted, MessageReceived, Started, TimerFired)
+    FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
 from broker_core.messages import (
-    FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
+    ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse)
 from broker_core.replica_manager import ReplicaManager
@@ -25,6 +25,8 @@ from broker_core.types import NO_LEADER, TopicPartition
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 REGISTRATION_RETRY_MS = 1000
+CONTROLLED_SHUTDOWN_MAX_RETRIES = 3  # Kafka's controlled.shutdown.max.retries
+CONTROLLED_SHUTDOWN_RETRY_MS = 5000  # controlled.shutdown.retry.backoff.ms
 
 
 def encode_hw_checkpoint(marks: Mapping[TopicPartition, int]) -> bytes:
@@ -62,6 +64,8 @@ class BrokerNode:
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
+        self.shutdown_attempts = 0
+        self._shutdown_correlation: int | None = None
 
     def _unclean_enabled(self, topic: str) -> bool:
         return self.replicas.config_for(topic).unclean_leader_election_enable
@@ -132,7 +136,8 @@ class BrokerNode:
             partition.isr_update_pending = False
 
     def _register(self):
-        data = coord.encode_data({"broker_id": self.broker_id})
+        # The session id marks this incarnation, so the controller can tell a bounce.
+        data = coord.encode_data({"broker_id": self.broker_id, "session": self.session_id})
         while True:
             reply = yield coord.Create(coord.broker_path(self.broker_id), data, ephemeral=True, make_parents=True)
             if reply.ok:
@@ -205,8 +210,41 @@ class BrokerNode:
             self._handle_update_metadata(src, message)
         elif kind in (LeaderAndIsrResponse, UpdateMetadataResponse):
             self.controller.handle_response(src, message)
+        elif kind is ControlledShutdownRequest:
+            self.controller.handle_controlled_shutdown(src, message)
+        elif kind is ControlledShutdownResponse:
+            self._on_controlled_shutdown_response(message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
+
+    # -- controlled shutdown -----------------------------------------------------------
+    def _on_shutdown_requested(self, event: ShutdownRequested) -> None:
+        if self.shutdown_attempts == 0:
+            self.ctx.trace("shutdown_requested")
+        self._attempt_controlled_shutdown()
+
+    def _attempt_controlled_shutdown(self) -> None:
+        """Ask the controller to move leadership away; after max retries, stop anyway."""
+        if self.shutdown_attempts >= CONTROLLED_SHUTDOWN_MAX_RETRIES:
+            self.ctx.trace("controlled_shutdown_gave_up", attempts=self.shutdown_attempts)
+            self.ctx.emit(Halt("controlled shutdown gave up", clean=True))
+            return
+        self.shutdown_attempts += 1
+        self.ctx.set_timer(("shutdown-retry",), CONTROLLED_SHUTDOWN_RETRY_MS)
+        controller = self.broker_id if self.controller.active else self.metadata_controller
+        if controller == NO_LEADER:
+            return
+        self._shutdown_correlation = self.ctx.next_correlation_id()
+        self.ctx.send(controller, ControlledShutdownRequest(self._shutdown_correlation, self.broker_id))
+
+    def _on_controlled_shutdown_response(self, response: ControlledShutdownResponse) -> None:
+        if response.correlation_id != self._shutdown_correlation:
+            return
+        self._shutdown_correlation = None
+        if response.error is ErrorCode.NONE and not response.remaining_partitions:
+            self.ctx.cancel_timer(("shutdown-retry",))
+            self.ctx.trace("controlled_shutdown_completed", attempts=self.shutdown_attempts)
+            self.ctx.emit(Halt("controlled shutdown", clean=True))
 
     def _handle_update_metadata(self, src, request: UpdateMetadataRequest) -> None:
         if request.controller_epoch < self.replicas.controller_epoch:
@@ -252,6 +290,8 @@ class BrokerNode:
         elif kind == "hw-checkpoint":
             self._checkpoint_high_watermarks()
             self.ctx.set_timer(key, self.config.replica_high_watermark_checkpoint_interval_ms)
+        elif kind == "shutdown-retry":
+            self._attempt_controlled_shutdown()
         elif kind == "flush-check":
             self.replicas.flush_due()
             self.ctx.set_timer(key, self._flush_check_interval())
@@ -275,10 +315,13 @@ class BrokerNode:
             partition.log.fsync_completed(event.path, event.token)
 
     def _on_disk_write_failed(self, event: DiskWriteFailed) -> None:
-        self.ctx.trace("disk_write_failed", path=event.path, reason=event.reason)
+        """With its only log directory failed a Kafka broker halts: it must not serve a
+        log whose appends it cannot trust."""
+        self.ctx.trace("log_dir_failed", path=event.path, reason=event.reason)
+        self.ctx.emit(Halt(f"log directory failed: {event.reason}"))
 
     def _on_follower_append(self, partition) -> None:
-        self.replicas._maybe_flush(partition)
+        self.replicas.maybe_flush(partition)
 
     # -- observation (no effects) ----------------------------------------------------
     def snapshot(self) -> dict[str, dict]:
@@ -295,4 +338,5 @@ class BrokerNode:
         CoordWatchFired: _on_watch,
         FsyncCompleted: _on_fsync,
         DiskWriteFailed: _on_disk_write_failed,
+        ShutdownRequested: _on_shutdown_requested,
     }

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
-from broker_core.election import offline_partition_leader
+from broker_core.election import controlled_shutdown_leader, offline_partition_leader
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
-    LeaderAndIsr, LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, UpdateMetadataRequest,
-    UpdateMetadataResponse)
+    ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr, LeaderAndIsrRequest,
+    LeaderAndIsrResponse, PartitionState, UpdateMetadataRequest, UpdateMetadataResponse)
 from broker_core.types import NO_LEADER, TopicPartition
 
 MAX_STATE_WRITE_ATTEMPTS = 5
@@ -43,9 +43,11 @@ class Controller:
         self.epoch = -1
         self.epoch_zk_version = -1
         self.live: set[int] = set()
+        self.registrations: dict[int, int | None] = {}
         self.assignments: dict[TopicPartition, tuple[int, ...]] = {}
         self.states: dict[TopicPartition, LeaderAndIsr] = {}
         self.channels: dict[int, BrokerChannel] = {}
+        self.shutting_down: set[int] = set()
         self._events: deque = deque()
         self._running = False
 
@@ -68,7 +70,7 @@ class Controller:
         self._events.clear()
         self._running = False
 
-    def enqueue(self, event: str) -> None:
+    def enqueue(self, event) -> None:
         if not self.active:
             return
         if event in self._events:
@@ -83,13 +85,16 @@ class Controller:
         self._running = True
         self.ctx.tasks.start(self._run(event))
 
-    def _run(self, event: str):
+    def _run(self, event):
         epoch = self.epoch
         completed = False
         try:
-            handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
-                       "topic_change": self._on_topic_change}[event]
-            yield from handler()
+            if isinstance(event, tuple) and event[0] == "controlled_shutdown":
+                yield from self._on_controlled_shutdown(*event[1:])
+            else:
+                handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
+                           "topic_change": self._on_topic_change}[event]
+                yield from handler()
             completed = True
         finally:
             if self.active and self.epoch == epoch:
@@ -98,9 +103,23 @@ class Controller:
                     self._run_next()
 
     # -- events ----------------------------------------------------------------------
-    def _on_startup(self):
+    def _read_registrations(self):
+        """broker id -> the session that registered it (KIP-380: a changed session is a
+        bounce, a failure and a start even if the controller never saw the id missing)."""
         reply = yield coord.GetChildren(coord.BROKER_IDS_PATH, watch=True)
-        self.live = {int(c) for c in reply.children} if reply.ok else set()
+        if not reply.ok:
+            return None
+        registrations = {}
+        for child in sorted(reply.children, key=int):
+            data = yield coord.GetData(coord.broker_path(int(child)))
+            if data.ok:
+                registrations[int(child)] = data.value.get("session")
+        return registrations
+
+    def _on_startup(self):
+        registrations = yield from self._read_registrations()
+        self.registrations = registrations or {}
+        self.live = set(self.registrations)
         yield from self._load_topics()
         self.ctx.trace("controller_started", controller_epoch=self.epoch, live_brokers=sorted(self.live))
         yield from self._bring_partitions_online(sorted(self.assignments))
@@ -132,16 +151,40 @@ class Controller:
                     self.states[tp] = LeaderAndIsr.from_data(state.value, state.version)
 
     def _on_broker_change(self):
-        reply = yield coord.GetChildren(coord.BROKER_IDS_PATH, watch=True)
-        if not reply.ok:
+        registrations = yield from self._read_registrations()
+        if registrations is None:
             return
-        new_live = {int(c) for c in reply.children}
+        new_live = set(registrations)
+        bounced = {b for b in new_live & self.live if registrations[b] != self.registrations.get(b)}
+        self.registrations = registrations
+        if bounced:  # handle the failure half first, then the start below
+            self.live -= bounced
+            yield from self._handle_failures(sorted(bounced))
         dead = sorted(self.live - new_live)
         born = sorted(new_live - self.live)
         self.live = new_live
+        self.shutting_down -= set(dead) | set(born)
         if not dead and not born:
             return
-        self.ctx.trace("brokers_changed", live_brokers=sorted(new_live), failed=dead, started=born)
+        self.ctx.trace("brokers_changed", live_brokers=sorted(new_live), failed=dead, started=born,
+                       bounced=sorted(bounced))
+        if dead:
+            self.live = new_live
+            yield from self._handle_failures(dead)
+        if born:
+            hosted = [tp for tp in sorted(self.assignments) if any(b in self.assignments[tp] for b in born)]
+            revived = []
+            for tp in hosted:  # an offline partition may have a leader again
+                state = self.states.get(tp)
+                if state is not None and state.leader not in self.live:
+                    if (yield from self._elect(tp)):
+                        revived.append(tp)
+            self._send_leader_and_isr(revived, sorted(self.live))
+            self._send_leader_and_isr(hosted, born)
+        self._send_update_metadata()
+
+    def _handle_failures(self, dead: list[int]):
+        """Brokers are gone: elect new leaders for what they led, drop them from ISRs."""
         for broker in dead:
             channel = self.channels.pop(broker, None)
             if channel is not None:
@@ -151,17 +194,52 @@ class Controller:
             state = self.states.get(tp)
             if state is None:
                 continue
-            if state.leader not in new_live:
+            if state.leader not in self.live:
                 if (yield from self._elect(tp)):
                     changed.append(tp)
             elif any(b in state.isr for b in dead):
                 if (yield from self._shrink_isr(tp, dead)):
                     changed.append(tp)
-        if born:
-            hosted = [tp for tp in sorted(self.assignments) if any(b in self.assignments[tp] for b in born)]
-            self._send_leader_and_isr(hosted, born)
-        self._send_leader_and_isr(changed, sorted(new_live))
+        self._send_leader_and_isr(changed, sorted(self.live))
+
+    def handle_controlled_shutdown(self, src, request: ControlledShutdownRequest) -> None:
+        if not self.active:
+            self.ctx.send(src, ControlledShutdownResponse(request.correlation_id, ErrorCode.NOT_CONTROLLER))
+            return
+        self.enqueue(("controlled_shutdown", src, request.correlation_id, request.broker_id))
+
+    def _on_controlled_shutdown(self, src, correlation_id: int, broker: int):
+        """Kafka's controlled shutdown: move leadership off the broker (the first live
+        ISR member that is not shutting down), drop it from every ISR, then answer with
+        the partitions it still leads."""
+        self.shutting_down.add(broker)
+        self.ctx.trace("controlled_shutdown_started", broker=broker)
+        changed = []
+        for tp in sorted(self.assignments):
+            state = self.states.get(tp)
+            if state is None or broker not in self.assignments[tp]:
+                continue
+            if state.leader == broker:
+                def decide(current, tp=tp):
+                    if current.leader != broker:
+                        return None
+                    election = controlled_shutdown_leader(self.assignments[tp], current.isr, self.live,
+                                                          self.shutting_down)
+                    if election.leader is None:
+                        return None
+                    isr = tuple(r for r in current.isr if r != broker)
+                    return LeaderAndIsr(election.leader, current.leader_epoch + 1, isr, self.epoch)
+                new = yield from self._write_state(tp, decide)
+                if new is not None:
+                    self._trace_election(tp, new, "controlled_shutdown", unclean=False)
+                    changed.append(tp)
+            elif broker in state.isr and len(state.isr) > 1:
+                if (yield from self._shrink_isr(tp, [broker])):
+                    changed.append(tp)
+        self._send_leader_and_isr(changed, sorted(self.live))
         self._send_update_metadata()
+        remaining = tuple(tp for tp in sorted(self.states) if self.states[tp].leader == broker)
+        self.ctx.send(src, ControlledShutdownResponse(correlation_id, ErrorCode.NONE, remaining))
 
     # -- state changes ---------------------------------------------------------------
     def _bring_partitions_online(self, tps):
@@ -211,14 +289,15 @@ class Controller:
 
     def _shrink_isr(self, tp: TopicPartition, dead: list[int]):
         def decide(current: LeaderAndIsr):
-            if current.leader not in self.live or not any(b in current.isr for b in dead):
+            if current.leader not in self.live or current.leader in dead or not any(b in current.isr for b in dead):
                 return None
             isr = tuple(r for r in current.isr if r not in dead)
             return LeaderAndIsr(current.leader, current.leader_epoch + 1, isr, self.epoch)
 
         state = yield from self._write_state(tp, decide)
         if state is not None:
-            self.ctx.trace("isr_shrunk", partition=str(tp), isr=list(state.isr), reason="broker_failed",
+            self.ctx.trace("isr_shrunk", partition=str(tp), isr=list(state.isr),
+                           reason="broker_failed" if any(b not in self.live for b in dead) else "controlled_shutdown",
                            leader_epoch=state.leader_epoch, zk_version=state.zk_version, by="controller")
         return state is not None
 

@@ -63,3 +63,11 @@ class CoordRequest:
 class Trace:
     type: str
     fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """Stop the process now (after a controlled shutdown, or when the log directory
+    failed). ``clean``: close the coordination session instead of letting it expire."""
+    reason: str
+    clean: bool = False

@@ -54,3 +54,8 @@ class CoordReplied:
 class CoordWatchFired:
     path: str
     kind: str  # "created" | "deleted" | "changed" | "children"
+
+
+@dataclass(frozen=True)
+class ShutdownRequested:
+    """An operator asked the broker to stop cleanly (controlled shutdown)."""

@@ -179,3 +179,16 @@ class UpdateMetadataRequest:
 class UpdateMetadataResponse:
     correlation_id: int
     error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownRequest:
+    correlation_id: int
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownResponse:
+    correlation_id: int
+    error: ErrorCode
+    remaining_partitions: tuple[TopicPartition, ...] = ()

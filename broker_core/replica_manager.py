@@ -127,7 +127,7 @@ class ReplicaManager:
         elif request.acks != 0:  # acks=0: the producer expects no answer at all
             ctx.send(src, ProduceResponse(request.correlation_id, results))
         for partition in appended:
-            self._maybe_flush(partition)
+            self.maybe_flush(partition)
             self._wake_fetches(self.purgatory.follower_fetch_watch, partition.tp)
             if partition.maybe_advance_high_watermark():
                 self._trace_high_watermark(partition)
@@ -180,7 +180,7 @@ class ReplicaManager:
         self.ctx.trace("high_watermark_advanced", partition=str(partition.tp),
                        high_watermark=partition.log.high_watermark, leader_epoch=partition.leader_epoch)
 
-    def _maybe_flush(self, partition: Partition) -> None:
+    def maybe_flush(self, partition: Partition) -> None:
         config = partition.config
         if partition.log.needs_flush(self.ctx.now_ms, config.log_flush_interval_messages, config.log_flush_interval_ms):
             for effect in partition.log.flush(self.ctx.now_ms):
@@ -188,7 +188,7 @@ class ReplicaManager:
 
     def flush_due(self) -> None:
         for tp in sorted(self.partitions):
-            self._maybe_flush(self.partitions[tp])
+            self.maybe_flush(self.partitions[tp])
 
     # -- fetch -----------------------------------------------------------------------
     def handle_fetch(self, src: Hashable, request: FetchRequest) -> None:

@@ -1,32 +1,56 @@
-"""The faults a scenario, a property test or the explorer can ask for.
+"""The faults a scenario, a nemesis, a property test or the explorer can ask for.
 
-Faults are plain frozen data naming their targets (broker ids, node names); the
-simulated executor (sim/faults.py) applies them to the simpy world, and the real
-executor (step 7) to processes and connections.
+Faults are plain frozen data naming their targets; the simulated executor
+(sim/faults.py) applies them to the simpy world and the real executor (step 7) to
+processes and connections. A target broker may be the word ``controller``: the broker
+that is controller when the fault starts. Faults with a natural end (a crash ends with a
+restart, a partition with a heal) may carry a duration after which they are undone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+
+CONTROLLER = "controller"
+BrokerRef = int | str  # a broker id, or CONTROLLER
 
 
+# -- process -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Crash:
     """Kill the process: memory is lost, the OS page cache survives."""
-    brokers: tuple[int, ...]
+    brokers: tuple[BrokerRef, ...]
 
 
 @dataclass(frozen=True)
 class PowerLoss:
     """Lose power: memory and every byte not fsynced are lost."""
-    brokers: tuple[int, ...]
+    brokers: tuple[BrokerRef, ...]
 
 
 @dataclass(frozen=True)
 class Restart:
-    """Start the process again (it recovers from what its disk kept)."""
-    brokers: tuple[int, ...]
+    """Start the process again; it recovers from what its disk kept."""
+    brokers: tuple[BrokerRef, ...]
 
 
+@dataclass(frozen=True)
+class Shutdown:
+    """A clean stop: controlled shutdown moves leadership away first."""
+    brokers: tuple[BrokerRef, ...]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Freeze the process (SIGSTOP): its sessions expire; it wakes believing nothing changed."""
+    brokers: tuple[BrokerRef, ...]
+
+
+@dataclass(frozen=True)
+class Resume:
+    brokers: tuple[BrokerRef, ...]
+
+
+# -- network -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Isolate:
     """Cut every link to and from these nodes (brokers, ``zk`` or clients)."""
@@ -40,35 +64,137 @@ class Split:
 
 
 @dataclass(frozen=True)
+class RandomHalves:
+    """Split the brokers into two random halves (drawn from the seed); ``zk`` joins the larger."""
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """Two halves that cannot reach each other, and one node that reaches both."""
+    halves: tuple[tuple[str, ...], tuple[str, ...]]
+    via: str
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One-way: messages from ``sources`` to ``destinations`` are lost; replies still flow."""
+    sources: tuple[str, ...]
+    destinations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """Degrade the links from ``sources`` to ``destinations`` (both ways when symmetric)."""
+    sources: tuple[str, ...]
+    destinations: tuple[str, ...]
+    symmetric: bool = True
+    latency_ms: float | None = None
+    jitter_ms: float | None = None
+    loss: float | None = None
+    duplicate: float | None = None
+    reorder: bool | None = None
+
+
+@dataclass(frozen=True)
 class Heal:
-    """Restore every network link."""
+    """``network``: restore every link. ``all``: also resume, restore disks and restart."""
+    scope: str = "network"
 
 
-Fault = Crash | PowerLoss | Restart | Isolate | Split | Heal
+# -- coordination --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExpireSession:
+    """The coordination service expires these brokers' sessions now."""
+    brokers: tuple[BrokerRef, ...]
 
-KINDS = {
-    "crash": Crash,
-    "power_loss": PowerLoss,
-    "restart": Restart,
-    "isolate": Isolate,
-    "partition": Split,
-    "heal": Heal,
+
+# -- disk ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SlowFsync:
+    brokers: tuple[BrokerRef, ...]
+    fsync_ms: float
+
+
+@dataclass(frozen=True)
+class WriteErrors:
+    """Every write fails with EIO."""
+    brokers: tuple[BrokerRef, ...]
+
+
+@dataclass(frozen=True)
+class DiskFull:
+    """Every write that grows a file fails with ENOSPC."""
+    brokers: tuple[BrokerRef, ...]
+
+
+@dataclass(frozen=True)
+class TornWrites:
+    """At a power loss, part of the unsynced tail of each file survives, torn."""
+    brokers: tuple[BrokerRef, ...]
+
+
+@dataclass(frozen=True)
+class BitFlip:
+    """Flip one stored bit in a segment of ``partition`` (a batch CRC must catch it)."""
+    brokers: tuple[BrokerRef, ...]
+    partition: str
+
+
+# -- clock ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClockJump:
+    brokers: tuple[BrokerRef, ...]
+    delta_ms: int
+
+
+Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
+         | Cut | LinkFault | Heal | ExpireSession | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | BitFlip | ClockJump)
+
+KINDS: dict[str, type] = {
+    "crash": Crash, "power_loss": PowerLoss, "restart": Restart, "shutdown": Shutdown,
+    "pause": Pause, "resume": Resume,
+    "isolate": Isolate, "partition": Split, "random_halves": RandomHalves, "bridge": Bridge,
+    "cut": Cut, "link": LinkFault, "heal": Heal,
+    "expire_session": ExpireSession,
+    "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,
+    "torn_writes": TornWrites, "bit_flip": BitFlip,
+    "clock": ClockJump,
 }
 
-
-def describe(fault: Fault) -> dict:
-    """The fields a fault event carries in the trace."""
-    if isinstance(fault, (Crash, PowerLoss, Restart)):
-        return {"brokers": list(fault.brokers)}
-    if isinstance(fault, Isolate):
-        return {"nodes": list(fault.nodes)}
-    if isinstance(fault, Split):
-        return {"groups": [list(g) for g in fault.groups]}
-    return {}
+# Faults that a duration (``for:``) can undo, and what undoes them.
+UNDOABLE = frozenset({Crash, PowerLoss, Pause, Isolate, Split, RandomHalves, Bridge, Cut, LinkFault,
+                      SlowFsync, WriteErrors, DiskFull, TornWrites, ClockJump})
+NETWORK = (Isolate, Split, RandomHalves, Bridge, Cut, LinkFault)
+DISK = (SlowFsync, WriteErrors, DiskFull, TornWrites)
 
 
 def kind_of(fault: Fault) -> str:
     for name, cls in KINDS.items():
-        if isinstance(fault, cls):
+        if type(fault) is cls:
             return name
     raise TypeError(type(fault).__name__)
+
+
+def describe(fault: Fault) -> dict:
+    """The fields a fault event carries in the trace (JSON-friendly, no Nones)."""
+    out = {}
+    for f in fields(fault):
+        value = getattr(fault, f.name)
+        if value is None:
+            continue
+        out[f.name] = _plain(value)
+    return out
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def brokers_of(fault: Fault) -> tuple[BrokerRef, ...]:
+    return getattr(fault, "brokers", ())
+
+
+__all__ = [name for name in dir() if not name.startswith("_")] + ["asdict"]

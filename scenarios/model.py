@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faults.model import Fault
+from faults.triggers import Condition
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,26 @@ class ConsumerWorkload:
 
 @dataclass(frozen=True)
 class FaultStep:
-    at_ms: int
+    """A fault at a time, or (``when``) once a condition holds after ``at_ms``; with
+    ``for_ms`` it is undone that long after it started."""
     fault: Fault
+    at_ms: int = 0
+    when: Condition | None = None
+    delay_ms: int = 0
+    for_ms: int | None = None
     line: int | None = None
+
+
+@dataclass(frozen=True)
+class NemesisSpec:
+    """Random faults drawn from the seed: one at a time, each lasting ``duration_ms``,
+    separated by exponentially distributed gaps with mean ``interval_ms``."""
+    kinds: tuple[str, ...]
+    interval_ms: int
+    duration_ms: int
+    targets: tuple[int, ...]
+    start_ms: int
+    stop_ms: int
 
 
 @dataclass(frozen=True)
@@ -87,6 +105,9 @@ class Scenario:
     duration_ms: int
     final: FinalPhase = field(default_factory=FinalPhase)
     sample_interval_ms: int = 100
+    nemesis: NemesisSpec | None = None
+    expect: dict[str, Any] = field(default_factory=dict)  # checker name -> expectation
+    expect_lines: dict[str, int] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.cluster.topics:

@@ -6,7 +6,7 @@ from typing import Any
 
 from broker_core.config import broker_config, topic_config, PROFILES
 from broker_core.errors import ConfigError
-from faults import model as fm
+from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FaultStep, FinalPhase, NetworkSpec, ProducerWorkload,
     Scenario, TopicSpec)
@@ -45,15 +45,20 @@ def parse_scenario(text: str, filename: str) -> Scenario:
                       for i, item in enumerate(workload.take("consumers", "list", [])))
     workload.done()
     nodes = _node_names(cluster, producers, consumers)
-    faults = tuple(_fault_step(source, item, ("faults", i), cluster, nodes, duration_ms)
-                   for i, item in enumerate(top.take("faults", "list", [])))
+    fault_parser = FaultParser(source, cluster, nodes, duration_ms)
+    raw_faults = top.take("faults", "list", [])
+    paths = [("faults", i) for i in range(len(raw_faults))]
+    faults = tuple(fault_parser.step(item, path) for item, path in zip(raw_faults, paths))
+    check_contradictions(source, list(faults), paths, cluster.brokers)
+    nemesis = fault_parser.nemesis(top.take("nemesis", "map"), ("nemesis",)) if top.has("nemesis") else None
+    expect, expect_lines = _expectations(source, top.take("expect", "map", {}))
     final = Fields(source, top.take("final", "map", {}), ("final",))
     final_phase = FinalPhase(final.take("max_wait", "duration", 120000))
     final.done()
     sample = top.take("sample_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0")
     top.done()
     return Scenario(name, filename, description, cluster, network, disk, producers, consumers, faults,
-                    duration_ms, final_phase, sample)
+                    duration_ms, final_phase, sample, nemesis, expect, expect_lines)
 
 
 def _cluster(source: Source, data: Any) -> ClusterSpec:
@@ -180,65 +185,20 @@ def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:
     return names
 
 
-def _broker_list(source: Source, path: tuple, value: Any, cluster: ClusterSpec) -> tuple[int, ...]:
-    if value == "all":
-        return cluster.brokers
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for i, item in enumerate(items):
-        ipath = path + (i,) if isinstance(value, list) else path
-        broker = convert(source, ipath, item, "int")
-        if broker not in cluster.brokers:
-            raise source.error(ipath, f"broker {broker} does not exist (brokers: {list(cluster.brokers)})")
-        out.append(broker)
-    return tuple(out)
-
-
-def _node(source: Source, path: tuple, value: Any, cluster: ClusterSpec, nodes: set[str]) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value not in cluster.brokers:
-            raise source.error(path, f"broker {value} does not exist (brokers: {list(cluster.brokers)})")
-        return f"broker-{value}"
-    if isinstance(value, str) and value in nodes:
-        return value
-    raise source.error(path, f"unknown node {value!r}; a broker id or one of {sorted(nodes)}")
-
-
-def _fault_step(source: Source, data: Any, path: tuple, cluster: ClusterSpec, nodes: set[str],
-                duration_ms: int) -> FaultStep:
-    f = Fields(source, data, path, "a fault")
-    at = f.take("at", "duration", check=lambda v: None if v <= duration_ms else "is after the end of the run (duration)")
-    actions = [k for k in data if k in fm.KINDS]
-    if len(actions) != 1:
-        others = [k for k in data if k != "at" and k not in fm.KINDS]
-        if others:
-            f.take("at", "duration")
-            f.done()
-        raise source.error(path, f"needs exactly one of: {', '.join(fm.KINDS)}")
-    kind = actions[0]
-    value = f.take(kind, "any")
-    vpath = path + (kind,)
-    if kind in ("crash", "power_loss", "restart"):
-        fault = fm.KINDS[kind](_broker_list(source, vpath, value, cluster))
-    elif kind == "isolate":
-        items = value if isinstance(value, list) else [value]
-        fault = fm.Isolate(tuple(_node(source, vpath + ((i,) if isinstance(value, list) else ()), v, cluster, nodes)
-                                 for i, v in enumerate(items)))
-    elif kind == "partition":
-        groups = convert(source, vpath, value, "list")
-        if len(groups) < 2:
-            raise source.error(vpath, "needs at least two groups, e.g. [[1, 2], [3, zk]]")
-        parsed = []
-        for g, group in enumerate(groups):
-            members = convert(source, vpath + (g,), group, "list")
-            parsed.append(tuple(_node(source, vpath + (g, i), m, cluster, nodes) for i, m in enumerate(members)))
-        flat = [n for g in parsed for n in g]
-        if len(flat) != len(set(flat)):
-            raise source.error(vpath, "a node appears in two groups")
-        fault = fm.Split(tuple(parsed))
-    else:
-        if value not in (True, "network", "all"):
-            raise source.error(vpath, "write heal: true")
-        fault = fm.Heal()
+def _expectations(source: Source, data: Any) -> tuple[dict, dict]:
+    f = Fields(source, data, ("expect",))
+    if not data:
+        return {}, {}
+    from analysis.verdict import CHECKER_NAMES, parse_expectation
+    expect, lines = {}, {}
+    for name in list(data):
+        if name not in CHECKER_NAMES:
+            raise source.error(("expect", name), f"unknown checker {name!r}; checkers: {', '.join(CHECKER_NAMES)}")
+        value = f.take(name, "any")
+        try:
+            expect[name] = parse_expectation(value)
+        except ValueError as exc:
+            raise source.error(("expect", name), str(exc)) from None
+        lines[name] = source.line(("expect", name))
     f.done()
-    return FaultStep(at, fault, source.line(path))
+    return expect, lines

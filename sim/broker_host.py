@@ -11,9 +11,9 @@ import simpy
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effects import (
-    CancelTimer, CoordRequest, DeleteFile, Fsync, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
+    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
     WriteBytes)
-from broker_core.inputs import FsyncCompleted, MessageReceived, Started, TimerFired
+from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from sim.coordination import SERVICE, CoordinationClient
 from sim.disk import SimDisk
 from sim.network import ConnectionReset, Network
@@ -125,8 +125,10 @@ class BrokerHost:
         self._apply(node.handle(event, self.now_ms()))
 
     def _apply(self, effects: list) -> None:
-        env = self.env
+        incarnation = self.incarnation
         for effect in effects:
+            if self.incarnation != incarnation:
+                return  # the process halted part-way: the rest never happened
             kind = type(effect)
             if kind is Send:
                 dst = effect.dst
@@ -138,7 +140,9 @@ class BrokerHost:
             elif kind is CancelTimer:
                 self._timers.pop(effect.key, None)
             elif kind is WriteBytes:
-                self.disk.write(effect.path, effect.position, effect.data)
+                error = self.disk.write(effect.path, effect.position, effect.data)
+                if error is not None:
+                    self._disk_failed(effect.path, error)
             elif kind is CoordRequest:
                 self.coord.request(effect.request_id, effect.op)
             elif kind is Fsync:
@@ -148,9 +152,44 @@ class BrokerHost:
             elif kind is DeleteFile:
                 self.disk.delete(effect.path)
             elif kind is ReplaceFile:
-                self.disk.replace(effect.path, effect.data)
+                error = self.disk.replace(effect.path, effect.data)
+                if error is not None:
+                    self._disk_failed(effect.path, error)
+            elif kind is Halt:
+                self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
+                if effect.clean:
+                    self.coord.close()
+                self.crash()
             else:
                 raise TypeError(f"unknown effect {kind.__name__}")
+
+    def _disk_failed(self, path: str, error: str) -> None:
+        """The write failed: the core hears it before anything after the write happens
+        (Kafka's append throws before the produce is answered)."""
+        self._input(DiskWriteFailed(path, error))
+
+    # -- pause, shutdown -------------------------------------------------------------
+    def pause(self) -> None:
+        if self.node is not None and not self.paused:
+            self.paused = True
+            self.coord.paused = True
+
+    def resume(self) -> None:
+        if not self.paused:
+            return
+        self.paused = False
+        self.coord.paused = False
+        queued, self._paused_inputs = self._paused_inputs, []
+        for kind, item in queued:
+            if self.node is None:
+                break
+            if kind == "coord":
+                self.coord.handle(item)
+            else:
+                self._input(item)
+
+    def shutdown(self) -> None:
+        self._input(ShutdownRequested())
 
     # Timers live in the host's own heap; simpy holds one wake-up for the earliest, so a
     # cancelled timer (most produce and fetch timeouts) costs simpy nothing.

@@ -47,6 +47,11 @@ class Request:
 
 
 @dataclass(frozen=True)
+class CloseSession:
+    session_id: int
+
+
+@dataclass(frozen=True)
 class Response:
     session_id: int
     request_id: int
@@ -254,6 +259,8 @@ class CoordinationService:
             self._send(src, SessionCreated(self.store.create_session(src, message.timeout_ms, now)))
         elif kind is Ping:
             self._send(src, Pong(message.session_id, self.store.touch(message.session_id, now)))
+        elif kind is CloseSession:
+            self.store.expire(message.session_id, reason="closed")
         elif kind is Request:
             reply = self.store.request(message.session_id, message.op, now)
             self._send(src, Response(message.session_id, message.request_id, reply))
@@ -286,6 +293,7 @@ class CoordinationClient:
         self._generation = 0
         self._pending: list[Request] = []
         self._create_sent_at = -1.0
+        self.paused = False  # a frozen process sends no pings
 
     def connect(self) -> None:
         self.running = True
@@ -301,6 +309,12 @@ class CoordinationClient:
         self.running = False
         self._generation += 1
         self.session_id = None
+        self.paused = False
+
+    def close(self) -> None:
+        """A clean close: the service drops the session (and its ephemeral nodes) now."""
+        if self.session_id is not None:
+            self._send(CloseSession(self.session_id))
 
     def request(self, request_id: int, op: Any) -> None:
         if self.session_id is None:
@@ -314,6 +328,9 @@ class CoordinationClient:
 
     def _ping(self, generation: int) -> None:
         if generation != self._generation or not self.running:
+            return
+        if self.paused:
+            self._schedule_ping(generation)
             return
         if self.session_id is None:
             if self.env.now - self._create_sent_at >= self.timeout_ms:

@@ -1,31 +1,258 @@
-"""The simulated executor of the fault vocabulary (faults/model.py)."""
+"""The simulated executor of the fault vocabulary (faults/model.py).
+
+Every fault gets an id; ``fault_started`` and ``fault_ended`` carry it, so a timeline
+can shade the interval. A crash lasts until its broker restarts, a network fault until
+it is undone or healed, a pause until resume, a disk fault until restored; instant
+faults (restart, session expiry, bit flip) end as they start.
+"""
 from __future__ import annotations
 
 from faults import model as fm
+from sim.broker_host import broker_name
 
 
 class SimFaultExecutor:
-    def __init__(self, world):
+    def __init__(self, world, rng):
         self.world = world
+        self.rng = rng
+        self._next_id = 0
+        self.active: dict[int, fm.Fault] = {}
+        self._down: dict[int, int] = {}  # broker -> fault id of the crash that took it down
+        self._paused: dict[int, int] = {}
+        self._disk: dict[int, list[int]] = {}  # broker -> disk fault ids
+        self._clock: dict[int, tuple[int, int]] = {}  # fault id -> (broker, delta)
 
-    def apply(self, fault: fm.Fault) -> None:
-        world = self.world
-        world.trace("nemesis", "fault_started", {"fault": fm.kind_of(fault), **fm.describe(fault)})
-        if isinstance(fault, fm.Crash):
-            for broker in fault.brokers:
-                world.hosts[broker].crash()
-        elif isinstance(fault, fm.PowerLoss):
-            for broker in fault.brokers:
-                world.hosts[broker].power_loss()
-        elif isinstance(fault, fm.Restart):
-            for broker in fault.brokers:
-                world.hosts[broker].start()
-        elif isinstance(fault, fm.Isolate):
-            for node in fault.nodes:
-                world.network.isolate(node)
-        elif isinstance(fault, fm.Split):
-            world.network.split([list(g) for g in fault.groups])
-        elif isinstance(fault, fm.Heal):
-            world.network.heal()
+    # -- helpers ---------------------------------------------------------------------
+    def resolve(self, refs) -> tuple[int, ...]:
+        out = []
+        for ref in refs:
+            if ref == fm.CONTROLLER:
+                controller = self.world.controller()
+                if controller is not None:
+                    out.append(controller)
+            else:
+                out.append(ref)
+        return tuple(dict.fromkeys(out))
+
+    def _resolve_nodes(self, nodes) -> list[str]:
+        out = []
+        for node in nodes:
+            if node == fm.CONTROLLER:
+                out += [broker_name(b) for b in self.resolve([fm.CONTROLLER])]
+            else:
+                out.append(node)
+        return out
+
+    def _start(self, fault: fm.Fault, instant: bool = False, **extra) -> int:
+        self._next_id += 1
+        fault_id = self._next_id
+        self.world.trace("nemesis", "fault_started", {"fault_id": fault_id, "fault": fm.kind_of(fault),
+                                                      **fm.describe(fault), **extra})
+        if instant:
+            self._end(fault_id, fault)
         else:
-            raise TypeError(f"no simulated executor for {type(fault).__name__}")
+            self.active[fault_id] = fault
+        return fault_id
+
+    def _end(self, fault_id: int, fault: fm.Fault | None = None) -> None:
+        fault = fault or self.active.pop(fault_id, None)
+        self.active.pop(fault_id, None)
+        if fault is not None:
+            self.world.trace("nemesis", "fault_ended", {"fault_id": fault_id, "fault": fm.kind_of(fault)})
+
+    # -- apply -----------------------------------------------------------------------
+    def apply(self, fault: fm.Fault) -> int | None:
+        """Start a fault; returns its id when it lasts (so that it can be undone)."""
+        handler = getattr(self, "_apply_" + fm.kind_of(fault))
+        return handler(fault)
+
+    def undo(self, fault_id: int | None) -> None:
+        """End a lasting fault early (a scenario's ``for:`` or the nemesis)."""
+        fault = self.active.get(fault_id) if fault_id is not None else None
+        if fault is None:
+            return
+        hosts = self.world.hosts
+        if isinstance(fault, (fm.Crash, fm.PowerLoss)):
+            for broker, fid in sorted(self._down.items()):
+                if fid == fault_id:
+                    self._restart(broker)
+        elif isinstance(fault, fm.Pause):
+            for broker, fid in sorted(self._paused.items()):
+                if fid == fault_id:
+                    del self._paused[broker]
+                    hosts[broker].resume()
+            self._end(fault_id)
+        elif isinstance(fault, fm.NETWORK):
+            self.world.network.remove_cuts(fault_id)
+            self.world.network.remove_link_override(fault_id)
+            self._end(fault_id)
+        elif isinstance(fault, fm.DISK):
+            for broker, ids in sorted(self._disk.items()):
+                if fault_id in ids:
+                    ids.remove(fault_id)
+                    hosts[broker].disk.restore()
+                    for other in list(ids):  # a restore ends every disk fault of that broker
+                        ids.remove(other)
+                        self._end(other)
+            self._end(fault_id)
+        elif isinstance(fault, fm.ClockJump):
+            broker, delta = self._clock.pop(fault_id)
+            hosts[broker].clock_offset_ms -= delta
+            self._end(fault_id)
+
+    def _apply_crash(self, fault: fm.Crash) -> int | None:
+        brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive]
+        fault_id = self._start(fault, targets=brokers)
+        for broker in brokers:
+            self.world.hosts[broker].crash()
+            self._down[broker] = fault_id
+        return fault_id
+
+    def _apply_power_loss(self, fault: fm.PowerLoss) -> int | None:
+        brokers = list(self.resolve(fault.brokers))
+        fault_id = self._start(fault, targets=brokers)
+        for broker in brokers:
+            self.world.hosts[broker].power_loss()
+            self._down.setdefault(broker, fault_id)
+        return fault_id
+
+    def _apply_restart(self, fault: fm.Restart) -> None:
+        brokers = self.resolve(fault.brokers)
+        self._start(fault, instant=True, targets=list(brokers))
+        for broker in brokers:
+            self._restart(broker)
+
+    def _restart(self, broker: int) -> None:
+        host = self.world.hosts[broker]
+        if host.alive:
+            return
+        host.start()
+        fault_id = self._down.pop(broker, None)
+        if fault_id is not None and fault_id not in self._down.values():
+            self._end(fault_id)
+
+    def _apply_shutdown(self, fault: fm.Shutdown) -> int:
+        brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive]
+        fault_id = self._start(fault, targets=brokers)
+        for broker in brokers:
+            self._down[broker] = fault_id
+            self.world.hosts[broker].shutdown()
+        return fault_id
+
+    def _apply_pause(self, fault: fm.Pause) -> int:
+        brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive]
+        fault_id = self._start(fault, targets=brokers)
+        for broker in brokers:
+            self.world.hosts[broker].pause()
+            self._paused[broker] = fault_id
+        return fault_id
+
+    def _apply_resume(self, fault: fm.Resume) -> None:
+        brokers = self.resolve(fault.brokers)
+        self._start(fault, instant=True, targets=list(brokers))
+        for broker in brokers:
+            fault_id = self._paused.pop(broker, None)
+            self.world.hosts[broker].resume()
+            if fault_id is not None and fault_id not in self._paused.values():
+                self._end(fault_id)
+
+    def _network_fault(self, fault, edges, **extra) -> int:
+        fault_id = self._start(fault, **extra)
+        self.world.network.add_cuts(fault_id, edges)
+        return fault_id
+
+    def _apply_isolate(self, fault: fm.Isolate) -> int:
+        nodes = self._resolve_nodes(fault.nodes)
+        return self._network_fault(fault, self.world.network.isolate_edges(nodes), targets=nodes)
+
+    def _apply_partition(self, fault: fm.Split) -> int:
+        return self._network_fault(fault, self.world.network.split_edges(fault.groups))
+
+    def _apply_random_halves(self, fault: fm.RandomHalves) -> int:
+        brokers = [broker_name(b) for b in sorted(self.world.hosts)]
+        self.rng.shuffle(brokers)
+        cut = (len(brokers) + 1) // 2
+        groups = [sorted(brokers[:cut]) + ["zk"], sorted(brokers[cut:])]
+        return self._network_fault(fault, self.world.network.split_edges(groups), groups=groups)
+
+    def _apply_bridge(self, fault: fm.Bridge) -> int:
+        return self._network_fault(fault, self.world.network.bridge_edges(fault.halves, fault.via))
+
+    def _apply_cut(self, fault: fm.Cut) -> int:
+        return self._network_fault(fault, self.world.network.one_way_edges(fault.sources, fault.destinations))
+
+    def _apply_link(self, fault: fm.LinkFault) -> int:
+        fault_id = self._start(fault)
+        pairs = {(a, b) for a in fault.sources for b in fault.destinations if a != b}
+        if fault.symmetric:
+            pairs |= {(b, a) for a, b in pairs}
+        changes = {k: getattr(fault, k) for k in ("latency_ms", "jitter_ms", "loss", "duplicate", "reorder")
+                   if getattr(fault, k) is not None}
+        self.world.network.add_link_override(fault_id, pairs, changes)
+        return fault_id
+
+    def _apply_heal(self, fault: fm.Heal) -> None:
+        self._start(fault, instant=True, scope=fault.scope)
+        for fault_id in self.world.network.heal():
+            self._end(fault_id)
+        if fault.scope == "all":
+            self.heal_everything()
+
+    def heal_everything(self) -> None:
+        """The final phase: every fault ends and every broker runs."""
+        for fault_id in self.world.network.heal():
+            self._end(fault_id)
+        for fault_id in sorted(self.active):
+            fault = self.active.get(fault_id)
+            if isinstance(fault, (fm.Pause, fm.ClockJump) + fm.DISK):
+                self.undo(fault_id)
+        for broker in sorted(self.world.hosts):
+            if not self.world.hosts[broker].alive:
+                self._restart(broker)
+
+    def _apply_expire_session(self, fault: fm.ExpireSession) -> None:
+        brokers = self.resolve(fault.brokers)
+        self._start(fault, instant=True, targets=list(brokers))
+        store = self.world.service.store
+        for broker in brokers:
+            session = store.session_of(broker_name(broker))
+            if session is not None:
+                store.expire(session, reason="forced")
+
+    def _disk_fault(self, fault, change) -> int:
+        brokers = self.resolve(fault.brokers)
+        fault_id = self._start(fault, targets=list(brokers))
+        for broker in brokers:
+            change(self.world.hosts[broker].disk)
+            self._disk.setdefault(broker, []).append(fault_id)
+        return fault_id
+
+    def _apply_slow_fsync(self, fault: fm.SlowFsync) -> int:
+        return self._disk_fault(fault, lambda disk: setattr(disk, "fsync_ms", fault.fsync_ms))
+
+    def _apply_write_errors(self, fault: fm.WriteErrors) -> int:
+        return self._disk_fault(fault, lambda disk: setattr(disk, "write_error", "EIO"))
+
+    def _apply_disk_full(self, fault: fm.DiskFull) -> int:
+        return self._disk_fault(fault, lambda disk: setattr(disk, "write_error", "ENOSPC"))
+
+    def _apply_torn_writes(self, fault: fm.TornWrites) -> int:
+        return self._disk_fault(fault, lambda disk: setattr(disk, "torn_writes", True))
+
+    def _apply_bit_flip(self, fault: fm.BitFlip) -> None:
+        flipped = []
+        for broker in self.resolve(fault.brokers):
+            disk = self.world.hosts[broker].disk
+            segments = sorted(p for p in disk.files if p.startswith(fault.partition + "/") and p.endswith(".log"))
+            if segments:
+                path = segments[self.rng.randrange(len(segments))]
+                flipped.append({"broker": broker, "path": path, "byte": disk.flip_bit(path)})
+        self._start(fault, instant=True, flipped=flipped)
+
+    def _apply_clock(self, fault: fm.ClockJump) -> int:
+        brokers = self.resolve(fault.brokers)
+        fault_id = self._start(fault, targets=list(brokers))
+        for broker in brokers:
+            self.world.hosts[broker].clock_offset_ms += fault.delta_ms
+            self._clock[fault_id] = (broker, fault.delta_ms)
+        return fault_id

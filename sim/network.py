@@ -39,6 +39,8 @@ class Network:
         self._handlers: dict[str, Callable[[str, Any], None]] = {}
         self._last_delivery: dict[tuple[str, str], float] = {}
         self._links: dict[tuple[str, str], LinkSpec] = {}
+        self._cuts: dict[int, set[tuple[str, str]]] = {}
+        self._overrides: dict[int, tuple[list, dict]] = {}
         self.messages_sent = 0
         self.messages_dropped = 0
 
@@ -61,12 +63,6 @@ class Network:
 
     def link(self, src: str, dst: str) -> LinkSpec:
         return self._links.get((src, dst), self.default_link)
-
-    def set_link(self, src: str, dst: str, spec: LinkSpec | None) -> None:
-        if spec is None:
-            self._links.pop((src, dst), None)
-        else:
-            self._links[(src, dst)] = spec
 
     def send(self, src: str, dst: str, message: Any) -> None:
         self.messages_sent += 1
@@ -102,26 +98,67 @@ class Network:
         else:
             self.messages_dropped += 1
 
-    # -- partitions ------------------------------------------------------------------
-    def cut(self, pairs: Iterable[tuple[str, str]]) -> None:
-        for a, b in pairs:
-            if self.graph.has_edge(a, b):
-                self.graph.remove_edge(a, b)
+    # -- partitions and degraded links, per fault ---------------------------------------
+    # Each active fault owns a set of cut edges (or link overrides); the working graph is
+    # the full graph minus every active cut, so ending one fault restores only its edges.
+    def add_cuts(self, fault_id: int, edges: Iterable[tuple[str, str]]) -> None:
+        self._cuts[fault_id] = set(edges) & set(self.full.edges)
+        self._rebuild()
 
-    def isolate(self, node: str, keep: Iterable[str] = ()) -> None:
-        keep = set(keep)
-        self.cut([(node, o) for o in self.nodes if o != node and o not in keep] +
-                 [(o, node) for o in self.nodes if o != node and o not in keep])
+    def remove_cuts(self, fault_id: int) -> None:
+        if self._cuts.pop(fault_id, None) is not None:
+            self._rebuild()
 
-    def split(self, groups: list[list[str]]) -> None:
-        """Only links within a group stay; nodes in no group keep all their links."""
-        member = {n: i for i, group in enumerate(groups) for n in group}
-        pairs = [(a, b) for a, b in sorted(self.full.edges)
-                 if a in member and b in member and member[a] != member[b]]
-        self.cut(pairs)
+    def heal(self) -> list[int]:
+        """Remove every cut and link override; returns the fault ids that ended."""
+        ended = sorted(set(self._cuts) | set(self._overrides))
+        self._cuts.clear()
+        self._overrides.clear()
+        self._links.clear()
+        self._rebuild()
+        return ended
 
-    def heal(self) -> None:
-        self.graph = self.full.copy()
+    def _rebuild(self) -> None:
+        graph = self.full.copy()
+        for fault_id in sorted(self._cuts):
+            graph.remove_edges_from(e for e in self._cuts[fault_id] if graph.has_edge(*e))
+        self.graph = graph
+
+    def add_link_override(self, fault_id: int, pairs: Iterable[tuple[str, str]], changes: dict) -> None:
+        self._overrides[fault_id] = (sorted(set(pairs)), dict(changes))
+        self._rebuild_links()
+
+    def remove_link_override(self, fault_id: int) -> None:
+        if self._overrides.pop(fault_id, None) is not None:
+            self._rebuild_links()
+
+    def _rebuild_links(self) -> None:
+        self._links.clear()
+        for fault_id in sorted(self._overrides):
+            pairs, changes = self._overrides[fault_id]
+            for pair in pairs:
+                self._links[pair] = replace(self._links.get(pair, self.default_link), **changes)
 
     def cut_edges(self) -> list[tuple[str, str]]:
         return sorted(set(self.full.edges) - set(self.graph.edges))
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self._cuts or self._overrides)
+
+    # -- edge sets for the fault shapes ----------------------------------------------------
+    def isolate_edges(self, nodes: Iterable[str]) -> set[tuple[str, str]]:
+        nodes = set(nodes)
+        return {(a, b) for a, b in self.full.edges if a != b and (a in nodes) != (b in nodes)}
+
+    def split_edges(self, groups) -> set[tuple[str, str]]:
+        member = {n: i for i, group in enumerate(groups) for n in group}
+        return {(a, b) for a, b in self.full.edges
+                if a in member and b in member and member[a] != member[b]}
+
+    def bridge_edges(self, halves, via: str) -> set[tuple[str, str]]:
+        left, right = set(halves[0]) - {via}, set(halves[1]) - {via}
+        return {(a, b) for a, b in self.full.edges if (a in left and b in right) or (a in right and b in left)}
+
+    def one_way_edges(self, sources, destinations) -> set[tuple[str, str]]:
+        return {(a, b) for a in sources for b in destinations if a != b}

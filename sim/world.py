@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from faults import model as fm
+
 import simpy
 
 from analysis.trace import TraceWriter
@@ -21,7 +23,39 @@ from sim.network import LinkSpec, Network
 from sim.rng import derive
 
 SETTLE_POLL_MS = 100
+TRIGGER_POLL_MS = 5
 REPLICA_DIGEST_CHUNK = 100
+
+
+def nemesis_fault(rng, spec) -> fm.Fault:
+    """One random fault of the nemesis's kinds, on random targets."""
+    kind = spec.kinds[rng.randrange(len(spec.kinds))]
+    target = spec.targets[rng.randrange(len(spec.targets))]
+    node = f"broker-{target}"
+    simple = {"crash": fm.Crash, "power_loss": fm.PowerLoss, "pause": fm.Pause, "shutdown": fm.Shutdown,
+              "expire_session": fm.ExpireSession}
+    if kind in simple:
+        return simple[kind]((target,))
+    if kind == "isolate":
+        return fm.Isolate((node,))
+    if kind == "random_halves":
+        return fm.RandomHalves()
+    if kind == "bridge":
+        others = [f"broker-{b}" for b in spec.targets if b != target]
+        rng.shuffle(others)
+        half = len(others) // 2
+        return fm.Bridge((tuple(others[:half]) + (node,), tuple(others[half:]) + (node, "zk")), node)
+    if kind == "slow_fsync":
+        return fm.SlowFsync((target,), float(rng.choice((50, 200, 1000))))
+    if kind == "clock":
+        return fm.ClockJump((target,), rng.choice((-1, 1)) * rng.randrange(1000, 60000))
+    if kind == "crash_controller":
+        return fm.Crash((fm.CONTROLLER,))
+    if kind == "isolate_controller":
+        return fm.Isolate((fm.CONTROLLER,))
+    other = f"broker-{spec.targets[rng.randrange(len(spec.targets))]}"
+    return fm.LinkFault((node,), (other,), True, latency_ms=float(rng.choice((20, 100, 500))),
+                        loss=rng.choice((0.0, 0.1, 0.3)))
 
 
 def replica_digests(records, start: int, upto: int) -> list[list]:
@@ -57,7 +91,7 @@ class World:
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
         self.hosts: dict[int, BrokerHost] = {}
         for broker in cluster.brokers:
-            disk = SimDisk(self.env, scenario.disk.fsync_ms)
+            disk = SimDisk(self.env, scenario.disk.fsync_ms, derive(seed, f"disk-{broker}"))
             self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, self.trace)
         for topic in cluster.topics:
             assignment = {str(p): list(r) for p, r in sorted(topic.assignment.items())}
@@ -77,8 +111,9 @@ class World:
             self.consumers.append(SimConsumer(self.env, self.network, f"consumer-{i}", brokers, self.trace, tps,
                                               poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms))
         self.reader = SimReader(self.env, self.network, "reader", brokers, self.trace, self.partitions)
-        self.faults = SimFaultExecutor(self)
+        self.faults = SimFaultExecutor(self, derive(seed, "faults"))
         self.settled = False
+        self.final_phase = False
 
     def trace(self, node: str, type_: str, fields: dict) -> None:
         self.writer.write(int(self.env.now), node, type_, fields)
@@ -101,6 +136,8 @@ class World:
             host.start()
         for step in scenario.faults:
             self.env.process(self._fault_at(step))
+        if scenario.nemesis is not None:
+            self.env.process(self._nemesis(scenario.nemesis))
         self.env.process(self._sampler())
         if scenario.disk.writeback_ms:
             self.env.process(self._writeback(scenario.disk.writeback_ms))
@@ -111,9 +148,40 @@ class World:
         self.trace("world", "run_finished", {"settled": self.settled})
 
     def _fault_at(self, step):
+        """A scheduled or triggered fault, undone after ``for`` when it has one."""
         yield self.env.timeout(step.at_ms)
-        if self.env.now <= self.scenario.duration_ms:
-            self.faults.apply(step.fault)
+        if step.when is not None:
+            while not step.when.holds(self.cluster_view()):
+                if self.env.now >= self.scenario.duration_ms:
+                    self.trace("nemesis", "trigger_never_fired", {"line": step.line, "when": step.when.describe()})
+                    return
+                yield self.env.timeout(TRIGGER_POLL_MS)
+            self.trace("nemesis", "trigger_fired", {"line": step.line, "when": step.when.describe()})
+        if step.delay_ms:
+            yield self.env.timeout(step.delay_ms)
+        if self.env.now > self.scenario.duration_ms or self.final_phase:
+            return
+        fault_id = self.faults.apply(step.fault)
+        if step.for_ms is not None and fault_id is not None:
+            yield self.env.timeout(step.for_ms)
+            if not self.final_phase:
+                self.faults.undo(fault_id)
+
+    def _nemesis(self, spec):
+        """Random faults from the seed: draw a kind and targets, hold, undo, wait."""
+        rng = derive(self.seed, "nemesis")
+        yield self.env.timeout(spec.start_ms)
+        while True:
+            gap = rng.expovariate(1.0 / spec.interval_ms)
+            yield self.env.timeout(gap)
+            if self.env.now + spec.duration_ms > spec.stop_ms or self.final_phase:
+                return
+            fault = nemesis_fault(rng, spec)
+            fault_id = self.faults.apply(fault)
+            yield self.env.timeout(spec.duration_ms)
+            if self.final_phase:
+                return
+            self.faults.undo(fault_id)
 
     def _final_phase(self):
         final = self.scenario.final
@@ -127,14 +195,9 @@ class World:
             producer.drain()
         for consumer in self.consumers:
             consumer.stop()
+        self.final_phase = True
         self.trace("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms})
-        if self.network.cut_edges():
-            from faults.model import Heal
-            self.faults.apply(Heal())
-        for broker in sorted(self.hosts):
-            if not self.hosts[broker].alive:
-                from faults.model import Restart
-                self.faults.apply(Restart((broker,)))
+        self.faults.heal_everything()
         started = self.env.now
         deadline = started + final.max_wait_ms
         while self.env.now < deadline and not self.is_settled():
@@ -167,8 +230,36 @@ class World:
                     "chunks": replica_digests(log.records(), log.log_start_offset, upto)})
 
     # -- observation -----------------------------------------------------------------
+    def controller(self) -> int | None:
+        """The broker that is active controller with the highest controller epoch."""
+        best = None
+        for broker, host in sorted(self.hosts.items()):
+            node = host.node
+            if node is not None and node.controller.active:
+                if best is None or node.controller.epoch > best[1]:
+                    best = (broker, node.controller.epoch)
+        return best[0] if best else None
+
     def snapshots(self) -> dict[int, dict[str, dict]]:
         return {b: h.node.snapshot() for b, h in sorted(self.hosts.items()) if h.node is not None}
+
+    def cluster_view(self) -> dict:
+        """What triggers judge (faults/triggers.py): per partition, the leader with the
+        highest epoch, its ISR and high watermark, and every replica's state."""
+        snaps = self.snapshots()
+        partitions = {}
+        for tp in self.partitions:
+            key = str(tp)
+            replicas = {b: s[key] for b, s in snaps.items() if key in s}
+            leaders = sorted((s["leader_epoch"], b) for b, s in replicas.items() if s["role"] == "leader")
+            if leaders:
+                leader = replicas[leaders[-1][1]]
+                partitions[key] = {"leader": leaders[-1][1], "leader_epoch": leader["leader_epoch"],
+                                   "isr": leader["isr"], "high_watermark": leader["high_watermark"], "replicas": replicas}
+            else:
+                partitions[key] = {"leader": None, "leader_epoch": None, "isr": [], "high_watermark": None,
+                                   "replicas": replicas}
+        return {"controller": self.controller(), "partitions": partitions}
 
     def is_settled(self) -> bool:
         """Every partition has one leader whose ISR holds every replica, and every

@@ -23,13 +23,15 @@ def test_links_are_fifo_despite_jitter():
 
 def test_isolate_split_and_heal():
     env, net, got = make(latency_ms=1, jitter_ms=0)
-    net.isolate("a")
+    net.add_cuts(1, net.isolate_edges(["a"]))
     net.send("a", "b", "lost")
     net.send("b", "c", "kept")
+    net.send("a", "a", "loopback stays")
     env.run(until=10)
     assert got["b"] == [] and [m for *_, m in got["c"]] == ["kept"]
-    net.heal()
-    net.split([["a", "b"], ["c"]])
+    assert [m for *_, m in got["a"]] == ["loopback stays"]
+    assert net.heal() == [1]
+    net.add_cuts(2, net.split_edges([["a", "b"], ["c"]]))
     net.send("a", "b", 1)
     net.send("a", "c", 2)
     env.run(until=20)
@@ -37,11 +39,42 @@ def test_isolate_split_and_heal():
     assert ("a", "c") in net.cut_edges() and ("a", "b") not in net.cut_edges()
 
 
+def test_ending_one_fault_keeps_the_cuts_of_another():
+    env, net, got = make(latency_ms=1, jitter_ms=0)
+    net.add_cuts(1, net.one_way_edges(["a"], ["b"]))
+    net.add_cuts(2, net.isolate_edges(["c"]))
+    net.remove_cuts(2)
+    assert net.cut_edges() == [("a", "b")]
+    net.send("b", "a", "reply flows")
+    net.send("a", "b", "request lost")
+    env.run(until=5)
+    assert [m for *_, m in got["a"]] == ["reply flows"] and got["b"] == []
+
+
+def test_bridge_keeps_the_bridge_node_connected_to_both_halves():
+    env, net, _ = make()
+    cuts = net.bridge_edges((["a", "b"], ["b", "c"]), "b")
+    assert cuts == {("a", "c"), ("c", "a")}
+
+
+def test_link_overrides_degrade_and_restore():
+    env, net, got = make(latency_ms=1, jitter_ms=0)
+    net.add_link_override(5, [("a", "b")], {"latency_ms": 50.0})
+    net.send("a", "b", "slow")
+    net.send("a", "c", "fast")
+    env.run(until=20)
+    assert got["b"] == [] and got["c"]
+    env.run(until=60)
+    assert got["b"][0][0] >= 50
+    net.remove_link_override(5)
+    assert net.link("a", "b").latency_ms == 1
+
+
 def test_a_message_in_flight_is_lost_when_its_link_is_cut():
     env, net, got = make(latency_ms=10, jitter_ms=0)
     net.send("a", "b", "x")
     env.run(until=5)
-    net.isolate("b")
+    net.add_cuts(1, net.isolate_edges(["b"]))
     env.run(until=50)
     assert got["b"] == []
 

@@ -1,0 +1,98 @@
+"""Triggers: start a fault when a condition on the cluster holds.
+
+A condition is judged on a cluster view, the same for both bindings::
+
+    {"controller": 2,
+     "partitions": {"t-0": {"leader": 1 | None, "leader_epoch": 3, "isr": [1, 2],
+                            "high_watermark": 40,
+                            "replicas": {1: {"role": "leader", "log_end_offset": 42,
+                                             "high_watermark": 40}, ...}}}}
+
+The leader is the broker that believes it leads with the highest leader epoch.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_COMPARISON = re.compile(r"^\s*(==|>=|<=|!=|>|<)?\s*(-?\d+(?:\.\d+)?)\s*$")
+_OPERATORS = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, "!=": operator.ne,
+              ">": operator.gt, "<": operator.lt}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``5`` or ``"5"`` means equal to 5; ``">=100"``, ``"<3"``, ``"!=0"`` compare."""
+    op: str
+    number: float
+
+    def matches(self, value: float | int | None) -> bool:
+        return value is not None and _OPERATORS[self.op](value, self.number)
+
+    def __str__(self) -> str:
+        number = int(self.number) if self.number == int(self.number) else self.number
+        return f"{number}" if self.op == "==" else f"{self.op}{number}"
+
+
+def parse_comparison(value: Any) -> Comparison:
+    """Raises ValueError with a readable message for anything else."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number or a comparison such as \">=100\"")
+    if isinstance(value, (int, float)):
+        return Comparison("==", float(value))
+    match = _COMPARISON.match(value) if isinstance(value, str) else None
+    if not match:
+        raise ValueError(f"must be a number or a comparison such as \">=100\", \"<3\", \">0\", not {value!r}")
+    return Comparison(match.group(1) or "==", float(match.group(2)))
+
+
+# Partition-level fields a condition may test, and broker-level ones (with ``broker:``).
+PARTITION_FIELDS = ("leader", "leader_epoch", "isr", "isr_size", "high_watermark")
+REPLICA_FIELDS = ("role", "log_end_offset", "high_watermark")
+
+
+@dataclass(frozen=True)
+class Condition:
+    partition: str | None
+    broker: int | None
+    tests: tuple[tuple[str, Any], ...]  # (field, expected: int | None | tuple | str | Comparison)
+    controller: int | None = None
+
+    def holds(self, view: dict) -> bool:
+        if self.controller is not None and view.get("controller") != self.controller:
+            return False
+        if self.partition is None:
+            return True
+        state = view["partitions"].get(self.partition)
+        if state is None:
+            return False
+        if self.broker is not None:
+            state = state["replicas"].get(self.broker)
+            if state is None:
+                return False
+        for name, expected in self.tests:
+            actual = len(state["isr"]) if name == "isr_size" else state.get(name)
+            if isinstance(expected, Comparison):
+                if not expected.matches(actual):
+                    return False
+            elif name == "isr":
+                if actual is None or sorted(actual) != sorted(expected):
+                    return False
+            elif actual != expected:
+                return False
+        return True
+
+    def describe(self) -> dict:
+        out: dict[str, Any] = {}
+        if self.controller is not None:
+            out["controller"] = self.controller
+        if self.partition is not None:
+            out["partition"] = self.partition
+        if self.broker is not None:
+            out["broker"] = self.broker
+        for name, expected in self.tests:
+            out[name] = str(expected) if isinstance(expected, Comparison) else (
+                list(expected) if isinstance(expected, tuple) else expected)
+        return out

@@ -1,0 +1,314 @@
+"""The ``faults:`` and ``nemesis:`` sections: every fault kind, ``for:`` durations,
+``when:`` triggers, and the static check for contradictory overlapping faults."""
+from __future__ import annotations
+
+from typing import Any
+
+from faults import model as fm
+from faults.triggers import PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
+from scenarios.model import ClusterSpec, FaultStep, NemesisSpec
+from scenarios.source import Fields, Source, convert
+
+SERVICE_NODE = "zk"
+NEMESIS_KINDS = ("crash", "power_loss", "pause", "shutdown", "isolate", "random_halves", "bridge",
+                 "expire_session", "slow_fsync", "clock", "crash_controller", "isolate_controller", "link")
+STEP_KEYS = ("at", "when", "after", "delay", "for")
+
+
+class FaultParser:
+    def __init__(self, source: Source, cluster: ClusterSpec, nodes: set[str], duration_ms: int):
+        self.source = source
+        self.cluster = cluster
+        self.nodes = nodes
+        self.duration_ms = duration_ms
+        self.partitions = {f"{t.name}-{p}": r for t in cluster.topics for p, r in t.assignment.items()}
+
+    # -- targets ---------------------------------------------------------------------
+    def brokers(self, path: tuple, value: Any, allow_controller: bool = True) -> tuple:
+        if value == "all":
+            return self.cluster.brokers
+        if value == fm.CONTROLLER and allow_controller:
+            return (fm.CONTROLLER,)
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.source.error(path, "names no broker")
+        out = []
+        for i, item in enumerate(items):
+            ipath = path + (i,) if isinstance(value, list) else path
+            if item == fm.CONTROLLER and allow_controller:
+                out.append(item)
+                continue
+            broker = convert(self.source, ipath, item, "int")
+            if broker not in self.cluster.brokers:
+                raise self.source.error(ipath, f"broker {broker} does not exist (brokers: {list(self.cluster.brokers)})")
+            out.append(broker)
+        return tuple(out)
+
+    def node(self, path: tuple, value: Any) -> str:
+        if value == fm.CONTROLLER:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value not in self.cluster.brokers:
+                raise self.source.error(path, f"broker {value} does not exist (brokers: {list(self.cluster.brokers)})")
+            return f"broker-{value}"
+        if isinstance(value, str) and value in self.nodes:
+            return value
+        raise self.source.error(path, f"unknown node {value!r}; a broker id, controller, or one of {sorted(self.nodes)}")
+
+    def node_list(self, path: tuple, value: Any) -> tuple[str, ...]:
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.source.error(path, "names no node")
+        return tuple(self.node(path + ((i,) if isinstance(value, list) else ()), v) for i, v in enumerate(items))
+
+    def groups(self, path: tuple, value: Any, minimum: int = 2) -> tuple[tuple[str, ...], ...]:
+        groups = convert(self.source, path, value, "list")
+        if len(groups) < minimum:
+            raise self.source.error(path, "needs at least two groups, e.g. [[1, 2], [3, zk]]")
+        parsed = tuple(self.node_list(path + (g,), convert(self.source, path + (g,), group, "list"))
+                       for g, group in enumerate(groups))
+        flat = [n for g in parsed for n in g]
+        if len(flat) != len(set(flat)):
+            raise self.source.error(path, "a node appears in two groups")
+        return parsed
+
+    # -- one step --------------------------------------------------------------------
+    def step(self, data: Any, path: tuple) -> FaultStep:
+        f = Fields(self.source, data, path, "a fault")
+        actions = [k for k in data if k in fm.KINDS]
+        if len(actions) != 1:
+            unknown = [k for k in data if k not in fm.KINDS and k not in STEP_KEYS]
+            if unknown:
+                raise self.source.error(path + (unknown[0],), f"unknown key {unknown[0]!r}; a fault is one of: "
+                                        f"{', '.join(fm.KINDS)} (with at, when, after, delay, for)")
+            raise self.source.error(path, f"needs exactly one of: {', '.join(fm.KINDS)}")
+        kind = actions[0]
+        within = lambda v: None if v <= self.duration_ms else "is after the end of the run (duration)"
+        when = None
+        if f.has("when"):
+            when = self.condition(path + ("when",), f.take("when", "map"))
+            at = f.take("after", "duration", 0, within)
+            if f.has("at"):
+                raise self.source.error(path + ("at",), "a triggered fault takes after: (the earliest time), not at:")
+        else:
+            at = f.take("at", "duration", check=within)
+            if f.has("after"):
+                raise self.source.error(path + ("after",), "after: goes with when:")
+        delay = f.take("delay", "duration", 0)
+        fault = self.fault(kind, f.take(kind, "any"), path + (kind,))
+        for_ms = f.take("for", "duration", None, lambda v: None if v > 0 else "must be more than 0")
+        if for_ms is not None and type(fault) not in fm.UNDOABLE:
+            raise self.source.error(path + ("for",), f"a {kind} has no duration to end")
+        f.done()
+        return FaultStep(fault, at, when, delay, for_ms, self.source.line(path))
+
+    def fault(self, kind: str, value: Any, path: tuple) -> fm.Fault:
+        if kind in ("crash", "power_loss", "restart", "shutdown", "pause", "resume", "expire_session",
+                    "write_errors", "disk_full", "torn_writes"):
+            return fm.KINDS[kind](self.brokers(path, value))
+        if kind == "isolate":
+            return fm.Isolate(self.node_list(path, value))
+        if kind == "partition":
+            if value == "random_halves":
+                return fm.RandomHalves()
+            return fm.Split(self.groups(path, value))
+        if kind == "random_halves":
+            if value is not True:
+                raise self.source.error(path, "write random_halves: true")
+            return fm.RandomHalves()
+        if kind == "heal":
+            if value in (True, "network"):
+                return fm.Heal("network")
+            if value == "all":
+                return fm.Heal("all")
+            raise self.source.error(path, "write heal: true (the network) or heal: all (everything)")
+        return getattr(self, "_" + kind)(Fields(self.source, value, path, f"a {kind}"), path)
+
+    def _bridge(self, f: Fields, path: tuple) -> fm.Bridge:
+        halves = self.groups(path + ("halves",), f.take("halves", "list"))
+        if len(halves) != 2:
+            raise self.source.error(path + ("halves",), "needs exactly two halves")
+        via = self.node(path + ("via",), f.take("via", "any"))
+        f.done()
+        return fm.Bridge((tuple(h for h in halves[0] if h != via) + (via,),
+                          tuple(h for h in halves[1] if h != via) + (via,)), via)
+
+    def _cut(self, f: Fields, path: tuple) -> fm.Cut:
+        sources = self.node_list(path + ("from",), f.take("from", "any"))
+        destinations = self.node_list(path + ("to",), f.take("to", "any"))
+        f.done()
+        return fm.Cut(sources, destinations)
+
+    def _link(self, f: Fields, path: tuple) -> fm.LinkFault:
+        if f.has("between"):
+            pair = f.take("between", "list")
+            if len(pair) != 2:
+                raise self.source.error(path + ("between",), "names two nodes (or two lists of nodes)")
+            sources = self.node_list(path + ("between", 0), pair[0])
+            destinations = self.node_list(path + ("between", 1), pair[1])
+            symmetric = True
+        else:
+            sources = self.node_list(path + ("from",), f.take("from", "any"))
+            destinations = self.node_list(path + ("to",), f.take("to", "any"))
+            symmetric = False
+        nonneg = lambda v: None if v >= 0 else "must not be negative"
+        probability = lambda v: None if 0 <= v <= 1 else "must be between 0 and 1"
+        fault = fm.LinkFault(sources, destinations, symmetric,
+                             f.take("latency_ms", "number", None, nonneg), f.take("jitter_ms", "number", None, nonneg),
+                             f.take("loss", "number", None, probability), f.take("duplicate", "number", None, probability),
+                             f.take("reorder", "bool", None))
+        if all(getattr(fault, k) is None for k in ("latency_ms", "jitter_ms", "loss", "duplicate", "reorder")):
+            raise self.source.error(path, "changes nothing: give latency_ms, jitter_ms, loss, duplicate or reorder")
+        f.done()
+        return fault
+
+    def _slow_fsync(self, f: Fields, path: tuple) -> fm.SlowFsync:
+        brokers = self.brokers(path + ("broker",), f.take("broker", "any"))
+        fault = fm.SlowFsync(brokers, f.take("fsync_ms", "number", check=lambda v: None if v >= 0 else "must not be negative"))
+        f.done()
+        return fault
+
+    def _bit_flip(self, f: Fields, path: tuple) -> fm.BitFlip:
+        brokers = self.brokers(path + ("broker",), f.take("broker", "any"))
+        partition = f.take("partition", "str", check=self._partition_check)
+        f.done()
+        return fm.BitFlip(brokers, partition)
+
+    def _clock(self, f: Fields, path: tuple) -> fm.ClockJump:
+        brokers = self.brokers(path + ("broker",), f.take("broker", "any"))
+        raw = f.take("jump", "any")
+        negative = isinstance(raw, str) and raw.strip().startswith("-")
+        delta = convert(self.source, path + ("jump",), raw.strip()[1:] if negative else raw, "duration")
+        f.done()
+        return fm.ClockJump(brokers, -delta if negative else delta)
+
+    def _partition_check(self, value: str) -> str | None:
+        return None if value in self.partitions else f"unknown partition; partitions: {sorted(self.partitions)}"
+
+    # -- triggers --------------------------------------------------------------------
+    def condition(self, path: tuple, data: dict) -> Condition:
+        f = Fields(self.source, data, path, "a condition")
+        controller = None
+        if f.has("controller"):
+            controller = self.brokers(path + ("controller",), f.take("controller", "any"), allow_controller=False)[0]
+        partition = f.take("partition", "str", None, self._partition_check)
+        broker = None
+        if f.has("broker"):
+            broker = convert(self.source, path + ("broker",), f.take("broker", "any"), "int")
+            if partition is None:
+                raise self.source.error(path + ("broker",), "a broker condition needs partition:")
+            if broker not in self.partitions[partition]:
+                raise self.source.error(path + ("broker",), f"broker {broker} holds no replica of {partition} "
+                                        f"(replicas: {list(self.partitions[partition])})")
+        allowed = REPLICA_FIELDS if broker is not None else PARTITION_FIELDS
+        tests = []
+        for name in [k for k in data if k not in ("controller", "partition", "broker")]:
+            if name not in allowed:
+                f.done()  # reports unknown keys with the accepted ones
+                raise self.source.error(path + (name,), f"cannot be tested here; use one of: {', '.join(allowed)}")
+            tests.append((name, self._expected(path + (name,), name, f.take(name, "any"), partition)))
+        f.done()
+        if not tests and controller is None:
+            raise self.source.error(path, "tests nothing: name a field such as isr, leader or high_watermark")
+        if tests and partition is None:
+            raise self.source.error(path, "needs partition:")
+        return Condition(partition, broker, tuple(tests), controller)
+
+    def _expected(self, path: tuple, name: str, value: Any, partition: str):
+        replicas = self.partitions[partition] if partition else ()
+        if name == "leader":
+            if value in (None, "none"):
+                return None
+            broker = convert(self.source, path, value, "int")
+            if broker not in replicas:
+                raise self.source.error(path, f"broker {broker} can never lead {partition} (replicas: {list(replicas)})")
+            return broker
+        if name == "isr":
+            members = tuple(convert(self.source, path + (i,), b, "int") for i, b in enumerate(convert(self.source, path, value, "list")))
+            if not members or any(b not in replicas for b in members):
+                raise self.source.error(path, f"an ISR is a non-empty subset of the replicas {list(replicas)}")
+            return members
+        if name == "role":
+            if value not in ("leader", "follower", "offline"):
+                raise self.source.error(path, "must be leader, follower or offline")
+            return value
+        try:
+            comparison = parse_comparison(value)
+        except ValueError as exc:
+            raise self.source.error(path, str(exc)) from None
+        if name == "isr_size" and comparison.op == "==" and not 1 <= comparison.number <= len(replicas):
+            raise self.source.error(path, f"an ISR of {partition} has 1 to {len(replicas)} members")
+        return comparison
+
+    # -- nemesis ---------------------------------------------------------------------
+    def nemesis(self, data: Any, path: tuple) -> NemesisSpec:
+        f = Fields(self.source, data, path, "the nemesis")
+        kinds = f.take("faults", "list")
+        for i, kind in enumerate(kinds):
+            if kind not in NEMESIS_KINDS:
+                raise self.source.error(path + ("faults", i), f"unknown nemesis fault {kind!r}; known: {', '.join(NEMESIS_KINDS)}")
+        if not kinds:
+            raise self.source.error(path + ("faults",), "names no fault")
+        positive = lambda v: None if v > 0 else "must be more than 0"
+        spec = NemesisSpec(
+            tuple(kinds), f.take("interval", "duration", check=positive), f.take("duration", "duration", 5000, positive),
+            self.brokers(path + ("targets",), f.take("targets", "any", "all"), allow_controller=False),
+            f.take("start", "duration", 0), f.take("stop", "duration", self.duration_ms))
+        if spec.start_ms >= spec.stop_ms or spec.stop_ms > self.duration_ms:
+            raise self.source.error(path + ("stop",), "the nemesis must stop after it starts and within the run")
+        f.done()
+        return spec
+
+
+def check_contradictions(source: Source, steps: list[FaultStep], paths: list[tuple], brokers: tuple[int, ...]) -> None:
+    """Reject scheduled faults that contradict each other: crashing a broker that is
+    already down, restarting one that runs, pausing a down or paused one, resuming one
+    that is not paused. Triggered faults are judged when they fire."""
+    events = []
+    for index, step in enumerate(steps):
+        if step.when is not None:
+            continue
+        events.append((step.at_ms + step.delay_ms, 0, index, step.fault))
+        if step.for_ms is not None and isinstance(step.fault, (fm.Crash, fm.PowerLoss, fm.Pause)):
+            undo = fm.Restart(step.fault.brokers) if not isinstance(step.fault, fm.Pause) else fm.Resume(step.fault.brokers)
+            events.append((step.at_ms + step.delay_ms + step.for_ms, 1, index, undo))
+    state = {b: "up" for b in brokers}
+    since: dict[int, int] = {}
+    for at, _, index, fault in sorted(events, key=lambda e: (e[0], e[1], e[2])):
+        for broker in fm.brokers_of(fault):
+            if broker == fm.CONTROLLER:
+                continue
+            current = state[broker]
+            problem = _contradiction(fault, current)
+            if problem:
+                earlier = steps[since[broker]].line if broker in since else None
+                where = f" (since the fault on line {earlier})" if earlier else ""
+                raise source.error(paths[index], f"broker {broker} {problem}{where}")
+            new = _next_state(fault, current)
+            if new != current:
+                state[broker] = new
+                since[broker] = index
+
+
+def _contradiction(fault, state: str) -> str | None:
+    if isinstance(fault, (fm.Crash, fm.PowerLoss, fm.Shutdown)) and state == "down":
+        return "is already down"
+    if isinstance(fault, fm.Restart) and state != "down":
+        return "is not down, so it cannot restart"
+    if isinstance(fault, fm.Pause) and state != "up":
+        return f"is {state}, so it cannot be paused"
+    if isinstance(fault, fm.Resume) and state != "paused":
+        return "is not paused"
+    return None
+
+
+def _next_state(fault, state: str) -> str:
+    if isinstance(fault, (fm.Crash, fm.PowerLoss, fm.Shutdown)):
+        return "down"
+    if isinstance(fault, fm.Restart):
+        return "up"
+    if isinstance(fault, fm.Pause):
+        return "paused"
+    if isinstance(fault, fm.Resume):
+        return "up"
+    return state
