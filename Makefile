@@ -17,8 +17,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# A known Kafka data-loss bug and the configuration that prevents it, side by side.
 demo: $(STAMP)
-	$(VENV)/bin/isrlab run scenarios/library/leader-crash.yaml --seed 1 --out $(DEMO_OUT)/leader-crash
+	$(VENV)/bin/isrlab run scenarios/library/jepsen-2013-unclean.yaml --seed 1 --out $(DEMO_OUT)/jepsen-2013-unclean
+	@echo
+	$(VENV)/bin/isrlab run scenarios/library/jepsen-2013-safe.yaml --seed 1 --out $(DEMO_OUT)/jepsen-2013-safe
+	@echo
+	@echo "The bug (Kafka 0.8 defaults) and its fix (min.insync.replicas=2, no unclean election):"
+	@echo "  pictures: $(DEMO_OUT)/jepsen-2013-unclean/timeline-t-0.png"
+	@echo "            $(DEMO_OUT)/jepsen-2013-safe/timeline-t-0.png"
+	@echo "  verdicts: $(DEMO_OUT)/jepsen-2013-unclean/verdict.json, $(DEMO_OUT)/jepsen-2013-safe/verdict.json"
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.history import History, load_history
+from analysis.history import History, build_history, load_history
+from analysis.trace import Event
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,14 @@ def final_read(history: History) -> tuple[dict[str, list], bool]:
 
 
 def summarize(path: str | Path) -> Summary:
-    history = load_history(path)
+    return summarize_history(load_history(path))
+
+
+def summarize_events(events: list[Event]) -> Summary:
+    return summarize_history(build_history(e for e in events if e.type != "replica_state"))
+
+
+def summarize_history(history: History) -> Summary:
     acked = acknowledged_values(history)
     reads, complete = final_read(history)
     seen = {value for recs in reads.values() for _, value in recs}

@@ -103,6 +103,8 @@ class BrokerNode:
             for effect in effects:
                 ctx.emit(effect)
             log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)
+            for effect in log.flush(ctx.now_ms):  # make the recovered log durable, as recovery does
+                ctx.emit(effect)
             recovered[tp] = log
             ctx.trace("log_recovered", partition=str(tp), log_end_offset=log.log_end_offset,
                       high_watermark=log.high_watermark, truncated_bytes=report.truncated_bytes,

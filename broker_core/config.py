@@ -33,7 +33,6 @@ class BrokerConfig:
     log_segment_bytes: int = 1073741824
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
-    controller_retry_backoff_ms: int = 1000
     truncation: str = "leader_epoch"
 
     def validate(self) -> "BrokerConfig":

@@ -39,7 +39,7 @@ class LeaderFetcher:
 
 class ReplicaFetcherManager:
     def __init__(self, ctx: NodeContext, partitions: dict[TopicPartition, Partition],
-                 on_high_watermark=lambda partition: None, on_append=lambda partition: None):
+                 on_append=lambda partition: None):
         self.ctx = ctx
         self.partitions = partitions
         self.fetchers: dict[int, LeaderFetcher] = {}

@@ -238,7 +238,9 @@ class PartitionLog:
             log.log_start_offset = log.batches[0].base_offset
         if not log.batches and log.segments:
             log.log_end_offset = log.log_start_offset = log.segments[0].base_offset
-        log.durable_offset = log.log_end_offset
+        # What a restarted process reads may be page cache only (after a crash, not a
+        # power loss): nothing counts as durable until the first flush.
+        log.durable_offset = log.log_start_offset
         epochs_raw = files.get(log.epoch_checkpoint_path)
         if epochs_raw is not None:
             log.epochs = LeaderEpochCache.decode(epochs_raw)

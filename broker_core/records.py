@@ -1,8 +1,8 @@
 """Records, record batches and their on-disk encoding.
 
 A batch is the unit of append, replication and storage, as in Kafka's RecordBatch. Its
-stored form carries a CRC over everything after the CRC field, so that recovery can
-tell a torn or garbage tail from good data. (The wire protocol's RecordBatch v2 with
+stored form carries a CRC-32 over the header fields (all but the CRC itself) and the
+records, so that recovery can tell a torn or garbage tail from good data. (The wire protocol's RecordBatch v2 with
 CRC-32C belongs to the real binding; this is the core's own segment format.)
 """
 from __future__ import annotations

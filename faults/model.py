@@ -163,7 +163,7 @@ KINDS: dict[str, type] = {
 }
 
 # Faults that a duration (``for:``) can undo, and what undoes them.
-UNDOABLE = frozenset({Crash, PowerLoss, Pause, Isolate, Split, RandomHalves, Bridge, Cut, LinkFault,
+UNDOABLE = frozenset({Crash, PowerLoss, Shutdown, Pause, Isolate, Split, RandomHalves, Bridge, Cut, LinkFault,
                       SlowFsync, WriteErrors, DiskFull, TornWrites, ClockJump})
 NETWORK = (Isolate, Split, RandomHalves, Bridge, Cut, LinkFault)
 DISK = (SlowFsync, WriteErrors, DiskFull, TornWrites)

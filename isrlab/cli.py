@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from scenarios.source import ScenarioError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
 
 
 def _progress_printer(stream):
@@ -18,39 +23,155 @@ def _progress_printer(stream):
     return progress
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``7``, ``1-200`` or ``1,5,9-12``."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match:
+            raise UsageError(f"--seeds: {text!r} is not a seed list such as 7, 1-200 or 1,5,9-12")
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if last < first:
+            raise UsageError(f"--seeds: {part.strip()!r} ends before it starts")
+        seeds.extend(range(first, last + 1))
+    return seeds
+
+
+def _print_run(result, file_arg: str) -> None:
+    from analysis.verdict import format_evaluation, format_table
+    s = result.summary
+    print(f"scenario {result.scenario.name}  seed {result.seed}  ({result.wall_seconds:.2f}s wall, {result.events} events)")
+    print(f"  records acknowledged:     {s.acknowledged}")
+    print(f"  records read back:        {s.read_back}{'' if s.final_read_complete else '  (final read incomplete)'}")
+    print(f"  acknowledged but missing: {s.missing_count}")
+    for value in s.missing[:5]:
+        print(f"    - {value}")
+    if s.missing_count > 5:
+        print(f"    ... and {s.missing_count - 5} more")
+    if not s.settled:
+        print("  note: the cluster did not settle (full ISRs) before the final read")
+    if result.verdict is not None:
+        print()
+        print(format_table(result.verdict))
+    if result.evaluations:
+        print("\nexpectations:")
+        print(format_evaluation(result.evaluations))
+    print()
+    out = result.trace_path.parent
+    print(f"  trace:     {result.trace_path}")
+    print(f"  verdict:   {out / 'verdict.json'}")
+    for plot in result.plots:
+        print(f"  timeline:  {plot}")
+    print(f"  outcome:   {'PASS' if result.passed else 'FAIL'}")
+    print(f"  replay:    isrlab run {file_arg} --seed {result.seed}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.parse import load_scenario
     from scenarios.runner import run_scenario
     scenario = load_scenario(args.file)
+    if args.seeds:
+        return _run_many(scenario, args)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{args.seed}"
-    result = run_scenario(scenario, args.seed, out, progress=_progress_printer(sys.stderr))
+    result = run_scenario(scenario, args.seed, out, progress=_progress_printer(sys.stderr), plot=not args.no_plot)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 60 + "\r")
-    s = result.summary
-    print(f"scenario {scenario.name}  seed {args.seed}  ({result.wall_seconds:.2f}s wall, {result.events} events)")
-    print(f"  trace:                    {result.trace_path}")
-    print(f"  records acknowledged:     {s.acknowledged}")
-    print(f"  records read back:        {s.read_back}{'' if s.final_read_complete else '  (final read incomplete)'}")
-    print(f"  acknowledged but missing: {s.missing_count}")
-    for value in s.missing[:10]:
-        print(f"    - {value}")
-    if s.missing_count > 10:
-        print(f"    ... and {s.missing_count - 10} more")
-    if not s.settled:
-        print("  note: the cluster did not settle (full ISRs) before the final read")
-    print(f"  replay: isrlab run {args.file} --seed {args.seed}")
+    _print_run(result, args.file)
+    return EXIT_OK if result.passed else EXIT_FAILED
+
+
+def _run_many(scenario, args) -> int:
+    from scenarios.runner import run_scenario
+    seeds = parse_seeds(args.seeds)
+    base = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds"
+    rows, failed = [], []
+    for index, seed in enumerate(seeds, 1):
+        _bar(index - 1, len(seeds), f"seed {seed}")
+        result = run_scenario(scenario, seed, base / f"seed-{seed}", plot=args.plots)
+        rows.append(result)
+        if not result.passed:
+            failed.append(result)
+    _bar(len(seeds), len(seeds), "done")
+    sys.stderr.write("\n")
+    names = list(scenario.expect) or ["lost_writes", "divergence", "inconsistent_offsets", "duplicates"]
+    widths = [max(len(n), 8) for n in names]
+    header = f"{'seed':>6}  {'outcome':<7}  {'acked':>7}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))
+    print(header)
+    for r in rows:
+        values = "  ".join(f"{_fmt(r.verdict.value(n)):>{w}}" for n, w in zip(names, widths))
+        print(f"{r.seed:>6}  {'PASS' if r.passed else 'FAIL':<7}  {r.summary.acknowledged:>7}  {values}")
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} seeds passed; traces under {base}")
+    for r in failed:
+        print(f"  replay seed {r.seed}: isrlab run {args.file} --seed {r.seed}")
+    return EXIT_OK if not failed else EXIT_FAILED
+
+
+def _fmt(value) -> str:
+    return f"{value:.3f}" if isinstance(value, float) and not value.is_integer() else f"{int(value)}"
+
+
+def _bar(done: int, total: int, label: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<12}")
+    sys.stderr.flush()
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from scenarios.parse import load_scenario
+    status = EXIT_OK
+    for file in args.files:
+        try:
+            scenario = load_scenario(file)
+        except ScenarioError as exc:
+            print(f"isrlab: {exc}", file=sys.stderr)
+            status = EXIT_BAD_INPUT
+            continue
+        print(f"ok  {file}  ({scenario.name}: {len(scenario.cluster.brokers)} brokers, "
+              f"{len(scenario.faults)} faults{', nemesis' if scenario.nemesis else ''}, "
+              f"{len(scenario.expect)} expectations)")
+    return status
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from analysis.summary import summarize
+    from analysis.timeline import plot_trace
+    from analysis.trace import TraceError
+    trace = Path(args.trace)
+    if not trace.is_file():
+        raise UsageError(f"{trace}: no such trace file")
+    try:
+        lost = set(summarize(trace).missing)
+        plots = plot_trace(trace, Path(args.out) if args.out else trace.parent, lost)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+    for plot in plots:
+        print(plot)
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="isrlab", description="A simulation-first testbed for Kafka-style replicated logs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run = sub.add_parser("run", help="run a scenario file and summarise what survived",
-                         description="Run a scenario in the simulated cluster, write its trace and print a summary.")
+    run = sub.add_parser("run", help="run a scenario and judge it",
+                         description="Run a scenario in the simulated cluster, write its trace, verdict and "
+                                     "timelines, and check its expectations. Exit 1 when one fails.")
     run.add_argument("file", help="a scenario YAML file (see docs/scenarios.md)")
     run.add_argument("--seed", type=int, default=1, help="the run's seed: the same seed gives the same trace (default 1)")
-    run.add_argument("--out", help="directory for trace.jsonl (default runs/NAME-seedN)")
+    run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
+    run.add_argument("--out", help="output directory (default runs/NAME-seedN, or runs/NAME-seeds)")
+    run.add_argument("--no-plot", action="store_true", help="skip the timeline PNGs of a single run")
+    run.add_argument("--plots", action="store_true", help="with --seeds: draw timelines for every seed too")
     run.set_defaults(func=cmd_run)
+    validate = sub.add_parser("validate", help="check scenario files without running them",
+                              description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.set_defaults(func=cmd_validate)
+    plot = sub.add_parser("plot", help="draw the timelines of an existing trace",
+                          description="Draw one timeline PNG per partition from a trace.jsonl.")
+    plot.add_argument("trace", help="a trace.jsonl written by isrlab run")
+    plot.add_argument("--out", help="directory for the PNGs (default: beside the trace)")
+    plot.set_defaults(func=cmd_plot)
     return parser
 
 
@@ -62,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         return args.func(args)
-    except ScenarioError as exc:
+    except (ScenarioError, UsageError) as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

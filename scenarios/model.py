@@ -47,6 +47,7 @@ class ProducerWorkload:
     linger_ms: int = 10
     keys: int | None = None
     retries: int = 0
+    retry_backoff_ms: int = 100
     request_timeout_ms: int = 30000
     delivery_timeout_ms: int = 120000
     start_ms: int = 0

@@ -160,6 +160,7 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str]) -> Produ
         linger_ms=f.take("linger", "duration", 10, positive),
         keys=f.take("keys", "int", None, positive),
         retries=f.take("retries", "int", 0, lambda v: None if v >= 0 else "must not be negative"),
+        retry_backoff_ms=f.take("retry_backoff", "duration", 100),
         request_timeout_ms=f.take("request_timeout", "duration", 30000, positive),
         delivery_timeout_ms=f.take("delivery_timeout", "duration", 120000, positive),
         start_ms=f.take("start", "duration", 0),

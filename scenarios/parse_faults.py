@@ -61,14 +61,14 @@ class FaultParser:
             raise self.source.error(path, "names no node")
         return tuple(self.node(path + ((i,) if isinstance(value, list) else ()), v) for i, v in enumerate(items))
 
-    def groups(self, path: tuple, value: Any, minimum: int = 2) -> tuple[tuple[str, ...], ...]:
+    def groups(self, path: tuple, value: Any, minimum: int = 2, overlap: bool = False) -> tuple[tuple[str, ...], ...]:
         groups = convert(self.source, path, value, "list")
         if len(groups) < minimum:
             raise self.source.error(path, "needs at least two groups, e.g. [[1, 2], [3, zk]]")
         parsed = tuple(self.node_list(path + (g,), convert(self.source, path + (g,), group, "list"))
                        for g, group in enumerate(groups))
         flat = [n for g in parsed for n in g]
-        if len(flat) != len(set(flat)):
+        if len(flat) != len(set(flat)) and not overlap:
             raise self.source.error(path, "a node appears in two groups")
         return parsed
 
@@ -125,7 +125,7 @@ class FaultParser:
         return getattr(self, "_" + kind)(Fields(self.source, value, path, f"a {kind}"), path)
 
     def _bridge(self, f: Fields, path: tuple) -> fm.Bridge:
-        halves = self.groups(path + ("halves",), f.take("halves", "list"))
+        halves = self.groups(path + ("halves",), f.take("halves", "list"), overlap=True)
         if len(halves) != 2:
             raise self.source.error(path + ("halves",), "needs exactly two halves")
         via = self.node(path + ("via",), f.take("via", "any"))
@@ -201,17 +201,19 @@ class FaultParser:
                 raise self.source.error(path + ("broker",), f"broker {broker} holds no replica of {partition} "
                                         f"(replicas: {list(self.partitions[partition])})")
         allowed = REPLICA_FIELDS if broker is not None else PARTITION_FIELDS
-        tests = []
-        for name in [k for k in data if k not in ("controller", "partition", "broker")]:
+        names = [k for k in data if k not in ("controller", "partition", "broker")]
+        for name in names:
             if name not in allowed:
-                f.done()  # reports unknown keys with the accepted ones
-                raise self.source.error(path + (name,), f"cannot be tested here; use one of: {', '.join(allowed)}")
-            tests.append((name, self._expected(path + (name,), name, f.take(name, "any"), partition)))
-        f.done()
-        if not tests and controller is None:
+                where = "for a broker's replica" if broker is not None else "for a partition"
+                also = "" if broker is not None or name not in REPLICA_FIELDS else " (add broker: to test one replica)"
+                raise self.source.error(path + (name,), f"cannot be tested {where}; use one of: "
+                                        f"{', '.join(allowed)}{also}")
+        if names and partition is None:
+            raise self.source.error(path, f"tests {', '.join(names)} but names no partition: add partition:")
+        if not names and controller is None:
             raise self.source.error(path, "tests nothing: name a field such as isr, leader or high_watermark")
-        if tests and partition is None:
-            raise self.source.error(path, "needs partition:")
+        tests = [(name, self._expected(path + (name,), name, f.take(name, "any"), partition)) for name in names]
+        f.done()
         return Condition(partition, broker, tuple(tests), controller)
 
     def _expected(self, path: tuple, name: str, value: Any, partition: str):
@@ -269,20 +271,29 @@ def check_contradictions(source: Source, steps: list[FaultStep], paths: list[tup
         if step.when is not None:
             continue
         events.append((step.at_ms + step.delay_ms, 0, index, step.fault))
-        if step.for_ms is not None and isinstance(step.fault, (fm.Crash, fm.PowerLoss, fm.Pause)):
+        if step.for_ms is not None and isinstance(step.fault, (fm.Crash, fm.PowerLoss, fm.Shutdown, fm.Pause)):
             undo = fm.Restart(step.fault.brokers) if not isinstance(step.fault, fm.Pause) else fm.Resume(step.fault.brokers)
             events.append((step.at_ms + step.delay_ms + step.for_ms, 1, index, undo))
     state = {b: "up" for b in brokers}
     since: dict[int, int] = {}
-    for at, _, index, fault in sorted(events, key=lambda e: (e[0], e[1], e[2])):
-        for broker in fm.brokers_of(fault):
+    for at, undo, index, fault in sorted(events, key=lambda e: (e[0], e[1], e[2])):
+        targets = fm.brokers_of(fault)
+        if fm.CONTROLLER in targets and _next_state(fault, "up") != "up":
+            # which broker is controller is only known when the fault starts
+            state = {b: "unknown" for b in state}
+        for broker in targets:
             if broker == fm.CONTROLLER:
                 continue
             current = state[broker]
+            if current == "unknown":
+                continue
             problem = _contradiction(fault, current)
             if problem:
                 earlier = steps[since[broker]].line if broker in since else None
                 where = f" (since the fault on line {earlier})" if earlier else ""
+                if undo:  # the automatic end of a fault with for:
+                    raise source.error(paths[index] + ("for",), f"ends at {at / 1000:g}s by undoing it, but "
+                                       f"broker {broker} {problem}{where}")
                 raise source.error(paths[index], f"broker {broker} {problem}{where}")
             new = _next_state(fault, current)
             if new != current:
@@ -303,6 +314,8 @@ def _contradiction(fault, state: str) -> str | None:
 
 
 def _next_state(fault, state: str) -> str:
+    if isinstance(fault, (fm.WriteErrors, fm.DiskFull)):
+        return "unknown"  # the broker halts at its next write, if it writes
     if isinstance(fault, (fm.Crash, fm.PowerLoss, fm.Shutdown)):
         return "down"
     if isinstance(fault, fm.Restart):

@@ -48,6 +48,7 @@ class BrokerHost:
         self._timer_heap: list = []
         self._wake_at: float | None = None
         self._wake_token = 0
+        self._waking = False
         self._timer_seq = 0
         self._paused_inputs: list[Any] = []
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
@@ -199,7 +200,7 @@ class BrokerHost:
         self._timers[key] = token
         at = float(max(at_ms - self.clock_offset_ms, self.env.now))
         heapq.heappush(self._timer_heap, (at, token, key))
-        if self._wake_at is None or at < self._wake_at:
+        if not self._waking and (self._wake_at is None or at < self._wake_at):
             self._schedule_wake(at)
 
     def _schedule_wake(self, at: float) -> None:
@@ -213,16 +214,20 @@ class BrokerHost:
         if token != self._wake_token:
             return
         self._wake_at = None
+        self._waking = True  # timers set while firing are scheduled below, all at once
         heap = self._timer_heap
         now = self.env.now
-        while heap and heap[0][0] <= now:
-            _, timer_token, key = heapq.heappop(heap)
-            if self._timers.get(key) == timer_token:
-                del self._timers[key]
-                self._input(TimerFired(key))
+        try:
+            while heap and heap[0][0] <= now:
+                _, timer_token, key = heapq.heappop(heap)
+                if self._timers.get(key) == timer_token:
+                    del self._timers[key]
+                    self._input(TimerFired(key))
+        finally:
+            self._waking = False
         while heap and self._timers.get(heap[0][2]) != heap[0][1]:
             heapq.heappop(heap)  # drop cancelled timers at the front
-        if heap and self._wake_at is None:
+        if heap:
             self._schedule_wake(heap[0][0])
 
     def _fsync_callback(self, path: str, token: int, incarnation: int):

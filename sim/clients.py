@@ -158,6 +158,7 @@ class PendingBatch:
     records: list[Record]
     created_ms: int
     attempts: int = 0
+    not_before: float = 0.0  # retry.backoff.ms: a retried batch waits this long
     invoked: bool = False
     unknown: bool = False  # an earlier attempt may have been appended
 
@@ -252,7 +253,9 @@ class SimProducer(SimClient):
         for tp in self.partitions:
             queue = self._ready[tp]
             while queue and now - queue[0].created_ms >= self.spec.delivery_timeout_ms:
-                self._finish(queue.popleft(), "fail", ErrorCode.REQUEST_TIMED_OUT, expired=True)
+                batch = queue.popleft()  # delivery.timeout.ms: give up; unknown if a try may have landed
+                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
+                             reason="delivery_timeout", expired=True)
             leader = self.leaders.get(tp, NO_LEADER)
             if queue and leader != NO_LEADER:
                 by_broker.setdefault(leader, [])
@@ -261,8 +264,9 @@ class SimProducer(SimClient):
                 continue
             batches = []
             for tp in self.partitions:
-                if self.leaders.get(tp) == broker and self._ready[tp]:
-                    batches.append(self._ready[tp].popleft())
+                queue = self._ready[tp]
+                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= self.env.now:
+                    batches.append(queue.popleft())
             if batches:
                 self._send(broker, batches)
         if any(self._ready[tp] and self.leaders.get(tp, NO_LEADER) == NO_LEADER for tp in self.partitions):
@@ -318,6 +322,7 @@ class SimProducer(SimClient):
         batch.unknown = batch.unknown or unknown
         within = self.now() - batch.created_ms < self.spec.delivery_timeout_ms
         if error.is_retriable and batch.attempts <= self.spec.retries and within and self.running:
+            batch.not_before = self.env.now + self.spec.retry_backoff_ms
             self._ready[batch.tp].appendleft(batch)
             return
         self._finish(batch, "info" if batch.unknown else "fail", error, reason=reason)
@@ -355,7 +360,8 @@ class SimProducer(SimClient):
 
     @property
     def idle(self) -> bool:
-        return not any(self._in_flight.values()) and not any(self._ready.values())
+        """Nothing in flight: batches still queued will never be sent once it stopped."""
+        return not any(self._in_flight.values()) and (not self.running or not any(self._ready.values()))
 
     def drain(self) -> None:
         """Give up on what was never sent (the run is over)."""

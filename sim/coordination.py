@@ -249,6 +249,7 @@ class CoordinationService:
         self.env = env
         self._send = send
         self.store = CoordinationStore(lambda owner, event: send(owner, event), trace)
+        self._replies: dict[tuple[int, int], coord.Reply] = {}
         self.tick_ms = tick_ms
         env.process(self._expiry_loop())
 
@@ -262,7 +263,11 @@ class CoordinationService:
         elif kind is CloseSession:
             self.store.expire(message.session_id, reason="closed")
         elif kind is Request:
-            reply = self.store.request(message.session_id, message.op, now)
+            key = (message.session_id, message.request_id)
+            reply = self._replies.get(key)
+            if reply is None:  # a resent request is answered again, not applied again
+                reply = self.store.request(message.session_id, message.op, now)
+                self._replies[key] = reply
             self._send(src, Response(message.session_id, message.request_id, reply))
 
     def _expiry_loop(self):
@@ -292,6 +297,7 @@ class CoordinationClient:
         self.running = False
         self._generation = 0
         self._pending: list[Request] = []
+        self._in_flight: dict[int, tuple[Request, float]] = {}
         self._create_sent_at = -1.0
         self.paused = False  # a frozen process sends no pings
 
@@ -310,6 +316,8 @@ class CoordinationClient:
         self._generation += 1
         self.session_id = None
         self.paused = False
+        self._in_flight.clear()
+        self._pending.clear()
 
     def close(self) -> None:
         """A clean close: the service drops the session (and its ephemeral nodes) now."""
@@ -320,7 +328,20 @@ class CoordinationClient:
         if self.session_id is None:
             self._pending.append(Request(-1, request_id, op))
             return
-        self._send(Request(self.session_id, request_id, op))
+        self._send_request(Request(self.session_id, request_id, op))
+
+    def _send_request(self, request: Request) -> None:
+        self._in_flight[request.request_id] = (request, self.env.now)
+        self._send(request)
+
+    def _resend_overdue(self) -> None:
+        """A request or its answer lost on a cut link: send it again (the service answers
+        a repeat from its cache, so it takes effect once), as a reconnecting client would."""
+        limit = self.timeout_ms / 3
+        for request_id in sorted(self._in_flight):
+            request, sent_at = self._in_flight[request_id]
+            if self.env.now - sent_at >= limit:
+                self._send_request(request)
 
     def _schedule_ping(self, generation: int) -> None:
         event = self.env.timeout(max(self.timeout_ms / 3, 1))
@@ -337,6 +358,7 @@ class CoordinationClient:
                 self._create_session()  # the last attempt was lost
         else:
             self._send(Ping(self.session_id))
+            self._resend_overdue()
         self._schedule_ping(generation)
 
     def handle(self, message: Any) -> None:
@@ -351,13 +373,15 @@ class CoordinationClient:
             self._deliver(started(message.session_id))
             pending, self._pending = self._pending, []
             for request in pending:
-                self._send(Request(self.session_id, request.request_id, request.op))
+                self._send_request(Request(self.session_id, request.request_id, request.op))
         elif message.session_id != self.session_id:
             return
         elif kind is Pong:
             if not message.alive:
                 self._on_expired()
         elif kind is Response:
+            if self._in_flight.pop(message.request_id, None) is None:
+                return  # the answer to a request already answered
             if message.reply.error == coord.SESSION_EXPIRED:
                 self._on_expired()
             else:
@@ -368,6 +392,7 @@ class CoordinationClient:
     def _on_expired(self) -> None:
         expired_id = self.session_id
         self.session_id = None
+        self._in_flight.clear()  # the core abandons every task of the old session
         _, expired, _, _ = self._inputs
         self._deliver(expired(expired_id))
         if self.running:  # as Kafka does: start a new session and register again

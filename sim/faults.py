@@ -17,10 +17,10 @@ class SimFaultExecutor:
         self.rng = rng
         self._next_id = 0
         self.active: dict[int, fm.Fault] = {}
-        self._down: dict[int, int] = {}  # broker -> fault id of the crash that took it down
+        self._down: dict[int, list[int]] = {}  # broker -> ids of the faults that keep it down
         self._paused: dict[int, int] = {}
         self._disk: dict[int, list[int]] = {}  # broker -> disk fault ids
-        self._clock: dict[int, tuple[int, int]] = {}  # fault id -> (broker, delta)
+        self._clock: dict[int, list[tuple[int, int]]] = {}  # fault id -> [(broker, delta)]
 
     # -- helpers ---------------------------------------------------------------------
     def resolve(self, refs) -> tuple[int, ...]:
@@ -72,9 +72,9 @@ class SimFaultExecutor:
         if fault is None:
             return
         hosts = self.world.hosts
-        if isinstance(fault, (fm.Crash, fm.PowerLoss)):
-            for broker, fid in sorted(self._down.items()):
-                if fid == fault_id:
+        if isinstance(fault, (fm.Crash, fm.PowerLoss, fm.Shutdown)):
+            for broker, ids in sorted(self._down.items()):
+                if fault_id in ids:
                     self._restart(broker)
         elif isinstance(fault, fm.Pause):
             for broker, fid in sorted(self._paused.items()):
@@ -96,25 +96,26 @@ class SimFaultExecutor:
                         self._end(other)
             self._end(fault_id)
         elif isinstance(fault, fm.ClockJump):
-            broker, delta = self._clock.pop(fault_id)
-            hosts[broker].clock_offset_ms -= delta
+            for broker, delta in self._clock.pop(fault_id, []):
+                hosts[broker].clock_offset_ms -= delta
             self._end(fault_id)
+
+    def _take_down(self, fault, brokers: list[int], action) -> int | None:
+        """Start a fault that stops processes; it lasts until every one restarts (and
+        ends at once when there was nothing left to stop)."""
+        fault_id = self._start(fault, instant=not brokers, targets=brokers)
+        for broker in brokers:
+            action(self.world.hosts[broker])
+            self._down.setdefault(broker, []).append(fault_id)
+        return fault_id if brokers else None
 
     def _apply_crash(self, fault: fm.Crash) -> int | None:
         brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive]
-        fault_id = self._start(fault, targets=brokers)
-        for broker in brokers:
-            self.world.hosts[broker].crash()
-            self._down[broker] = fault_id
-        return fault_id
+        return self._take_down(fault, brokers, lambda host: host.crash())
 
     def _apply_power_loss(self, fault: fm.PowerLoss) -> int | None:
-        brokers = list(self.resolve(fault.brokers))
-        fault_id = self._start(fault, targets=brokers)
-        for broker in brokers:
-            self.world.hosts[broker].power_loss()
-            self._down.setdefault(broker, fault_id)
-        return fault_id
+        # a broker that is already down still loses what its disk had not synced
+        return self._take_down(fault, list(self.resolve(fault.brokers)), lambda host: host.power_loss())
 
     def _apply_restart(self, fault: fm.Restart) -> None:
         brokers = self.resolve(fault.brokers)
@@ -127,25 +128,21 @@ class SimFaultExecutor:
         if host.alive:
             return
         host.start()
-        fault_id = self._down.pop(broker, None)
-        if fault_id is not None and fault_id not in self._down.values():
-            self._end(fault_id)
+        for fault_id in self._down.pop(broker, []):
+            if not any(fault_id in ids for ids in self._down.values()):
+                self._end(fault_id)
 
-    def _apply_shutdown(self, fault: fm.Shutdown) -> int:
+    def _apply_shutdown(self, fault: fm.Shutdown) -> int | None:
         brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive]
-        fault_id = self._start(fault, targets=brokers)
-        for broker in brokers:
-            self._down[broker] = fault_id
-            self.world.hosts[broker].shutdown()
-        return fault_id
+        return self._take_down(fault, brokers, lambda host: host.shutdown())
 
-    def _apply_pause(self, fault: fm.Pause) -> int:
-        brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive]
-        fault_id = self._start(fault, targets=brokers)
+    def _apply_pause(self, fault: fm.Pause) -> int | None:
+        brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive and not self.world.hosts[b].paused]
+        fault_id = self._start(fault, instant=not brokers, targets=brokers)
         for broker in brokers:
             self.world.hosts[broker].pause()
             self._paused[broker] = fault_id
-        return fault_id
+        return fault_id if brokers else None
 
     def _apply_resume(self, fault: fm.Resume) -> None:
         brokers = self.resolve(fault.brokers)
@@ -166,7 +163,8 @@ class SimFaultExecutor:
         return self._network_fault(fault, self.world.network.isolate_edges(nodes), targets=nodes)
 
     def _apply_partition(self, fault: fm.Split) -> int:
-        return self._network_fault(fault, self.world.network.split_edges(fault.groups))
+        groups = [self._resolve_nodes(g) for g in fault.groups]
+        return self._network_fault(fault, self.world.network.split_edges(groups), targets=groups)
 
     def _apply_random_halves(self, fault: fm.RandomHalves) -> int:
         brokers = [broker_name(b) for b in sorted(self.world.hosts)]
@@ -176,14 +174,20 @@ class SimFaultExecutor:
         return self._network_fault(fault, self.world.network.split_edges(groups), groups=groups)
 
     def _apply_bridge(self, fault: fm.Bridge) -> int:
-        return self._network_fault(fault, self.world.network.bridge_edges(fault.halves, fault.via))
+        halves = [self._resolve_nodes(h) for h in fault.halves]
+        via = self._resolve_nodes([fault.via])
+        edges = self.world.network.bridge_edges(halves, via[0]) if via else set()
+        return self._network_fault(fault, edges, targets=halves)
 
     def _apply_cut(self, fault: fm.Cut) -> int:
-        return self._network_fault(fault, self.world.network.one_way_edges(fault.sources, fault.destinations))
+        sources, destinations = self._resolve_nodes(fault.sources), self._resolve_nodes(fault.destinations)
+        return self._network_fault(fault, self.world.network.one_way_edges(sources, destinations),
+                                   targets=[sources, destinations])
 
     def _apply_link(self, fault: fm.LinkFault) -> int:
         fault_id = self._start(fault)
-        pairs = {(a, b) for a in fault.sources for b in fault.destinations if a != b}
+        sources, destinations = self._resolve_nodes(fault.sources), self._resolve_nodes(fault.destinations)
+        pairs = {(a, b) for a in sources for b in destinations if a != b}
         if fault.symmetric:
             pairs |= {(b, a) for a, b in pairs}
         changes = {k: getattr(fault, k) for k in ("latency_ms", "jitter_ms", "loss", "duplicate", "reorder")
@@ -254,5 +258,5 @@ class SimFaultExecutor:
         fault_id = self._start(fault, targets=list(brokers))
         for broker in brokers:
             self.world.hosts[broker].clock_offset_ms += fault.delta_ms
-            self._clock[fault_id] = (broker, fault.delta_ms)
+            self._clock.setdefault(fault_id, []).append((broker, fault.delta_ms))
         return fault_id

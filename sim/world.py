@@ -102,7 +102,7 @@ class World:
         self.producers = []
         for i, w in enumerate(scenario.producers):
             ps = ProducerSpec(w.topic, scenario.topic(w.topic).partitions, w.acks, w.rate, w.record_bytes, w.linger_ms,
-                              w.keys, w.retries, 100, w.request_timeout_ms, w.delivery_timeout_ms, 5,
+                              w.keys, w.retries, w.retry_backoff_ms, w.request_timeout_ms, w.delivery_timeout_ms, 5,
                               w.start_ms, w.stop_ms)
             self.producers.append(SimProducer(self.env, self.network, f"producer-{i}", brokers, self.trace, ps))
         self.consumers = []
@@ -193,8 +193,6 @@ class World:
             yield self.env.timeout(SETTLE_POLL_MS)
         for producer in self.producers:
             producer.drain()
-        for consumer in self.consumers:
-            consumer.stop()
         self.final_phase = True
         self.trace("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms})
         self.faults.heal_everything()
@@ -207,6 +205,25 @@ class World:
                    {"waited_ms": int(self.env.now - started)})
         self._trace_replica_logs()
         yield from self.reader.run(self.env.now + final.max_wait_ms)
+        yield from self._consumers_catch_up(self.env.now + final.max_wait_ms)
+
+    def _consumers_catch_up(self, deadline: float):
+        """Consumers keep polling until they reach what the final read found, so that a
+        record no consumer saw is a real anomaly, not the end of the workload."""
+        ends = {tp: len(recs) and recs[-1][0] + 1 for tp, recs in self.reader.results.items()}
+        started = self.env.now
+
+        def behind():
+            return [(c.name, str(tp)) for c in self.consumers for tp in c.partitions
+                    if c.positions[tp] < ends.get(tp, 0)]
+        while self.consumers and behind() and self.env.now < deadline:
+            yield self.env.timeout(SETTLE_POLL_MS)
+        lagging = behind()
+        for consumer in self.consumers:
+            consumer.stop()
+        if self.consumers:
+            self.trace("world", "consumers_caught_up" if not lagging else "consumers_behind",
+                       {"waited_ms": int(self.env.now - started), "behind": [list(x) for x in lagging[:20]]})
 
     def _trace_replica_logs(self) -> None:
         """What every replica holds below the leader's high watermark, as digests of

@@ -1,4 +1,5 @@
 """The isrlab command as a user runs it."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ def isrlab(*args, cwd=ROOT):
 def test_help_on_every_command():
     top = isrlab("--help")
     assert top.returncode == 0 and "run" in top.stdout
-    for command in ("run",):
+    for command in ("run", "validate", "plot"):
         result = isrlab(command, "--help")
         assert result.returncode == 0 and "usage: isrlab " + command in result.stdout
 
@@ -45,3 +46,65 @@ def test_a_bad_file_exits_2_with_file_line_and_field_and_no_traceback(tmp_path):
     assert f"{scenario}:8: faults[0].crash: broker 4 does not exist" in result.stderr
     missing = isrlab("run", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr
+
+
+TINY = ("cluster: {brokers: 3, topics: [{name: t, partitions: 1}]}\n"
+        "workload: {producers: [{topic: t, acks: all, rate: 50}]}\n"
+        "duration: 3s\n")
+
+
+def test_validate_accepts_good_files_and_names_the_bad_ones(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text(TINY)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY + "expect: {lost_writes: many}\n")
+    ok = isrlab("validate", str(good), str(ROOT / "scenarios/library/jepsen-2013-unclean.yaml"))
+    assert ok.returncode == 0 and ok.stdout.count("ok  ") == 2
+    mixed = isrlab("validate", str(good), str(bad))
+    assert mixed.returncode == 2 and f"{bad}:4: expect.lost_writes" in mixed.stderr
+    assert "Traceback" not in mixed.stderr
+
+
+def test_an_expectation_that_fails_exits_1_and_prints_the_replay_command(tmp_path):
+    scenario = tmp_path / "wrong.yaml"
+    scenario.write_text(TINY + "expect: {lost_writes: '>0'}\n")
+    result = isrlab("run", str(scenario), "--seed", "3", "--out", str(tmp_path / "o"), "--no-plot")
+    assert result.returncode == 1
+    assert "FAILED" in result.stdout and "outcome:   FAIL" in result.stdout
+    assert f"isrlab run {scenario} --seed 3" in result.stdout
+    verdict = json.loads((tmp_path / "o" / "verdict.json").read_text())
+    assert verdict["results"]["lost_writes"]["value"] == 0
+
+
+def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
+    result = isrlab("run", str(ROOT / "scenarios/library/zombie-leader-acks1.yaml"), "--seeds", "1-3",
+                    "--out", str(tmp_path / "many"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line for line in result.stdout.splitlines() if len(line.split()) > 1 and line.split()[1] in ("PASS", "FAIL")]
+    assert [row.split()[0] for row in rows] == ["1", "2", "3"]
+    assert all("PASS" in row for row in rows)
+    assert "3 of 3 seeds passed" in result.stdout
+    assert sorted(p.name for p in (tmp_path / "many").iterdir()) == ["seed-1", "seed-2", "seed-3"]
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(TINY + "expect: {lost_writes: '>0'}\n")
+    failing = isrlab("run", str(wrong), "--seeds", "4,6", "--out", str(tmp_path / "f"))
+    assert failing.returncode == 1 and "0 of 2 seeds passed" in failing.stdout
+    assert f"replay seed 6: isrlab run {wrong} --seed 6" in failing.stdout
+    bad_range = isrlab("run", str(ROOT / "scenarios/library/leader-crash.yaml"), "--seeds", "5-2")
+    assert bad_range.returncode == 2 and "ends before it starts" in bad_range.stderr
+
+
+def test_plot_draws_an_existing_trace(tmp_path):
+    scenario = tmp_path / "p.yaml"
+    scenario.write_text(TINY)
+    assert isrlab("run", str(scenario), "--out", str(tmp_path / "r"), "--no-plot").returncode == 0
+    result = isrlab("plot", str(tmp_path / "r" / "trace.jsonl"), "--out", str(tmp_path / "pics"))
+    assert result.returncode == 0
+    png = tmp_path / "pics" / "timeline-t-0.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    missing = isrlab("plot", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "no such trace" in missing.stderr
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("not json\n")
+    broken = isrlab("plot", str(garbage))
+    assert broken.returncode == 2 and "garbage.jsonl:1" in broken.stderr and "Traceback" not in broken.stderr

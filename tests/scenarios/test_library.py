@@ -1,0 +1,42 @@
+"""Every scenario in the library runs and meets its own expectations, including the
+ones that demonstrate a bug (``lost_writes: ">0"``): if the bug stopped showing, or the
+fix stopped working, these fail."""
+from pathlib import Path
+
+import pytest
+
+from scenarios.parse import load_scenario
+from scenarios.runner import run_scenario
+
+LIBRARY = sorted((Path(__file__).resolve().parents[2] / "scenarios" / "library").glob("*.yaml"))
+
+
+def test_the_library_has_the_known_anomalies_and_their_fixes():
+    names = {p.stem for p in LIBRARY}
+    for pair in (("jepsen-2013-unclean", "jepsen-2013-safe"), ("kip-101-scenario-1-hw", "kip-101-scenario-1-epoch"),
+                 ("kip-101-scenario-2-hw", "kip-101-scenario-2-epoch"), ("zombie-leader-acks1", "zombie-leader-acks-all")):
+        assert set(pair) <= names
+    assert {"controller-and-leader-failover", "rolling-restart"} <= names
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=[p.stem for p in LIBRARY])
+def test_library_scenario_meets_its_expectations(path, tmp_path):
+    scenario = load_scenario(path)
+    assert scenario.expect, f"{path.name} states no expectations"
+    header = path.read_text().splitlines()[0]
+    assert header.startswith("#"), f"{path.name} must start with a comment saying what it shows"
+    result = run_scenario(scenario, 1, tmp_path)
+    failed = [f"{e.name}: expected {e.expectation}, got {e.actual}" for e in result.evaluations if not e.passed]
+    assert failed == [], f"{path.name}: {failed}; replay: {result.replay_command}"
+
+
+@pytest.mark.parametrize("stem,checker", [("jepsen-2013-unclean", "lost_writes_acks_all"),
+                                          ("kip-101-scenario-1-hw", "lost_writes_acks_all"),
+                                          ("kip-101-scenario-2-hw", "divergence"),
+                                          ("zombie-leader-acks1", "lost_writes_acks_1")])
+def test_unsafe_configurations_are_reported_on_other_seeds_too(stem, checker, tmp_path):
+    scenario = load_scenario(next(p for p in LIBRARY if p.stem == stem))
+    for seed in (2, 3):
+        result = run_scenario(scenario, seed, tmp_path / str(seed))
+        assert result.verdict.value(checker) > 0, f"seed {seed}: {checker} not reported"
+        assert not result.verdict.valid

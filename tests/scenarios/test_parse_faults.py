@@ -1,0 +1,146 @@
+"""The faults, triggers, nemesis and expect sections: accepted forms and rejections
+that name file, line and field."""
+import textwrap
+
+import pytest
+
+from faults import model as fm
+from faults.triggers import Comparison
+from scenarios.parse import parse_scenario
+from scenarios.source import ScenarioError
+
+HEAD = """\
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 2, replication_factor: 2}]
+workload:
+  producers: [{topic: t}]
+duration: 60s
+"""
+
+
+def parse(tail: str):
+    return parse_scenario(HEAD + textwrap.dedent(tail), "f.yaml")
+
+
+def error(tail: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        parse(tail)
+    return info.value
+
+
+def test_every_fault_kind_parses():
+    s = parse("""\
+    faults:
+      - {at: 1s, crash: [1, 2], for: 2s}
+      - {at: 4s, power_loss: 3}
+      - {at: 5s, restart: 3}
+      - {at: 6s, shutdown: controller}
+      - {at: 7s, pause: all, for: 1s}
+      - {at: 9s, isolate: [zk, producer-0]}
+      - {at: 10s, partition: random_halves, for: 1s}
+      - {at: 11s, bridge: {halves: [[1, 2], [2, 3]], via: 2}}
+      - {at: 12s, cut: {from: 1, to: [2, 3]}}
+      - {at: 13s, link: {between: [1, 2], latency_ms: 30, jitter_ms: 5, loss: 0.1, duplicate: 0.01, reorder: true}}
+      - {at: 14s, heal: all}
+      - {at: 15s, expire_session: 2}
+      - {at: 16s, slow_fsync: {broker: 1, fsync_ms: 300}, for: 5s}
+      - {at: 17s, write_errors: 2}
+      - {at: 18s, disk_full: 3}
+      - {at: 19s, torn_writes: 1}
+      - {at: 20s, bit_flip: {broker: 1, partition: t-1}}
+      - {at: 21s, clock: {broker: 2, jump: -30s}}
+    """)
+    kinds = [fm.kind_of(step.fault) for step in s.faults]
+    assert kinds == ["crash", "power_loss", "restart", "shutdown", "pause", "isolate", "random_halves", "bridge",
+                     "cut", "link", "heal", "expire_session", "slow_fsync", "write_errors", "disk_full",
+                     "torn_writes", "bit_flip", "clock"]
+    assert s.faults[0].for_ms == 2000 and s.faults[3].fault == fm.Shutdown(("controller",))
+    assert s.faults[4].fault == fm.Pause((1, 2, 3))
+    assert s.faults[7].fault.via == "broker-2"
+    assert s.faults[17].fault == fm.ClockJump((2,), -30000)
+
+
+def test_triggers_parse_with_comparisons():
+    s = parse("""\
+    faults:
+      - when: {partition: t-0, isr: [2, 1], high_watermark: ">=100"}
+        after: 5s
+        delay: 1s
+        crash: 1
+      - when: {partition: t-1, broker: 3, role: follower, log_end_offset: "<10"}
+        isolate: 3
+      - when: {controller: 2}
+        crash: controller
+    """)
+    first = s.faults[0]
+    assert first.at_ms == 5000 and first.delay_ms == 1000
+    assert first.when.tests == (("isr", (2, 1)), ("high_watermark", Comparison(">=", 100.0)))
+    view = {"controller": 1, "partitions": {"t-0": {"leader": 1, "leader_epoch": 0, "isr": [1, 2],
+                                                    "high_watermark": 150, "replicas": {}}}}
+    assert first.when.holds(view)
+    view["partitions"]["t-0"]["high_watermark"] = 99
+    assert not first.when.holds(view)
+    assert not s.faults[2].when.holds(view) and s.faults[2].when.holds({**view, "controller": 2})
+
+
+@pytest.mark.parametrize("tail,field,words", [
+    ("faults:\n  - {at: 1s, crash: 9}\n", "faults[0].crash", "broker 9 does not exist"),
+    ("faults:\n  - {at: 1s, isolate: kafka}\n", "faults[0].isolate", "unknown node"),
+    ("faults:\n  - {at: 1s, crash: 1, bogus: 2}\n", "faults[0].bogus", "unknown key"),
+    ("faults:\n  - {at: 1s}\n", "faults[0]", "exactly one"),
+    ("faults:\n  - {at: 1s, restart: 1, for: 2s}\n", "faults[0].for", "no duration"),
+    ("faults:\n  - {at: 2m, crash: 1}\n", "faults[0].at", "after the end"),
+    ("faults:\n  - {at: 1s, link: {between: [1, 2]}}\n", "faults[0].link", "changes nothing"),
+    ("faults:\n  - {at: 1s, link: {between: [1, 2], loss: 2}}\n", "faults[0].link.loss", "between 0 and 1"),
+    ("faults:\n  - {at: 1s, bit_flip: {broker: 1, partition: t-7}}\n", "faults[0].bit_flip.partition", "unknown partition"),
+    ("faults:\n  - {at: 1s, clock: {broker: 1, jump: soon}}\n", "faults[0].clock.jump", "duration"),
+    # impossible triggers
+    ("faults:\n  - {when: {partition: t-9, leader: 1}, crash: 1}\n", "faults[0].when.partition", "unknown partition"),
+    ("faults:\n  - {when: {partition: t-0, leader: 3}, crash: 1}\n", "faults[0].when.leader", "can never lead"),
+    ("faults:\n  - {when: {partition: t-0, isr: [1, 3]}, crash: 1}\n", "faults[0].when.isr", "subset of the replicas"),
+    ("faults:\n  - {when: {partition: t-0, isr_size: 3}, crash: 1}\n", "faults[0].when.isr_size", "1 to 2 members"),
+    ("faults:\n  - {when: {partition: t-0, broker: 3, role: leader}, crash: 1}\n", "faults[0].when.broker", "holds no replica"),
+    ("faults:\n  - {when: {partition: t-0, high_watermark: lots}, crash: 1}\n", "faults[0].when.high_watermark", "comparison"),
+    ("faults:\n  - {when: {partition: t-0, colour: red}, crash: 1}\n", "faults[0].when.colour", "cannot be tested"),
+    ("faults:\n  - {when: {partition: t-0, role: leader}, crash: 1}\n", "faults[0].when.role", "add broker:"),
+    ("faults:\n  - {when: {isr_size: 2}, crash: 1}\n", "faults[0].when", "names no partition"),
+    ("faults:\n  - {when: {partition: t-0}, crash: 1}\n", "faults[0].when", "tests nothing"),
+    ("faults:\n  - {when: {partition: t-0, leader: 1}, at: 3s, crash: 1}\n", "faults[0].at", "after:"),
+    # contradictory overlapping faults
+    ("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, crash: 1}\n", "faults[1]", "already down"),
+    ("faults:\n  - {at: 1s, crash: 1, for: 5s}\n  - {at: 3s, restart: 1}\n", "faults[0].for", "cannot restart"),
+    ("faults:\n  - {at: 1s, restart: 2}\n", "faults[0]", "cannot restart"),
+    ("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, pause: 1}\n", "faults[1]", "cannot be paused"),
+    ("faults:\n  - {at: 1s, resume: 1}\n", "faults[0]", "not paused"),
+    # nemesis and expect
+    ("nemesis: {faults: [crash, meteor], interval: 5s}\n", "nemesis.faults[1]", "unknown nemesis fault"),
+    ("nemesis: {faults: [crash], interval: 5s, stop: 2m}\n", "nemesis.stop", "within the run"),
+    ("nemesis: {faults: [crash]}\n", "nemesis.interval", "required"),
+    ("expect: {lost_writes: lots}\n", "expect.lost_writes", ""),
+    ("expect: {lost_rights: 0}\n", "expect.lost_rights", "unknown checker"),
+])
+def test_rejections_name_the_field(tail, field, words):
+    err = error(tail)
+    assert err.field == field, str(err)
+    assert words in err.message
+    assert err.line is not None and str(err).startswith(f"f.yaml:{err.line}:")
+
+
+def test_the_contradiction_names_the_earlier_fault():
+    err = error("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, crash: 1}\n")
+    assert "line 8" in err.message and err.line == 9
+
+
+def test_a_crash_of_the_controller_makes_later_restarts_legitimate():
+    s = parse("faults:\n  - {at: 1s, crash: [controller, 2]}\n  - {at: 5s, restart: all}\n")
+    assert len(s.faults) == 2
+
+
+def test_nemesis_and_expect_parse():
+    s = parse("nemesis: {faults: [crash, random_halves], interval: 5s, duration: 2s, targets: [1, 2], start: 3s}\n"
+              "expect: {lost_writes: 0, unavailable_ms: '<5000', produce_error_rate: '<=0.5'}\n")
+    assert s.nemesis.kinds == ("crash", "random_halves") and s.nemesis.targets == (1, 2)
+    assert s.nemesis.start_ms == 3000 and s.nemesis.stop_ms == 60000
+    assert s.expect["unavailable_ms"].matches(4999) and not s.expect["unavailable_ms"].matches(5000)
+    assert s.expect_lines["lost_writes"] == 8
