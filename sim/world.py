@@ -58,17 +58,21 @@ def nemesis_fault(rng, spec) -> fm.Fault:
                         loss=rng.choice((0.0, 0.1, 0.3)))
 
 
-def replica_digests(records, start: int, upto: int) -> list[list]:
+def replica_digests(batches, start: int, upto: int) -> list[list]:
     """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
     multiples of REPLICA_DIGEST_CHUNK; a missing offset hashes as absent."""
-    by_offset = {o: r.value for o, r in records if start <= o < upto}
+    by_offset = {}
+    for batch in batches:
+        if batch.next_offset <= start or batch.base_offset >= upto:
+            continue
+        for i, record in enumerate(batch.records):
+            by_offset[batch.base_offset + i] = record.value
     out = []
     first = start - start % REPLICA_DIGEST_CHUNK
     while first < upto:
-        h = hashlib.sha256()
-        for offset in range(max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto)):
-            h.update(f"{offset}:{by_offset.get(offset, '<absent>')}\n".encode())
-        out.append([first, h.hexdigest()[:16]])
+        lines = [f"{offset}:{by_offset.get(offset, '<absent>')}\n"
+                 for offset in range(max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto))]
+        out.append([first, hashlib.sha256("".join(lines).encode()).hexdigest()[:16]])
         first += REPLICA_DIGEST_CHUNK
     return out
 
@@ -244,7 +248,7 @@ class World:
                     "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
                     "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
                     "chunk_size": REPLICA_DIGEST_CHUNK,
-                    "chunks": replica_digests(log.records(), log.log_start_offset, upto)})
+                    "chunks": replica_digests(log.batches, log.log_start_offset, upto)})
 
     # -- observation -----------------------------------------------------------------
     def controller(self) -> int | None:
@@ -279,8 +283,8 @@ class World:
         return {"controller": self.controller(), "partitions": partitions}
 
     def is_settled(self) -> bool:
-        """Every partition has one leader whose ISR holds every replica, and every
-        replica's log ends where the leader's does."""
+        """Every partition has one leader whose ISR holds every replica, whose high
+        watermark has reached its log end, and every replica's log ends where it does."""
         snaps = self.snapshots()
         for tp in self.partitions:
             key = str(tp)
@@ -291,6 +295,8 @@ class World:
             leader = states[leaders[0]]
             if sorted(leader["isr"]) != sorted(self.replicas[tp]):
                 return False
+            if leader["high_watermark"] != leader["log_end_offset"]:
+                return False  # the final read stops at the high watermark
             for broker in self.replicas[tp]:
                 state = states.get(broker)
                 if state is None or state["log_end_offset"] != leader["log_end_offset"]:
