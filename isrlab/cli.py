@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from scenarios.source import ScenarioError
@@ -88,6 +89,10 @@ def _run_many(scenario, args) -> int:
     for index, seed in enumerate(seeds, 1):
         _bar(index - 1, len(seeds), f"seed {seed}")
         result = run_scenario(scenario, seed, base / f"seed-{seed}", plot=args.plots)
+        if not result.passed and not result.plots:  # a failing seed always gets its pictures
+            from analysis.timeline import plot_trace
+            result = replace(result, plots=tuple(plot_trace(result.trace_path, result.trace_path.parent,
+                                                            set(result.summary.missing))))
         rows.append(result)
         if not result.passed:
             failed.append(result)
@@ -102,7 +107,7 @@ def _run_many(scenario, args) -> int:
         print(f"{r.seed:>6}  {'PASS' if r.passed else 'FAIL':<7}  {r.summary.acknowledged:>7}  {values}")
     print(f"\n{len(rows) - len(failed)} of {len(rows)} seeds passed; traces under {base}")
     for r in failed:
-        print(f"  replay seed {r.seed}: isrlab run {args.file} --seed {r.seed}")
+        print(f"  replay seed {r.seed}: isrlab run {args.file} --seed {r.seed}   (timelines: {r.trace_path.parent})")
     return EXIT_OK if not failed else EXIT_FAILED
 
 
@@ -161,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
     run.add_argument("--out", help="output directory (default runs/NAME-seedN, or runs/NAME-seeds)")
     run.add_argument("--no-plot", action="store_true", help="skip the timeline PNGs of a single run")
-    run.add_argument("--plots", action="store_true", help="with --seeds: draw timelines for every seed too")
+    run.add_argument("--plots", action="store_true",
+                     help="with --seeds: draw timelines for every seed (failing seeds always get them)")
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check scenario files without running them",
                               description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")

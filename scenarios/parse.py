@@ -8,7 +8,7 @@ from broker_core.config import broker_config, topic_config, PROFILES
 from broker_core.errors import ConfigError
 from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
-    ClusterSpec, ConsumerWorkload, DiskSpec, FaultStep, FinalPhase, NetworkSpec, ProducerWorkload,
+    ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
     Scenario, TopicSpec)
 from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import simpy
 
 from broker_core.errors import DEFINITE_PRODUCE_FAILURES, ErrorCode
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchPartition, FetchRequest,
-    FetchResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, FetchPartition, FetchRequest,
+    FetchResponse, ListOffsetsRequest, MetadataRequest, MetadataResponse,
     ProduceRequest, ProduceResponse)
 from broker_core.records import Record
 from broker_core.types import NO_LEADER, TopicPartition
@@ -167,29 +167,19 @@ class PendingBatch:
         return [r.value for r in self.records]
 
 
-@dataclass
-class ProducerSpec:
-    topic: str
-    partitions: int
-    acks: int = -1
-    rate: float = 100.0  # records per second
-    record_bytes: int = 100
-    linger_ms: int = 10
-    keys: int | None = None
-    retries: int = 0
-    retry_backoff_ms: int = 100
-    request_timeout_ms: int = 30000
-    delivery_timeout_ms: int = 120000
-    max_in_flight: int = 5
-    start_ms: int = 0
-    stop_ms: int | None = None
-
-
 class SimProducer(SimClient):
-    def __init__(self, env, network, name, brokers, trace, spec: ProducerSpec):
+    """A Kafka producer: records accumulate per partition for ``linger_ms``, then one
+    request per leader carries every ready batch, at most MAX_IN_FLIGHT per broker.
+
+    ``spec`` is the scenario's producer workload (scenarios.model.ProducerWorkload, the
+    layer above: used, not imported), ``partitions`` the topic's partition count."""
+
+    MAX_IN_FLIGHT = 5  # max.in.flight.requests.per.connection
+
+    def __init__(self, env, network, name, brokers, trace, spec, partitions: int):
         super().__init__(env, network, name, brokers, trace, spec.request_timeout_ms)
         self.spec = spec
-        self.partitions = [TopicPartition(spec.topic, p) for p in range(spec.partitions)]
+        self.partitions = [TopicPartition(spec.topic, p) for p in range(partitions)]
         self._ready: dict[TopicPartition, deque[PendingBatch]] = {tp: deque() for tp in self.partitions}
         self._open: dict[TopicPartition, PendingBatch] = {}
         self._in_flight: dict[int, int] = {}  # broker -> requests in flight
@@ -260,7 +250,7 @@ class SimProducer(SimClient):
             if queue and leader != NO_LEADER:
                 by_broker.setdefault(leader, [])
         for broker in sorted(by_broker):
-            if self._in_flight.get(broker, 0) >= self.spec.max_in_flight or not self.reachable(broker):
+            if self._in_flight.get(broker, 0) >= self.MAX_IN_FLIGHT or not self.reachable(broker):
                 continue
             batches = []
             for tp in self.partitions:

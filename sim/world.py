@@ -15,7 +15,7 @@ from broker_core import coordination as coord
 from broker_core.config import broker_config, topic_config
 from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost
-from sim.clients import ProducerSpec, SimConsumer, SimProducer, SimReader
+from sim.clients import SimConsumer, SimProducer, SimReader
 from sim.coordination import SERVICE, CoordinationService
 from sim.disk import SimDisk
 from sim.faults import SimFaultExecutor
@@ -105,10 +105,8 @@ class World:
         brokers = list(cluster.brokers)
         self.producers = []
         for i, w in enumerate(scenario.producers):
-            ps = ProducerSpec(w.topic, scenario.topic(w.topic).partitions, w.acks, w.rate, w.record_bytes, w.linger_ms,
-                              w.keys, w.retries, w.retry_backoff_ms, w.request_timeout_ms, w.delivery_timeout_ms, 5,
-                              w.start_ms, w.stop_ms)
-            self.producers.append(SimProducer(self.env, self.network, f"producer-{i}", brokers, self.trace, ps))
+            self.producers.append(SimProducer(self.env, self.network, f"producer-{i}", brokers, self.trace, w,
+                                              scenario.topic(w.topic).partitions))
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]

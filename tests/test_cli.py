@@ -90,6 +90,8 @@ def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
     failing = isrlab("run", str(wrong), "--seeds", "4,6", "--out", str(tmp_path / "f"))
     assert failing.returncode == 1 and "0 of 2 seeds passed" in failing.stdout
     assert f"replay seed 6: isrlab run {wrong} --seed 6" in failing.stdout
+    assert (tmp_path / "f" / "seed-6" / "timeline-t-0.png").exists(), "a failing seed gets its timelines"
+    assert not (tmp_path / "many" / "seed-1" / "timeline-t-0.png").exists()
     bad_range = isrlab("run", str(ROOT / "scenarios/library/leader-crash.yaml"), "--seeds", "5-2")
     assert bad_range.returncode == 2 and "ends before it starts" in bad_range.stderr
 
