@@ -90,6 +90,7 @@ class FinalPhase:
     """After the workload: heal everything, restart every broker, wait for full ISRs,
     then read every partition from the start."""
     max_wait_ms: int = 120000
+    restart: str = "down"  # "down": restart brokers that are down; "all": restart every broker
 
 
 @dataclass(frozen=True)

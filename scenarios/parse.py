@@ -53,7 +53,9 @@ def parse_scenario(text: str, filename: str) -> Scenario:
     nemesis = fault_parser.nemesis(top.take("nemesis", "map"), ("nemesis",)) if top.has("nemesis") else None
     expect, expect_lines = _expectations(source, top.take("expect", "map", {}))
     final = Fields(source, top.take("final", "map", {}), ("final",))
-    final_phase = FinalPhase(final.take("max_wait", "duration", 120000))
+    final_phase = FinalPhase(final.take("max_wait", "duration", 120000),
+                             final.take("restart", "str", "down",
+                                        lambda v: None if v in ("down", "all") else "must be down or all"))
     final.done()
     sample = top.take("sample_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0")
     top.done()

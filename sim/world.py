@@ -196,8 +196,12 @@ class World:
         for producer in self.producers:
             producer.drain()
         self.final_phase = True
-        self.trace("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms})
+        self.trace("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms, "restart": final.restart})
         self.faults.heal_everything()
+        if final.restart == "all":  # every process restarts and recovers from its disk
+            for broker in sorted(self.hosts):
+                self.hosts[broker].crash()
+            self.faults.apply(fm.Restart(tuple(sorted(self.hosts))))
         started = self.env.now
         deadline = started + final.max_wait_ms
         while self.env.now < deadline and not self.is_settled():

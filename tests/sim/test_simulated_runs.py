@@ -37,3 +37,13 @@ def test_leader_crash_and_restart_recovers_and_loses_nothing_acknowledged(tmp_pa
     assert result.summary.read_back >= len(acked)
     restarted = [e for e in history.events if e.type == "log_recovered" and e.node == "broker-1"]
     assert restarted, "the restarted broker recovered its log from disk"
+
+
+def test_the_final_phase_can_restart_every_broker(tmp_path: Path):
+    text = LEADER_CRASH.replace("duration: 45s", "duration: 45s\nfinal: {restart: all}")
+    result = run_scenario(parse_scenario(text, "restart-all.yaml"), 3, tmp_path)
+    history = load_history(result.trace_path)
+    final_at = next(e.t_ms for e in history.events if e.type == "final_phase_started")
+    recovered = {e.node for e in history.events if e.type == "log_recovered" and e.t_ms >= final_at}
+    assert recovered == {"broker-1", "broker-2", "broker-3"}
+    assert result.summary.settled and result.summary.missing == ()
