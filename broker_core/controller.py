@@ -53,6 +53,7 @@ class Controller:
 
     # -- lifecycle -------------------------------------------------------------------
     def activate(self, epoch: int, epoch_zk_version: int) -> None:
+        self._reset()  # a controller trusts nothing it cached in an earlier term
         self.active = True
         self.epoch = epoch
         self.epoch_zk_version = epoch_zk_version
@@ -66,7 +67,17 @@ class Controller:
         self.ctx.trace("controller_resigned", controller_epoch=self.epoch)
         for broker in sorted(self.channels):
             self.ctx.cancel_timer(self.channels[broker].timeout_key)
-        self.channels.clear()
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget the controller context (Kafka's ControllerContext is rebuilt on failover):
+        partition states read in an earlier term may have changed since."""
+        self.live = set()
+        self.registrations = {}
+        self.assignments = {}
+        self.states = {}
+        self.channels = {}
+        self.shutting_down = set()
         self._events.clear()
         self._running = False
 

@@ -30,6 +30,7 @@ class NetworkSpec:
     latency_ms: float = 1.0
     jitter_ms: float = 0.5
     loss: float = 0.0
+    hold_ms: int = 30000  # how long a message waits on a cut link before its connection is given up
 
 
 @dataclass(frozen=True)

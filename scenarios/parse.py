@@ -127,8 +127,9 @@ def _network(source: Source, data: Any) -> NetworkSpec:
     latency = f.take("latency_ms", "number", 1.0, lambda v: None if v >= 0 else "must not be negative")
     jitter = f.take("jitter_ms", "number", 0.5, lambda v: None if v >= 0 else "must not be negative")
     loss = f.take("loss", "number", 0.0, lambda v: None if 0 <= v < 1 else "must be at least 0 and below 1")
+    hold = f.take("hold", "duration", 30000)
     f.done()
-    return NetworkSpec(latency, jitter, loss)
+    return NetworkSpec(latency, jitter, loss, hold)
 
 
 def _disk(source: Source, data: Any) -> DiskSpec:

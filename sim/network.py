@@ -4,6 +4,7 @@ jitter and loss; delivery on one link is FIFO (as TCP's), unless reordering is e
 """
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
@@ -30,10 +31,20 @@ class LinkSpec:
 
 
 class Network:
-    def __init__(self, env: simpy.Environment, rng, default_link: LinkSpec):
+    """Messages on a cut link wait, as TCP retransmits, and are delivered in order when
+    the link returns, unless they waited longer than ``hold_ms`` (the connection would
+    have been given up) or either end restarted meanwhile (its connections died with
+    it). ``loss`` in a link fault drops messages outright."""
+
+    def __init__(self, env: simpy.Environment, rng, default_link: LinkSpec, hold_ms: float = 30000.0,
+                 incarnation: Callable[[str], int] = lambda node: 0):
         self.env = env
         self.rng = rng
         self.default_link = default_link
+        self.hold_ms = hold_ms
+        self.incarnation = incarnation
+        self._held: dict[tuple[str, str], list[tuple[int, float, int, int, Any]]] = {}
+        self._send_seq = 0  # held messages keep their sending order, as TCP does
         self.graph = nx.DiGraph()
         self.full = nx.DiGraph()  # every link that exists when nothing is cut
         self._handlers: dict[str, Callable[[str, Any], None]] = {}
@@ -66,8 +77,9 @@ class Network:
 
     def send(self, src: str, dst: str, message: Any) -> None:
         self.messages_sent += 1
-        if not self.graph.has_edge(src, dst):
-            self.messages_dropped += 1
+        self._send_seq += 1
+        if not self.graph.has_edge(src, dst) or (src, dst) in self._held:
+            self._hold(src, dst, message, self._send_seq)
             return
         link = self._links.get((src, dst), self.default_link)
         rng = self.rng
@@ -76,9 +88,9 @@ class Network:
             return
         copies = 2 if link.duplicate and rng.random() < link.duplicate else 1
         for _ in range(copies):
-            self._schedule(src, dst, message, link)
+            self._schedule(src, dst, message, link, self._send_seq)
 
-    def _schedule(self, src: str, dst: str, message: Any, link: LinkSpec) -> None:
+    def _schedule(self, src: str, dst: str, message: Any, link: LinkSpec, seq: int) -> None:
         now = self.env.now
         at = now + link.latency_ms + (self.rng.random() * link.jitter_ms if link.jitter_ms else 0.0)
         if not link.reorder:
@@ -89,14 +101,32 @@ class Network:
             self._last_delivery[key] = at
         event = self.env.timeout(at - now)
         handler = self._handlers[dst]
-        event.callbacks.append(lambda _e: self._deliver(src, dst, handler, message))
+        event.callbacks.append(lambda _e: self._deliver(src, dst, handler, message, seq))
 
-    def _deliver(self, src: str, dst: str, handler, message: Any) -> None:
-        # A link cut while the message was on its way loses it, as a dropped packet would.
+    def _deliver(self, src: str, dst: str, handler, message: Any, seq: int) -> None:
         if self.graph.has_edge(src, dst):
             handler(src, message)
-        else:
-            self.messages_dropped += 1
+        else:  # the link was cut while the message was on its way: it waits
+            self._hold(src, dst, message, seq)
+
+    def _hold(self, src: str, dst: str, message: Any, seq: int) -> None:
+        insort(self._held.setdefault((src, dst), []),
+               (seq, self.env.now, self.incarnation(src), self.incarnation(dst), message), key=lambda h: h[0])
+
+    def _release(self) -> None:
+        """Deliver what waited on links that work again, oldest first."""
+        for key in sorted(self._held):
+            if not self.graph.has_edge(*key):
+                continue
+            src, dst = key
+            link = self._links.get(key, self.default_link)
+            for seq, held_at, src_inc, dst_inc, message in self._held.pop(key):
+                stale = (self.env.now - held_at > self.hold_ms or src_inc != self.incarnation(src)
+                         or dst_inc != self.incarnation(dst))
+                if stale:
+                    self.messages_dropped += 1
+                else:
+                    self._schedule(src, dst, message, link, seq)
 
     # -- partitions and degraded links, per fault ---------------------------------------
     # Each active fault owns a set of cut edges (or link overrides); the working graph is
@@ -123,6 +153,7 @@ class Network:
         for fault_id in sorted(self._cuts):
             graph.remove_edges_from(e for e in self._cuts[fault_id] if graph.has_edge(*e))
         self.graph = graph
+        self._release()
 
     def add_link_override(self, fault_id: int, pairs: Iterable[tuple[str, str]], changes: dict) -> None:
         self._overrides[fault_id] = (sorted(set(pairs)), dict(changes))

@@ -14,7 +14,7 @@ from analysis.trace import TraceWriter
 from broker_core import coordination as coord
 from broker_core.config import broker_config, topic_config
 from broker_core.types import TopicPartition
-from sim.broker_host import BrokerHost
+from sim.broker_host import BrokerHost, broker_id_of
 from sim.clients import SimConsumer, SimProducer, SimReader
 from sim.coordination import SERVICE, CoordinationService
 from sim.disk import SimDisk
@@ -86,14 +86,15 @@ class World:
         self.progress = progress
         self.env = simpy.Environment()
         spec = scenario.network
+        self.hosts: dict[int, BrokerHost] = {}
         self.network = Network(self.env, derive(seed, "network"),
-                               LinkSpec(spec.latency_ms, spec.jitter_ms, spec.loss))
+                               LinkSpec(spec.latency_ms, spec.jitter_ms, spec.loss), spec.hold_ms,
+                               self._incarnation)
         self.service = CoordinationService(self.env, lambda dst, m: self.network.send(SERVICE, dst, m), self.trace)
         self.network.add_node(SERVICE, self.service.handle)
         cluster = scenario.cluster
         base = broker_config(cluster.profile, cluster.config)
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
-        self.hosts: dict[int, BrokerHost] = {}
         for broker in cluster.brokers:
             disk = SimDisk(self.env, scenario.disk.fsync_ms, derive(seed, f"disk-{broker}"))
             self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, self.trace)
@@ -116,6 +117,10 @@ class World:
         self.faults = SimFaultExecutor(self, derive(seed, "faults"))
         self.settled = False
         self.final_phase = False
+
+    def _incarnation(self, node: str) -> int:
+        host = self.hosts.get(broker_id_of(node)) if node.startswith("broker-") else None
+        return host.incarnation if host is not None else 0
 
     def trace(self, node: str, type_: str, fields: dict) -> None:
         self.writer.write(int(self.env.now), node, type_, fields)

@@ -38,7 +38,7 @@ class _Item:
 
 class Cluster:
     def __init__(self, brokers=(1, 2, 3), partitions=1, replication_factor=3, config=None,
-                 topic="t", profile="kafka-2.7", latency_ms=1):
+                 topic="t", profile="kafka-2.7", latency_ms=1, assignment=None):
         self.config = broker_config(profile, config or {})
         self.topic_configs = {topic: topic_config(self.config, {})}
         self.brokers = tuple(brokers)
@@ -55,8 +55,8 @@ class Cluster:
         self.responses: dict[int, Any] = {}
         self.traces: list[tuple[int, int, str, dict]] = []
         self.store = CoordinationStore(self._notify)
-        assignment = {str(p): [brokers[(p + r) % len(brokers)] for r in range(replication_factor)]
-                      for p in range(partitions)}
+        assignment = {str(p): list(r) for p, r in assignment.items()} if assignment else {
+            str(p): [brokers[(p + r) % len(brokers)] for r in range(replication_factor)] for p in range(partitions)}
         self.store.put(coord.topic_path(topic), coord.encode_data({"partitions": assignment}))
         self.topic = topic
         self._correlation = 0

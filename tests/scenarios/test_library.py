@@ -40,3 +40,12 @@ def test_unsafe_configurations_are_reported_on_other_seeds_too(stem, checker, tm
         result = run_scenario(scenario, seed, tmp_path / str(seed))
         assert result.verdict.value(checker) > 0, f"seed {seed}: {checker} not reported"
         assert not result.verdict.valid
+
+
+def test_the_safe_configuration_survives_the_seed_that_found_a_stale_controller_cache(tmp_path):
+    """Seed 7 of nemesis-safe made a re-elected controller send a partition state from its
+    previous term; the restarted broker followed a non-leader and diverged."""
+    scenario = load_scenario(next(p for p in LIBRARY if p.stem == "nemesis-safe"))
+    result = run_scenario(scenario, 7, tmp_path)
+    assert result.passed, [f"{e.name}={e.actual}" for e in result.evaluations if not e.passed]
+    assert result.summary.settled

@@ -24,7 +24,7 @@ def test_links_are_fifo_despite_jitter():
 def test_isolate_split_and_heal():
     env, net, got = make(latency_ms=1, jitter_ms=0)
     net.add_cuts(1, net.isolate_edges(["a"]))
-    net.send("a", "b", "lost")
+    net.send("a", "b", "waits")
     net.send("b", "c", "kept")
     net.send("a", "a", "loopback stays")
     env.run(until=10)
@@ -35,7 +35,7 @@ def test_isolate_split_and_heal():
     net.send("a", "b", 1)
     net.send("a", "c", 2)
     env.run(until=20)
-    assert [m for *_, m in got["b"]] == [1] and [m for *_, m in got["c"]] == ["kept"]
+    assert [m for *_, m in got["b"]] == ["waits", 1] and [m for *_, m in got["c"]] == ["kept"]
     assert ("a", "c") in net.cut_edges() and ("a", "b") not in net.cut_edges()
 
 
@@ -70,13 +70,42 @@ def test_link_overrides_degrade_and_restore():
     assert net.link("a", "b").latency_ms == 1
 
 
-def test_a_message_in_flight_is_lost_when_its_link_is_cut():
+def test_messages_wait_on_a_cut_link_and_arrive_in_order_after_the_heal():
     env, net, got = make(latency_ms=10, jitter_ms=0)
-    net.send("a", "b", "x")
+    net.send("a", "b", "in flight")
     env.run(until=5)
     net.add_cuts(1, net.isolate_edges(["b"]))
+    net.send("a", "b", "sent while cut")
     env.run(until=50)
     assert got["b"] == []
+    net.remove_cuts(1)
+    net.send("a", "b", "sent after")
+    env.run(until=100)
+    assert [m for *_, m in got["b"]] == ["in flight", "sent while cut", "sent after"]
+
+
+def test_a_message_held_longer_than_the_connection_lives_is_dropped():
+    env = simpy.Environment()
+    restarts = {"b": 0}
+    net = Network(env, derive(1, "net"), LinkSpec(latency_ms=1, jitter_ms=0), hold_ms=1000,
+                  incarnation=lambda node: restarts.get(node, 0))
+    got = []
+    net.add_node("a", lambda s, m: None)
+    net.add_node("b", lambda s, m: got.append(m))
+    net.add_cuts(1, net.isolate_edges(["b"]))
+    net.send("a", "b", "old")
+    env.run(until=2000)
+    net.send("a", "b", "recent")
+    restarts_before = dict(restarts)
+    net.remove_cuts(1)
+    env.run(until=2100)
+    assert got == ["recent"] and restarts == restarts_before
+    net.add_cuts(2, net.isolate_edges(["b"]))
+    net.send("a", "b", "to a process that restarts")
+    restarts["b"] += 1  # its connections died with it
+    net.remove_cuts(2)
+    env.run(until=2200)
+    assert got == ["recent"]
 
 
 def test_loss_is_drawn_from_the_seeded_stream():
