@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from broker_core.config import BrokerConfig
-from broker_core.errors import ErrorCode
+from broker_core.errors import ErrorCode, InvariantViolation
 from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
 from broker_core.records import Record, RecordBatch
@@ -80,6 +80,9 @@ class Partition:
 
     def _adopt(self, state: PartitionState, role: Role) -> None:
         lai = state.leader_and_isr
+        if lai.leader_epoch < self.leader_epoch:
+            raise InvariantViolation(f"{self.tp} at broker {self.broker_id}: leader epoch would go back from "
+                                     f"{self.leader_epoch} to {lai.leader_epoch}")
         self.role = role
         self.replicas = state.replicas
         self.leader = lai.leader

@@ -1,4 +1,5 @@
-"""The ``isrlab`` command. Exit status: 0 success, 1 an expectation failed, 2 bad input."""
+"""The ``isrlab`` command. Exit status: 0 success, 1 an expectation failed, 2 bad input,
+3 an internal error (a bug), reported with the seed that replays it."""
 from __future__ import annotations
 
 import argparse
@@ -7,9 +8,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from scenarios.runner import SimulationFailed
 from scenarios.source import ScenarioError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -192,5 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, UsageError) as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except SimulationFailed as exc:
+        print(f"isrlab: internal error (a bug in isrlab, please report it): {exc}\n"
+              f"  traceback: {exc.traceback_path}\n  replay:    {exc.replay_command}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         return 130

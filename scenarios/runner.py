@@ -3,6 +3,7 @@ the scenario's expectations, and the timelines."""
 from __future__ import annotations
 
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,15 @@ from scenarios.model import Scenario
 
 TRACE_FILE = "trace.jsonl"
 VERDICT_FILE = "verdict.json"
+
+
+class SimulationFailed(Exception):
+    """The simulation itself raised: a bug in isrlab, never a verdict on the scenario."""
+
+    def __init__(self, scenario: Scenario, seed: int, out_dir: Path, cause: BaseException):
+        self.replay_command = f"isrlab run {scenario.path} --seed {seed}"
+        self.traceback_path = out_dir / "error.txt"
+        super().__init__(f"{scenario.name} seed {seed}: {type(cause).__name__}: {cause}")
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,12 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     started = time.perf_counter()
     with open(trace_path, "w", encoding="utf-8", buffering=1 << 20) as stream:
         writer = TraceWriter(stream, run_id(scenario, seed), seed, "sim")
-        World(scenario, seed, writer, progress).run()
+        try:
+            World(scenario, seed, writer, progress).run()
+        except Exception as exc:  # an invariant or a crash in the simulation: name the seed
+            failure = SimulationFailed(scenario, seed, out, exc)
+            failure.traceback_path.write_text(traceback.format_exc(), encoding="utf-8")
+            raise failure from exc
     wall = time.perf_counter() - started
     events = list(read_events(trace_path))  # parsed once for the summary and the verdict
     summary = summarize_events(events)
