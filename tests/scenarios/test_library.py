@@ -16,7 +16,8 @@ def test_the_library_has_the_known_anomalies_and_their_fixes():
     for pair in (("jepsen-2013-unclean", "jepsen-2013-safe"), ("kip-101-scenario-1-hw", "kip-101-scenario-1-epoch"),
                  ("kip-101-scenario-2-hw", "kip-101-scenario-2-epoch"), ("zombie-leader-acks1", "zombie-leader-acks-all")):
         assert set(pair) <= names
-    assert {"controller-and-leader-failover", "rolling-restart"} <= names
+    assert {"controller-and-leader-failover", "rolling-restart", "nemesis-safe",
+            "bounce-hidden-by-controller-failover"} <= names
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=[p.stem for p in LIBRARY])
