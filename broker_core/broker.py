@@ -3,7 +3,7 @@ effects to carry out. A crash throws the node away; a restart builds a new one t
 recovers from the bytes the runtime says survived."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
 from broker_core.config import BrokerConfig
@@ -330,7 +330,7 @@ class BrokerNode:
         """The state of every hosted partition, for samplers and fault triggers."""
         return {str(tp): p.snapshot() for tp, p in sorted(self.replicas.partitions.items())}
 
-    _handlers = {
+    _handlers: dict[type, Callable[["BrokerNode", Any], None]] = {
         Started: _on_started,
         MessageReceived: _on_message,
         TimerFired: _on_timer,

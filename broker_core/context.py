@@ -26,10 +26,10 @@ class NodeContext:
     def trace(self, type_: str, **fields: Any) -> None:
         self.out.append(Trace(type_, fields))
 
-    def set_timer(self, key: Hashable, delay_ms: int) -> None:
+    def set_timer(self, key: tuple, delay_ms: int) -> None:
         self.out.append(SetTimer(key, self.now_ms + max(delay_ms, 0)))
 
-    def cancel_timer(self, key: Hashable) -> None:
+    def cancel_timer(self, key: tuple) -> None:
         self.out.append(CancelTimer(key))
 
     def next_correlation_id(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
@@ -28,7 +29,7 @@ class BrokerChannel:
     """Requests to one broker, sent one at a time in order and resent on timeout."""
     broker: int
     queue: deque = field(default_factory=deque)
-    in_flight: object | None = None
+    in_flight: Any = None  # the request awaiting its response
 
     @property
     def timeout_key(self) -> tuple:
@@ -278,7 +279,7 @@ class Controller:
     def _elect(self, tp: TopicPartition):
         """Offline-partition election. With no electable replica the leader becomes -1
         and the ISR keeps its last member, so that it alone can later return as leader."""
-        unclean_used = []
+        unclean_used: list[bool] = []
 
         def decide(current: LeaderAndIsr):
             if current.leader in self.live:

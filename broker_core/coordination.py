@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Hashable
+from typing import Any, Callable, Generator
 
 from broker_core.effects import CancelTimer, CoordRequest, SetTimer
 
@@ -127,7 +127,7 @@ class TaskRunner:
         self._next_request_id = 1
         self._next_task_id = 1
         self._waiting_reply: dict[int, Task] = {}
-        self._sleeping: dict[Hashable, Task] = {}
+        self._sleeping: dict[tuple, Task] = {}
 
     def start(self, task: Task) -> None:
         self._advance(task, None)
@@ -137,7 +137,7 @@ class TaskRunner:
         if task is not None:  # replies for cancelled tasks are ignored
             self._advance(task, reply)
 
-    def on_timer(self, key: Hashable) -> None:
+    def on_timer(self, key: tuple) -> None:
         task = self._sleeping.pop(key, None)
         if task is not None:
             self._advance(task, None)

@@ -44,13 +44,13 @@ class Fsync:
 
 @dataclass(frozen=True, slots=True)
 class SetTimer:
-    key: Hashable
+    key: tuple  # (kind, ...): the node routes a fired timer by its kind
     at_ms: int
 
 
 @dataclass(frozen=True, slots=True)
 class CancelTimer:
-    key: Hashable
+    key: tuple
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,18 +75,15 @@ class ReplicaFetcherManager:
         ctx = self.ctx
         correlation_id = ctx.next_correlation_id()
         truncating = sorted(tp for tp, s in fetcher.states.items() if s is FetchState.TRUNCATING)
+        request: OffsetsForLeaderEpochRequest | FetchRequest
         if truncating:
-            wanted = {}
-            for tp in truncating:
-                partition = self.partitions[tp]
-                wanted[tp] = (partition.leader_epoch, partition.log.epochs.latest_epoch)
-            request = OffsetsForLeaderEpochRequest(correlation_id, ctx.broker_id, wanted)
+            epochs = {tp: (self.partitions[tp].leader_epoch, self.partitions[tp].log.epochs.latest_epoch)
+                      for tp in truncating}
+            request = OffsetsForLeaderEpochRequest(correlation_id, ctx.broker_id, epochs)
         else:
-            wanted = {}
-            for tp in sorted(fetcher.states):
-                partition = self.partitions[tp]
-                wanted[tp] = FetchPartition(partition.log.log_end_offset, partition.leader_epoch,
-                                            ctx.config.replica_fetch_max_bytes)
+            wanted = {tp: FetchPartition(self.partitions[tp].log.log_end_offset, self.partitions[tp].leader_epoch,
+                                         ctx.config.replica_fetch_max_bytes)
+                      for tp in sorted(fetcher.states)}
             request = FetchRequest(correlation_id, ctx.broker_id, ctx.config.replica_fetch_wait_max_ms,
                                    ctx.config.replica_fetch_min_bytes, wanted)
         fetcher.in_flight = correlation_id

@@ -19,7 +19,7 @@ class MessageReceived:
 
 @dataclass(frozen=True)
 class TimerFired:
-    key: Hashable
+    key: tuple  # (kind, ...) as given to SetTimer
 
 
 @dataclass(frozen=True)

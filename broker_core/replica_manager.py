@@ -226,16 +226,14 @@ class ReplicaManager:
             wanted = request.partitions[tp]
             partition = self.partitions.get(tp)
             error = self._fetch_error(partition, wanted.current_leader_epoch)
-            if error is ErrorCode.NONE:
-                log = partition.log
-                if wanted.fetch_offset > log.log_end_offset or wanted.fetch_offset < log.log_start_offset:
-                    error = ErrorCode.OFFSET_OUT_OF_RANGE
-            if error is not ErrorCode.NONE:
+            if partition is None or error is not ErrorCode.NONE:
                 has_error = True
-                log = partition.log if partition is not None else None
-                results[tp] = FetchPartitionResult(
-                    error, log.high_watermark if log else -1, log.log_start_offset if log else -1,
-                    log.log_end_offset if (log and follower) else -1)
+                results[tp] = _fetch_failure(error, partition, follower)
+                continue
+            log = partition.log
+            if wanted.fetch_offset > log.log_end_offset or wanted.fetch_offset < log.log_start_offset:
+                has_error = True
+                results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
                 continue
             upper = None if follower else log.high_watermark
             batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
@@ -298,7 +296,7 @@ class ReplicaManager:
             current_epoch, leader_epoch = request.partitions[tp]
             partition = self.partitions.get(tp)
             error = self._fetch_error(partition, current_epoch)
-            if error is not ErrorCode.NONE:
+            if partition is None or error is not ErrorCode.NONE:
                 results[tp] = EpochEndOffset(error, -1, -1)
                 continue
             epoch, end = partition.log.epochs.end_offset_for(leader_epoch, partition.log.log_end_offset)
@@ -358,3 +356,13 @@ class ReplicaManager:
                 new_isr = tuple(sorted((set(current.isr) - set(lagging)) | set(partition.caught_up_replicas())))
         finally:
             partition.isr_update_pending = False
+
+
+def _fetch_failure(error: ErrorCode, partition: Partition | None, follower: bool) -> FetchPartitionResult:
+    """A failed partition of a fetch still tells where the log stands (a follower that
+    is ahead of an unclean leader needs its log end offset to truncate)."""
+    if partition is None:
+        return FetchPartitionResult(error)
+    log = partition.log
+    return FetchPartitionResult(error, log.high_watermark, log.log_start_offset,
+                                log.log_end_offset if follower else -1)
