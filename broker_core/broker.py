@@ -66,6 +66,12 @@ class BrokerNode:
         self.metadata: dict[TopicPartition, PartitionState] = {}
         self.shutdown_attempts = 0
         self._shutdown_correlation: int | None = None
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            Started: self._on_started, MessageReceived: self._on_message, TimerFired: self._on_timer,
+            CoordSessionStarted: self._on_session_started, CoordSessionExpired: self._on_session_expired,
+            CoordReplied: self._on_coord_reply, CoordWatchFired: self._on_watch, FsyncCompleted: self._on_fsync,
+            DiskWriteFailed: self._on_disk_write_failed, ShutdownRequested: self._on_shutdown_requested,
+        }
 
     def _unclean_enabled(self, topic: str) -> bool:
         return self.replicas.config_for(topic).unclean_leader_election_enable
@@ -81,7 +87,7 @@ class BrokerNode:
         handler = self._handlers.get(type(event))
         if handler is None:
             raise CoreError(f"broker {self.broker_id}: unknown input {type(event).__name__}")
-        handler(self, event)
+        handler(event)
         out, ctx.out = ctx.out, []
         return out
 
@@ -329,16 +335,3 @@ class BrokerNode:
     def snapshot(self) -> dict[str, dict]:
         """The state of every hosted partition, for samplers and fault triggers."""
         return {str(tp): p.snapshot() for tp, p in sorted(self.replicas.partitions.items())}
-
-    _handlers: dict[type, Callable[["BrokerNode", Any], None]] = {
-        Started: _on_started,
-        MessageReceived: _on_message,
-        TimerFired: _on_timer,
-        CoordSessionStarted: _on_session_started,
-        CoordSessionExpired: _on_session_expired,
-        CoordReplied: _on_coord_reply,
-        CoordWatchFired: _on_watch,
-        FsyncCompleted: _on_fsync,
-        DiskWriteFailed: _on_disk_write_failed,
-        ShutdownRequested: _on_shutdown_requested,
-    }

@@ -42,7 +42,7 @@ class DelayedFetch:
 class Purgatory:
     """Operations parked per partition; the lists keep arrival order (determinism)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.produces: dict[int, DelayedProduce] = {}
         self.fetches: dict[int, DelayedFetch] = {}
         self.produce_watch: dict[TopicPartition, list[int]] = {}
