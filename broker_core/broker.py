@@ -114,7 +114,8 @@ class BrokerNode:
             recovered[tp] = log
             ctx.trace("log_recovered", partition=str(tp), log_end_offset=log.log_end_offset,
                       high_watermark=log.high_watermark, truncated_bytes=report.truncated_bytes,
-                      reason=report.reason, leader_epochs=[list(e) for e in log.epochs.entries])
+                      reason=report.reason, deleted_segments=list(report.deleted_segments),
+                      leader_epochs=[list(e) for e in log.epochs.entries])
         self.replicas.recovered_logs = recovered
         ctx.trace("broker_started", recovered_partitions=[str(tp) for tp in sorted(recovered)])
         ctx.set_timer(("isr-check",), max(self.config.replica_lag_time_max_ms // 2, 1))

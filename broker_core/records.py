@@ -39,10 +39,6 @@ class RecordBatch:
     records: tuple[Record, ...]
 
     @property
-    def last_offset(self) -> int:
-        return self.base_offset + len(self.records) - 1
-
-    @property
     def next_offset(self) -> int:
         return self.base_offset + len(self.records)
 

@@ -40,7 +40,6 @@ class SimDisk:
         self.files: dict[str, SimFile] = {}
         self._fsync_free_at = 0.0
         self.generation = 0  # bumped on power loss: pending fsyncs of the old power cycle are void
-        self.bytes_written = 0
 
     def write(self, path: str, position: int, data: bytes) -> str | None:
         """Write into the page cache; returns an errno name when the disk refuses."""
@@ -56,7 +55,6 @@ class SimDisk:
             f.data.extend(b"\0" * (position - len(f.data)))
         f.data[position:end] = data
         f.mark_dirty(position)
-        self.bytes_written += len(data)
         return None
 
     def truncate(self, path: str, size: int) -> None:

@@ -52,8 +52,6 @@ class Network:
         self._links: dict[tuple[str, str], LinkSpec] = {}
         self._cuts: dict[int, set[tuple[str, str]]] = {}
         self._overrides: dict[int, tuple[list, dict]] = {}
-        self.messages_sent = 0
-        self.messages_dropped = 0
 
     def add_node(self, name: str, handler: Callable[[str, Any], None]) -> None:
         self._handlers[name] = handler
@@ -76,7 +74,6 @@ class Network:
         return self._links.get((src, dst), self.default_link)
 
     def send(self, src: str, dst: str, message: Any) -> None:
-        self.messages_sent += 1
         self._send_seq += 1
         if not self.graph.has_edge(src, dst) or (src, dst) in self._held:
             self._hold(src, dst, message, self._send_seq)
@@ -84,7 +81,6 @@ class Network:
         link = self._links.get((src, dst), self.default_link)
         rng = self.rng
         if link.loss and rng.random() < link.loss:
-            self.messages_dropped += 1
             return
         copies = 2 if link.duplicate and rng.random() < link.duplicate else 1
         for _ in range(copies):
@@ -123,9 +119,7 @@ class Network:
             for seq, held_at, src_inc, dst_inc, message in self._held.pop(key):
                 stale = (self.env.now - held_at > self.hold_ms or src_inc != self.incarnation(src)
                          or dst_inc != self.incarnation(dst))
-                if stale:
-                    self.messages_dropped += 1
-                else:
+                if not stale:
                     self._schedule(src, dst, message, link, seq)
 
     # -- partitions and degraded links, per fault ---------------------------------------
@@ -172,10 +166,6 @@ class Network:
 
     def cut_edges(self) -> list[tuple[str, str]]:
         return sorted(set(self.full.edges) - set(self.graph.edges))
-
-    @property
-    def degraded(self) -> bool:
-        return bool(self._cuts or self._overrides)
 
     # -- edge sets for the fault shapes ----------------------------------------------------
     def isolate_edges(self, nodes: Iterable[str]) -> set[tuple[str, str]]:

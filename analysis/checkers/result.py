@@ -43,11 +43,6 @@ class Examples:
         if len(self.items) < MAX_EXAMPLES:
             self.items.append(example)
 
-    @property
-    def wants_more(self) -> bool:
-        """Whether a new case would be kept (so callers can skip building the dict)."""
-        return len(self.items) < MAX_EXAMPLES
-
 
 def anomaly(name: str, examples: Examples, what: str, none: str, details: dict | None = None) -> CheckResult:
     """A count of anomalies: valid when there are none."""

@@ -127,3 +127,15 @@ def test_batch_encoding_round_trip():
     batch = RecordBatch(7, 2, (Record("k", "v", 100), Record(None, None, 0), Record("ключ", "значение")))
     decoded, end = decode_batch(batch.encode(), 0)
     assert decoded == batch and end == len(batch.encode())
+
+
+def test_recovery_deletes_the_segments_after_a_damaged_one():
+    log, effects = build([(0, [f"v{i}"]) for i in range(10)], segment_bytes=120)
+    files = files_of(effects)
+    first, second = log.segments[0].path, log.segments[1].path
+    files[second] = files[second][:-3]  # a torn batch in the second segment
+    recovered, fix, report = PartitionLog.recover(TP, files, 120)
+    later = tuple(s.path for s in log.segments[2:])
+    assert later and report.deleted_segments == later
+    assert all(DeleteFile(path) in fix for path in later)
+    assert recovered.log_end_offset < log.log_end_offset and first in files
