@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from dataclasses import dataclass
-from functools import cached_property
+from typing import NamedTuple
 
 # base_offset, leader_epoch, record_count, payload_length, crc
 _HEADER = struct.Struct(">qiiiI")
@@ -19,8 +18,9 @@ HEADER_BYTES = _HEADER.size
 _RECORD_OVERHEAD_BYTES = 14  # a rough per-record framing cost, as in Kafka's varint format
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
+    """A tuple, not a dataclass: a run makes one per produced record, and a tuple is
+    built at half the cost and JSON-encodes as the stored ``[key, value, size]``."""
     key: str | None
     value: str | None  # None is a tombstone
     size_bytes: int = 0  # the payload size the record stands for (values are short ids)
@@ -32,38 +32,54 @@ class Record:
         return len(self.key or "") + len(self.value or "") + _RECORD_OVERHEAD_BYTES
 
 
-@dataclass(frozen=True)
 class RecordBatch:
-    base_offset: int
-    leader_epoch: int
-    records: tuple[Record, ...]
+    """Immutable by convention, and shared by every replica that stores it, so its
+    size and encoding are computed once. A plain class with slots: the simulation
+    touches batches on every fetch, and attribute reads are its hottest path."""
+    __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "_encoded")
+
+    def __init__(self, base_offset: int, leader_epoch: int, records: tuple[Record, ...]):
+        self.base_offset = base_offset
+        self.leader_epoch = leader_epoch
+        self.records = records
+        self.next_offset = base_offset + len(records)
+        self._size_bytes = -1
+        self._encoded: bytes | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordBatch):
+            return NotImplemented
+        return (self.base_offset, self.leader_epoch, self.records) == (other.base_offset, other.leader_epoch,
+                                                                       other.records)
+
+    def __hash__(self) -> int:
+        return hash((self.base_offset, self.leader_epoch, self.records))
+
+    def __repr__(self) -> str:
+        return f"RecordBatch(base_offset={self.base_offset}, leader_epoch={self.leader_epoch}, records={self.records!r})"
 
     @property
-    def next_offset(self) -> int:
-        return self.base_offset + len(self.records)
-
-    # Batches are immutable and shared by every replica that stores them, so their
-    # size and encoding are computed once.
-    @cached_property
     def size_bytes(self) -> int:
-        return HEADER_BYTES + sum(r.wire_bytes for r in self.records)
+        if self._size_bytes < 0:  # Record.wire_bytes summed without a call per record
+            payload = sum(size or len(key or "") + len(value or "") for key, value, size in self.records)
+            self._size_bytes = HEADER_BYTES + payload + _RECORD_OVERHEAD_BYTES * len(self.records)
+        return self._size_bytes
 
     def encode(self) -> bytes:
+        if self._encoded is None:
+            payload = _encode_records(self.records)
+            count = len(self.records)
+            head = struct.pack(">qii", self.base_offset, self.leader_epoch, count)
+            crc = zlib.crc32(struct.pack(">i", len(payload)) + payload, zlib.crc32(head))
+            self._encoded = _HEADER.pack(self.base_offset, self.leader_epoch, count, len(payload), crc) + payload
         return self._encoded
-
-    @cached_property
-    def _encoded(self) -> bytes:
-        payload = _encode_records(self.records)
-        head = struct.pack(">qii", self.base_offset, self.leader_epoch, len(self.records))
-        crc = zlib.crc32(struct.pack(">i", len(payload)) + payload, zlib.crc32(head))
-        return _HEADER.pack(self.base_offset, self.leader_epoch, len(self.records), len(payload), crc) + payload
 
 
 _json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
 def _encode_records(records: tuple[Record, ...]) -> bytes:
-    return _json_encode([[r.key, r.value, r.size_bytes] for r in records]).encode()
+    return _json_encode(records).encode()  # each record encodes as [key, value, size_bytes]
 
 
 class DecodeError(ValueError):

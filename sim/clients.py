@@ -215,20 +215,29 @@ class SimProducer(SimClient):
         first = self._seq + 1
         self._seq += count
         name = self.name
-        n = len(self.partitions)
+        size = spec.record_bytes
+        partitions = self.partitions
+        n = len(partitions)
         now = self.now()
-        for seq in range(first, first + count):
-            if spec.keys:
+        if spec.keys:
+            for seq in range(first, first + count):
                 key = f"k{seq % spec.keys}"
-                tp = self.partitions[zlib.crc32(key.encode()) % n]
-            else:
-                key = None
-                tp = self.partitions[self._round_robin % n]
-                self._round_robin += 1
-            batch = self._open.get(tp)
-            if batch is None:
-                batch = self._open[tp] = PendingBatch(0, tp, [], now)
-            batch.records.append(Record(key, f"{name}:{seq}", spec.record_bytes))
+                self._open_batch(partitions[zlib.crc32(key.encode()) % n], now).records.append(
+                    Record(key, f"{name}:{seq}", size))
+            return
+        # Round-robin: record j of this tick goes to partition (start + j) mod n, so each
+        # partition takes every n-th sequence number, in order.
+        start = self._round_robin
+        self._round_robin += count
+        for j in range(min(n, count)):
+            self._open_batch(partitions[(start + j) % n], now).records.extend(
+                [Record(None, f"{name}:{seq}", size) for seq in range(first + j, first + count, n)])
+
+    def _open_batch(self, tp: TopicPartition, now: int) -> PendingBatch:
+        batch = self._open.get(tp)
+        if batch is None:
+            batch = self._open[tp] = PendingBatch(0, tp, [], now)
+        return batch
 
     def _close_open_batches(self) -> None:
         for tp in sorted(self._open):
@@ -435,13 +444,7 @@ class SimConsumer(SimClient):
                 errors[str(tp)] = result.error.name
                 self.leaders.pop(tp, None)
                 continue
-            got = []
-            position = self.positions[tp]
-            for batch in result.batches:
-                for i, record in enumerate(batch.records):
-                    offset = batch.base_offset + i
-                    if offset >= position:
-                        got.append([offset, record.value])
+            got = _records_from(result.batches, self.positions[tp], None)
             if got:
                 self.positions[tp] = got[-1][0] + 1
                 records[str(tp)] = got
@@ -527,12 +530,10 @@ class SimReader(SimClient):
             if result.error is not ErrorCode.NONE:
                 self.leaders.pop(tp, None)
                 return
-            for batch in result.batches:
-                for i, record in enumerate(batch.records):
-                    offset = batch.base_offset + i
-                    if offset >= state["position"] and offset < state["end"]:
-                        state["records"].append([offset, record.value])
-                        state["position"] = offset + 1
+            got = _records_from(result.batches, state["position"], state["end"])
+            if got:
+                state["records"].extend(got)
+                state["position"] = got[-1][0] + 1
             if result.batches and state["position"] < result.batches[-1].next_offset:
                 state["position"] = min(result.batches[-1].next_offset, state["end"])
         if state["position"] >= state["end"]:
@@ -548,3 +549,16 @@ class SimReader(SimClient):
         self._state[tp]["busy"] = False
         self.leaders.pop(tp, None)
         self.refresh_metadata()
+
+
+def _records_from(batches, position: int, end: int | None) -> list[list]:
+    """``[offset, value]`` for every record of ``batches`` at or after ``position`` (and
+    before ``end``), in offset order."""
+    got: list[list] = []
+    for batch in batches:
+        base = batch.base_offset
+        low = max(position - base, 0)
+        high = len(batch.records) if end is None else min(end - base, len(batch.records))
+        if low < high:
+            got.extend([[base + i, record.value] for i, record in enumerate(batch.records[low:high], low)])
+    return got

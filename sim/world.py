@@ -61,18 +61,21 @@ def nemesis_fault(rng, spec) -> fm.Fault:
 def replica_digests(batches, start: int, upto: int) -> list[list]:
     """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
     multiples of REPLICA_DIGEST_CHUNK; a missing offset hashes as absent."""
-    by_offset = {}
-    for batch in batches:
-        if batch.next_offset <= start or batch.base_offset >= upto:
+    lines: list[str] = []  # one line per offset in [start, upto)
+    for batch in batches:  # in offset order, as a log holds them
+        low, high = max(batch.base_offset, start), min(batch.next_offset, upto)
+        if low >= high:
             continue
-        for i, record in enumerate(batch.records):
-            by_offset[batch.base_offset + i] = record.value
+        expected = start + len(lines)
+        lines.extend([f"{offset}:<absent>\n" for offset in range(expected, low)])
+        records = batch.records[low - batch.base_offset:high - batch.base_offset]
+        lines.extend([f"{offset}:{record.value}\n" for offset, record in zip(range(low, high), records)])
+    lines.extend([f"{offset}:<absent>\n" for offset in range(start + len(lines), upto)])
     out = []
     first = start - start % REPLICA_DIGEST_CHUNK
     while first < upto:
-        lines = [f"{offset}:{by_offset.get(offset, '<absent>')}\n"
-                 for offset in range(max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto))]
-        out.append([first, hashlib.sha256("".join(lines).encode()).hexdigest()[:16]])
+        chunk = lines[max(first, start) - start:min(first + REPLICA_DIGEST_CHUNK, upto) - start]
+        out.append([first, hashlib.sha256("".join(chunk).encode()).hexdigest()[:16]])
         first += REPLICA_DIGEST_CHUNK
     return out
 
