@@ -15,6 +15,23 @@ SCHEMA_VERSION = 1
 COMMON_FIELDS = ("schema_version", "run_id", "seed", "binding", "t_ms", "node", "type")
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
 
+try:  # CPython's C encoder, built once: json's encode() builds a new one per call
+    from json.encoder import c_make_encoder as _c_make_encoder
+    from json.encoder import encode_basestring_ascii as _encode_string
+except ImportError:  # pragma: no cover - other interpreters
+    _c_make_encoder = None
+
+if _c_make_encoder is not None:
+    def _unserializable(obj: Any) -> Any:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+    _c_encoder = _c_make_encoder(None, _unserializable, _encode_string, None, ":", ",", True, False, True)
+
+    def _dumps_fields(fields: Mapping[str, Any]) -> str:
+        return "".join(_c_encoder(fields, 0))
+else:  # pragma: no cover
+    _dumps_fields = _dumps
+
 
 class TraceError(ValueError):
     pass
@@ -25,17 +42,19 @@ class TraceWriter:
         if binding not in ("sim", "real"):
             raise ValueError(f"binding must be sim or real, not {binding!r}")
         self._stream = stream
-        self._prefix = '{"schema_version":%d,"run_id":%s,"seed":%d,"binding":"%s",' % (
+        self._prefix = '{"schema_version":%d,"run_id":%s,"seed":%d,"binding":"%s","t_ms":' % (
             SCHEMA_VERSION, _dumps(run_id), seed, binding)
+        self._tails: dict[tuple[str, str], str] = {}  # ',"node":...,"type":...' per pair
         self.events_written = 0
 
     def write(self, t_ms: int, node: str, type_: str, fields: Mapping[str, Any]) -> None:
-        line = '%s"t_ms":%d,"node":%s,"type":"%s"' % (self._prefix, t_ms, _dumps(node), type_)
+        tail = self._tails.get((node, type_))
+        if tail is None:
+            tail = self._tails[(node, type_)] = ',"node":%s,"type":%s' % (_dumps(node), _dumps(type_))
         if fields:
-            body = _dumps(fields)
-            line = line + "," + body[1:] + "\n"
+            line = "%s%d%s,%s\n" % (self._prefix, t_ms, tail, _dumps_fields(fields)[1:])
         else:
-            line = line + "}\n"
+            line = "%s%d%s}\n" % (self._prefix, t_ms, tail)
         self._stream.write(line)
         self.events_written += 1
 

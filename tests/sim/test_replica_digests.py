@@ -1,7 +1,9 @@
 """The replica digests the divergence checker compares follow the recipe in
-docs/trace-schema.md: SHA-256 over "<offset>:<value>\\n" per offset, "<absent>" where
-the replica holds nothing, in blocks aligned to multiples of 100."""
+docs/trace-schema.md: per block of 100 offsets, SHA-256 over the JSON array of the
+block's first offset and each offset's value, "<absent>" where the replica holds
+nothing."""
 import hashlib
+import json
 
 from broker_core.records import Record, RecordBatch
 from sim.world import REPLICA_DIGEST_CHUNK, replica_digests
@@ -11,10 +13,9 @@ def documented(values: dict[int, str | None], start: int, upto: int) -> list[lis
     out = []
     first = start - start % REPLICA_DIGEST_CHUNK
     while first < upto:
-        h = hashlib.sha256()
-        for offset in range(max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto)):
-            h.update(f"{offset}:{values.get(offset, '<absent>')}\n".encode())
-        out.append([first, h.hexdigest()[:16]])
+        offsets = range(max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto))
+        block = [offsets.start] + [values.get(offset, "<absent>") for offset in offsets]
+        out.append([first, hashlib.sha256(json.dumps(block, separators=(",", ":")).encode()).hexdigest()[:16]])
         first += REPLICA_DIGEST_CHUNK
     return out
 
