@@ -196,8 +196,8 @@ class ReplicaFetcherManager:
         before = log.log_end_offset
         if offset >= before:
             return
-        records_lost = [(b.base_offset + i, r.value) for b in log.read(offset, 2**62)
-                        for i, r in enumerate(b.records) if b.base_offset + i >= offset]
+        records_lost = [(b.base_offset + i, value) for b in log.read(offset, 2**62)
+                        for i, value in enumerate(b.records.values) if b.base_offset + i >= offset]
         for effect in log.truncate_to(offset):
             self.ctx.emit(effect)
         self.ctx.trace("log_truncated", partition=str(partition.tp), rule=rule, from_offset=before,

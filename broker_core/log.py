@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
@@ -62,7 +62,7 @@ class PartitionLog:
         return f"{self.directory}/{EPOCH_CHECKPOINT}"
 
     # -- appends -------------------------------------------------------------------
-    def append_as_leader(self, records: tuple[Record, ...], leader_epoch: int) -> tuple[RecordBatch, list]:
+    def append_as_leader(self, records: Sequence[Record], leader_epoch: int) -> tuple[RecordBatch, list]:
         batch = RecordBatch(self.log_end_offset, leader_epoch, records)
         return batch, self._append(batch)
 

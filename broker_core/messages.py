@@ -7,7 +7,7 @@ translates the wire protocol to and from these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from broker_core.errors import ErrorCode
 from broker_core.records import Record, RecordBatch
@@ -23,7 +23,7 @@ class ProduceRequest:
     correlation_id: int
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
-    partitions: Mapping[TopicPartition, tuple[Record, ...]]
+    partitions: Mapping[TopicPartition, Sequence[Record]]  # a Records, or Record tuples
 
 
 @dataclass(frozen=True, slots=True)

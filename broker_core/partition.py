@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Sequence
 
 from broker_core.config import BrokerConfig
 from broker_core.errors import ErrorCode, InvariantViolation
@@ -93,7 +94,7 @@ class Partition:
         self.isr_update_pending = False
 
     # -- leader: appends -------------------------------------------------------------
-    def append_as_leader(self, records: tuple[Record, ...], acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
+    def append_as_leader(self, records: Sequence[Record], acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
         if acks == -1 and len(self.isr) < self.config.min_insync_replicas:

@@ -107,7 +107,7 @@ class ReplicaManager:
             if partition is None:
                 results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
-            error, batch, effects = partition.append_as_leader(tuple(request.partitions[tp]), request.acks)
+            error, batch, effects = partition.append_as_leader(request.partitions[tp], request.acks)
             for effect in effects:
                 ctx.emit(effect)
             if batch is None:

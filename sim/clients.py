@@ -21,7 +21,7 @@ from broker_core.messages import (
     CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, FetchPartition, FetchRequest,
     FetchResponse, ListOffsetsRequest, MetadataRequest, MetadataResponse,
     ProduceRequest, ProduceResponse)
-from broker_core.records import Record
+from broker_core.records import Records
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
 from sim.network import ConnectionReset, Network
@@ -155,16 +155,19 @@ class SimClient:
 class PendingBatch:
     op: int
     tp: TopicPartition
-    records: list[Record]
+    values: list[str]
     created_ms: int
+    keys: list[str] | None = None  # None: unkeyed
     attempts: int = 0
     not_before: float = 0.0  # retry.backoff.ms: a retried batch waits this long
     invoked: bool = False
     unknown: bool = False  # an earlier attempt may have been appended
+    _records: Records | None = None
 
-    @property
-    def values(self) -> list[str]:
-        return [r.value for r in self.records]
+    def records(self, size_bytes: int) -> Records:
+        if self._records is None:  # built once: a retry resends the same records
+            self._records = Records(self.values, self.keys, size_bytes)
+        return self._records
 
 
 class SimProducer(SimClient):
@@ -215,23 +218,25 @@ class SimProducer(SimClient):
         first = self._seq + 1
         self._seq += count
         name = self.name
-        size = spec.record_bytes
         partitions = self.partitions
         n = len(partitions)
         now = self.now()
         if spec.keys:
             for seq in range(first, first + count):
                 key = f"k{seq % spec.keys}"
-                self._open_batch(partitions[zlib.crc32(key.encode()) % n], now).records.append(
-                    Record(key, f"{name}:{seq}", size))
+                batch = self._open_batch(partitions[zlib.crc32(key.encode()) % n], now)
+                if batch.keys is None:
+                    batch.keys = []
+                batch.keys.append(key)
+                batch.values.append(f"{name}:{seq}")
             return
         # Round-robin: record j of this tick goes to partition (start + j) mod n, so each
         # partition takes every n-th sequence number, in order.
         start = self._round_robin
         self._round_robin += count
         for j in range(min(n, count)):
-            self._open_batch(partitions[(start + j) % n], now).records.extend(
-                [Record(None, f"{name}:{seq}", size) for seq in range(first + j, first + count, n)])
+            self._open_batch(partitions[(start + j) % n], now).values.extend(
+                [f"{name}:{seq}" for seq in range(first + j, first + count, n)])
 
     def _open_batch(self, tp: TopicPartition, now: int) -> PendingBatch:
         batch = self._open.get(tp)
@@ -276,7 +281,7 @@ class SimProducer(SimClient):
         for batch in batches:
             self._invoke(batch)
             batch.attempts += 1
-        partitions = {b.tp: tuple(b.records) for b in batches}
+        partitions = {b.tp: b.records(spec.record_bytes) for b in batches}
         if spec.acks == 0:
             self.network.send(self.name, broker_name(broker),
                               ProduceRequest(0, 0, spec.request_timeout_ms, partitions))
@@ -298,7 +303,7 @@ class SimProducer(SimClient):
                 self._retry_or_finish(batch, ErrorCode.NETWORK_EXCEPTION, unknown=True)
                 continue
             if result.error is ErrorCode.NONE:
-                self.acknowledged += len(batch.records)
+                self.acknowledged += len(batch.values)
                 self._finish(batch, "ok", None, offset=result.base_offset)
                 continue
             refresh = refresh or result.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
@@ -560,5 +565,5 @@ def _records_from(batches, position: int, end: int | None) -> list[list]:
         low = max(position - base, 0)
         high = len(batch.records) if end is None else min(end - base, len(batch.records))
         if low < high:
-            got.extend([[base + i, record.value] for i, record in enumerate(batch.records[low:high], low)])
+            got.extend(zip(range(base + low, base + high), batch.records.values[low:high]))
     return got

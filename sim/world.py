@@ -75,7 +75,7 @@ def replica_digests(batches, start: int, upto: int) -> list[list]:
         if low >= high:
             continue
         values.extend([ABSENT] * (low - start - len(values)))
-        values.extend([record[1] for record in batch.records[low - batch.base_offset:high - batch.base_offset]])
+        values.extend(batch.records.values[low - batch.base_offset:high - batch.base_offset])
     values.extend([ABSENT] * (upto - start - len(values)))
     out = []
     first = start - start % REPLICA_DIGEST_CHUNK
