@@ -133,6 +133,8 @@ class PartitionLog:
         ends at or below ``upper_offset`` (the high watermark, for consumers). At least
         one batch is returned when any qualifies, even if larger than ``max_bytes``."""
         limit = self.log_end_offset if upper_offset is None else upper_offset
+        if from_offset >= limit:
+            return ()  # the reader is caught up: most follower fetches
         index = max(bisect_right(self._bases, from_offset) - 1, 0)
         out: list[RecordBatch] = []
         total = 0

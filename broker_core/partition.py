@@ -148,6 +148,8 @@ class Partition:
     def caught_up_replicas(self) -> tuple[int, ...]:
         """Followers outside the ISR that have reached the high watermark and the start of
         the current leader epoch: they may rejoin."""
+        if set(self.replicas).issubset(self.isr):
+            return ()  # everyone is in already: the usual case, checked on every fetch
         epoch_start = self.log.epochs.entries[-1][1] if self.log.epochs.entries else 0
         joining = []
         for replica, progress in sorted(self.followers.items()):

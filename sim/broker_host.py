@@ -23,6 +23,17 @@ def broker_name(broker_id: int) -> str:
     return f"broker-{broker_id}"
 
 
+_BROKER_NAMES: dict = {}  # broker id -> node name, filled as ids are seen
+
+
+def _node_name(dst: Any) -> str:
+    """A Send's destination as a network node: a broker id becomes its name."""
+    if isinstance(dst, int):
+        name = _BROKER_NAMES[dst] = broker_name(dst)
+        return name
+    return dst
+
+
 def broker_id_of(name: str) -> int | None:
     return int(name[7:]) if name.startswith("broker-") else None
 
@@ -133,7 +144,7 @@ class BrokerHost:
             kind = type(effect)
             if kind is Send:
                 dst = effect.dst
-                self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst, effect.message)
+                self.network.send(self.name, _BROKER_NAMES.get(dst) or _node_name(dst), effect.message)
             elif kind is Trace:
                 self._trace(self.name, effect.type, effect.fields)
             elif kind is SetTimer:

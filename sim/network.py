@@ -47,6 +47,7 @@ class Network:
         self._send_seq = 0  # held messages keep their sending order, as TCP does
         self.graph = nx.DiGraph()
         self.full = nx.DiGraph()  # every link that exists when nothing is cut
+        self._up: set[tuple[str, str]] = set()  # the working graph's edges, for the per-message check
         self._handlers: dict[str, Callable[[str, Any], None]] = {}
         self._last_delivery: dict[tuple[str, str], float] = {}
         self._links: dict[tuple[str, str], LinkSpec] = {}
@@ -62,6 +63,7 @@ class Network:
             for a, b in ((name, other), (other, name)):
                 self.full.add_edge(a, b)
                 self.graph.add_edge(a, b)
+        self._up = set(self.graph.edges)
 
     def clients(self) -> list[str]:
         return [n for n in self.nodes if n != "zk" and not n.startswith("broker-")]
@@ -75,19 +77,21 @@ class Network:
 
     def send(self, src: str, dst: str, message: Any) -> None:
         self._send_seq += 1
-        if not self.graph.has_edge(src, dst) or (src, dst) in self._held:
+        key = (src, dst)
+        if key not in self._up or key in self._held:
             self._hold(src, dst, message, self._send_seq)
             return
-        link = self._links.get((src, dst), self.default_link)
-        rng = self.rng
-        if link.loss and rng.random() < link.loss:
+        link = self._links.get(key, self.default_link)
+        if link.loss and self.rng.random() < link.loss:
             return
-        copies = 2 if link.duplicate and rng.random() < link.duplicate else 1
-        for _ in range(copies):
+        duplicated = link.duplicate and self.rng.random() < link.duplicate
+        self._schedule(src, dst, message, link, self._send_seq)
+        if duplicated:
             self._schedule(src, dst, message, link, self._send_seq)
 
     def _schedule(self, src: str, dst: str, message: Any, link: LinkSpec, seq: int) -> None:
-        now = self.env.now
+        env = self.env
+        now = env.now
         at = now + link.latency_ms + (self.rng.random() * link.jitter_ms if link.jitter_ms else 0.0)
         if not link.reorder:
             key = (src, dst)
@@ -95,13 +99,11 @@ class Network:
             if at < last:
                 at = last
             self._last_delivery[key] = at
-        event = self.env.timeout(at - now)
-        handler = self._handlers[dst]
-        event.callbacks.append(lambda _e: self._deliver(src, dst, handler, message, seq))
+        env.timeout(at - now).callbacks.append(lambda _e: self._deliver(src, dst, message, seq))
 
-    def _deliver(self, src: str, dst: str, handler, message: Any, seq: int) -> None:
-        if self.graph.has_edge(src, dst):
-            handler(src, message)
+    def _deliver(self, src: str, dst: str, message: Any, seq: int) -> None:
+        if (src, dst) in self._up:
+            self._handlers[dst](src, message)
         else:  # the link was cut while the message was on its way: it waits
             self._hold(src, dst, message, seq)
 
@@ -147,6 +149,7 @@ class Network:
         for fault_id in sorted(self._cuts):
             graph.remove_edges_from(e for e in self._cuts[fault_id] if graph.has_edge(*e))
         self.graph = graph
+        self._up = set(graph.edges)
         self._release()
 
     def add_link_override(self, fault_id: int, pairs: Iterable[tuple[str, str]], changes: dict) -> None:

@@ -64,25 +64,39 @@ ABSENT = "<absent>"
 _digest_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
-def replica_digests(batches, start: int, upto: int) -> list[list]:
+def replica_digests(batches, start: int, upto: int, memo: dict | None = None) -> list[list]:
     """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
     multiples of REPLICA_DIGEST_CHUNK. A chunk's digest hashes the JSON array of its
     first offset and then each offset's value, ABSENT where the replica has none
-    (docs/trace-schema.md has the recipe)."""
-    values: list[str | None] = []  # one per offset in [start, upto)
-    for batch in batches:  # in offset order, as a log holds them
-        low, high = max(batch.base_offset, start), min(batch.next_offset, upto)
-        if low >= high:
-            continue
-        values.extend([ABSENT] * (low - start - len(values)))
-        values.extend(batch.records.values[low - batch.base_offset:high - batch.base_offset])
-    values.extend([ABSENT] * (upto - start - len(values)))
+    (docs/trace-schema.md has the recipe).
+
+    ``memo`` (one dict shared while every batch in it is alive) reuses the digest of a
+    chunk made of the very same batch objects: in the simulation followers store the
+    batches the leader sent, so most replicas' chunks are computed once."""
+    batches = [b for b in batches if b.next_offset > start and b.base_offset < upto]  # in offset order
     out = []
+    index = 0
     first = start - start % REPLICA_DIGEST_CHUNK
     while first < upto:
-        low = max(first, start)
-        chunk = [low] + values[low - start:min(first + REPLICA_DIGEST_CHUNK, upto) - start]
-        out.append([first, hashlib.sha256(_digest_json(chunk).encode()).hexdigest()[:16]])
+        low, high = max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto)
+        while index < len(batches) and batches[index].next_offset <= low:
+            index += 1
+        end = index
+        while end < len(batches) and batches[end].base_offset < high:
+            end += 1
+        key = (low, high, tuple(map(id, batches[index:end])))
+        digest = memo.get(key) if memo is not None else None
+        if digest is None:
+            block: list = [low]
+            for batch in batches[index:end]:
+                lo, hi = max(batch.base_offset, low), min(batch.next_offset, high)
+                block.extend([ABSENT] * (lo - low - (len(block) - 1)))
+                block.extend(batch.records.values[lo - batch.base_offset:hi - batch.base_offset])
+            block.extend([ABSENT] * (high - low - (len(block) - 1)))
+            digest = hashlib.sha256(_digest_json(block).encode()).hexdigest()[:16]
+            if memo is not None:
+                memo[key] = digest
+        out.append([first, digest])
         first += REPLICA_DIGEST_CHUNK
     return out
 
@@ -258,6 +272,7 @@ class World:
         """What every replica holds below the leader's high watermark, as digests of
         fixed chunks of offsets, so that a checker can find replicas that diverge."""
         snaps = self.snapshots()
+        memo: dict = {}
         for tp in self.partitions:
             key = str(tp)
             leaders = [s[key] for s in snaps.values() if key in s and s[key]["role"] == "leader"]
@@ -273,7 +288,7 @@ class World:
                     "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
                     "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
                     "chunk_size": REPLICA_DIGEST_CHUNK,
-                    "chunks": replica_digests(log.batches, log.log_start_offset, upto)})
+                    "chunks": replica_digests(log.batches, log.log_start_offset, upto, memo)})
 
     # -- observation -----------------------------------------------------------------
     def controller(self) -> int | None:
@@ -311,6 +326,7 @@ class World:
         """Every partition has one leader whose ISR holds every replica, whose high
         watermark has reached its log end, and every replica's log ends where it does."""
         snaps = self.snapshots()
+        memo: dict = {}
         for tp in self.partitions:
             key = str(tp)
             states = {b: s[key] for b, s in snaps.items() if key in s}

@@ -61,3 +61,18 @@ def test_range_at_the_log_end():
     log, values = batches([(0, 5)])
     assert replica_digests(log, 5, 5) == documented(values, 5, 5)
     assert replica_digests(log, 0, 0) == []
+
+
+def test_shared_batches_reuse_digests_and_different_ones_do_not():
+    log, values = batches([(0, 60), (60, 90), (150, 40)])
+    memo: dict = {}
+    assert replica_digests(log, 0, 190, memo) == documented(values, 0, 190)
+    assert memo  # filled
+    assert replica_digests(log, 0, 190, memo) == documented(values, 0, 190)
+    # Equal offsets but other batch objects (a recovered log): computed, not reused.
+    other, other_values = batches([(0, 60), (60, 90), (150, 40)])
+    changed = RecordBatch(60, 0, (Record(None, "x"),) + tuple(other[1].records)[1:])
+    other[1] = changed
+    other_values[60] = "x"
+    assert replica_digests(other, 0, 190, memo) == documented(other_values, 0, 190)
+    assert replica_digests(other, 0, 190, memo) != replica_digests(log, 0, 190, memo)
