@@ -326,7 +326,6 @@ class World:
         """Every partition has one leader whose ISR holds every replica, whose high
         watermark has reached its log end, and every replica's log ends where it does."""
         snaps = self.snapshots()
-        memo: dict = {}
         for tp in self.partitions:
             key = str(tp)
             states = {b: s[key] for b, s in snaps.items() if key in s}
