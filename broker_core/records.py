@@ -99,7 +99,7 @@ class Records(Sequence[Record]):
         """The bytes the records stand for: ``size_bytes`` where set, else key and value."""
         if isinstance(self.sizes, int) and self.sizes:
             return self.sizes * len(self.values)
-        return sum(r.wire_bytes for r in self) - _RECORD_OVERHEAD_BYTES * len(self.values)
+        return sum(size or len(key or "") + len(value or "") for key, value, size in self)
 
     def encode(self) -> bytes:
         """The stored payload: the JSON array ``[keys, values, sizes]``."""

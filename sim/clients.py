@@ -556,10 +556,10 @@ class SimReader(SimClient):
         self.refresh_metadata()
 
 
-def _records_from(batches, position: int, end: int | None) -> list[list]:
-    """``[offset, value]`` for every record of ``batches`` at or after ``position`` (and
-    before ``end``), in offset order."""
-    got: list[list] = []
+def _records_from(batches, position: int, end: int | None) -> list[tuple[int, str | None]]:
+    """``(offset, value)`` for every record of ``batches`` at or after ``position`` (and
+    before ``end``), in offset order; the trace writes each as ``[offset, value]``."""
+    got: list[tuple[int, str | None]] = []
     for batch in batches:
         base = batch.base_offset
         low = max(position - base, 0)
