@@ -4,6 +4,7 @@ events into the node's inputs. Crash, power loss, restart and pause happen here.
 from __future__ import annotations
 
 import heapq
+from functools import cache
 from typing import Any, Callable
 
 import simpy
@@ -19,19 +20,9 @@ from sim.disk import SimDisk
 from sim.network import ConnectionReset, Network
 
 
+@cache  # called for every message a broker sends
 def broker_name(broker_id: int) -> str:
     return f"broker-{broker_id}"
-
-
-_BROKER_NAMES: dict = {}  # broker id -> node name, filled as ids are seen
-
-
-def _node_name(dst: Any) -> str:
-    """A Send's destination as a network node: a broker id becomes its name."""
-    if isinstance(dst, int):
-        name = _BROKER_NAMES[dst] = broker_name(dst)
-        return name
-    return dst
 
 
 def broker_id_of(name: str) -> int | None:
@@ -144,7 +135,7 @@ class BrokerHost:
             kind = type(effect)
             if kind is Send:
                 dst = effect.dst
-                self.network.send(self.name, _BROKER_NAMES.get(dst) or _node_name(dst), effect.message)
+                self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst, effect.message)
             elif kind is Trace:
                 self._trace(self.name, effect.type, effect.fields)
             elif kind is SetTimer:
