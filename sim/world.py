@@ -6,7 +6,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from faults import model as fm
 
@@ -101,6 +102,19 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
     return out
 
 
+@contextmanager
+def collector_tuned_for_runs() -> Iterator[None]:
+    """A run allocates millions of long-lived objects (records, batches, events) and
+    makes few reference cycles; the collector's default of a pass every 700 allocations
+    took a fifth of the run's time (bench/sim_speed.py). Restored afterwards."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(100_000, 20, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
 class World:
     def __init__(self, scenario: Any, seed: int, writer: TraceWriter, progress=None):
         """``scenario`` is a scenarios.model.Scenario (the layer above; not imported here)."""
@@ -152,15 +166,8 @@ class World:
     # -- the run ---------------------------------------------------------------------
     def run(self) -> None:
         main = self.env.process(self._main())
-        # A run allocates millions of long-lived objects (records, batches, events) and
-        # makes few reference cycles; the collector's default of a pass every 700
-        # allocations took a fifth of the run's time (bench/sim_speed.py).
-        thresholds = gc.get_threshold()
-        gc.set_threshold(100_000, 20, 100)
-        try:
+        with collector_tuned_for_runs():
             self.env.run(until=main)
-        finally:
-            gc.set_threshold(*thresholds)
 
     def _main(self):
         scenario = self.scenario
