@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from scenarios.runner import SimulationFailed
@@ -24,6 +24,12 @@ def _progress_printer(stream):
             stream.write(f"\r  simulated {now_ms / 1000:7.1f}s of {duration_ms / 1000:.1f}s")
             stream.flush()
     return progress
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -84,20 +90,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_many(scenario, args) -> int:
-    from scenarios.runner import run_scenario
+    from scenarios.runner import run_seeds
     seeds = parse_seeds(args.seeds)
+    jobs = args.jobs if args.jobs is not None else min(len(seeds), os.cpu_count() or 1)
     base = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds"
-    rows, failed = [], []
-    for index, seed in enumerate(seeds, 1):
-        _bar(index - 1, len(seeds), f"seed {seed}")
-        result = run_scenario(scenario, seed, base / f"seed-{seed}", plot=args.plots)
-        if not result.passed and not result.plots:  # a failing seed always gets its pictures
-            from analysis.timeline import plot_trace
-            result = replace(result, plots=tuple(plot_trace(result.trace_path, result.trace_path.parent,
-                                                            set(result.summary.missing))))
-        rows.append(result)
-        if not result.passed:
-            failed.append(result)
+    _bar(0, len(seeds), f"{jobs} at once" if jobs > 1 else "")
+    rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots,
+                     on_done=lambda seed, finished: _bar(finished, len(seeds), f"seed {seed}"))
+    failed = [r for r in rows if not r.passed]
     _bar(len(seeds), len(seeds), "done")
     sys.stderr.write("\n")
     names = list(scenario.expect) or ["lost_writes", "divergence", "inconsistent_offsets", "duplicates"]
@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
     run.add_argument("--out", help="output directory (default runs/NAME-seedN, or runs/NAME-seeds)")
     run.add_argument("--no-plot", action="store_true", help="skip the timeline PNGs of a single run")
+    run.add_argument("--jobs", type=_positive_int, metavar="N",
+                     help="with --seeds: run N seeds at once in worker processes (default: one per CPU); "
+                          "each seed's trace is the same whatever N is")
     run.add_argument("--plots", action="store_true",
                      help="with --seeds: draw timelines for every seed (failing seeds always get them)")
     run.set_defaults(func=cmd_run)

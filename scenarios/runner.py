@@ -2,10 +2,13 @@
 the scenario's expectations, and the timelines."""
 from __future__ import annotations
 
+import multiprocessing
 import time
 import traceback
-from dataclasses import dataclass, field
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable, Sequence
 
 from analysis.summary import Summary, summarize_events
 from analysis.trace import TraceWriter, read_events
@@ -20,9 +23,20 @@ class SimulationFailed(Exception):
     """The simulation itself raised: a bug in isrlab, never a verdict on the scenario."""
 
     def __init__(self, scenario: Scenario, seed: int, out_dir: Path, cause: BaseException):
+        self.seed = seed
         self.replay_command = f"isrlab run {scenario.path} --seed {seed}"
         self.traceback_path = out_dir / "error.txt"
         super().__init__(f"{scenario.name} seed {seed}: {type(cause).__name__}: {cause}")
+
+    def __reduce__(self):  # crosses from a worker process of run_seeds as it is
+        return _rebuild_failure, (str(self), self.seed, self.replay_command, self.traceback_path)
+
+
+def _rebuild_failure(message: str, seed: int, replay_command: str, traceback_path: Path) -> SimulationFailed:
+    failure = SimulationFailed.__new__(SimulationFailed)
+    Exception.__init__(failure, message)
+    failure.seed, failure.replay_command, failure.traceback_path = seed, replay_command, traceback_path
+    return failure
 
 
 @dataclass(frozen=True)
@@ -81,3 +95,51 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
         from analysis.timeline import plot_trace
         plots = tuple(plot_trace(trace_path, out, set(summary.missing)))
     return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots)
+
+
+def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool) -> RunResult:
+    """One seed of a sweep; a failing seed always gets its timelines."""
+    result = run_scenario(scenario, seed, out_dir, plot=plots)
+    if not result.passed and not result.plots:
+        from analysis.timeline import plot_trace
+        result = replace(result, plots=tuple(plot_trace(result.trace_path, out_dir, set(result.summary.missing))))
+    return result
+
+
+def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jobs: int = 1, plots: bool = False,
+              on_done: Callable[[int, int], None] | None = None) -> list[RunResult]:
+    """Run each seed into ``base_dir/seed-N``, in ``jobs`` worker processes at once.
+
+    Results come back in the order of ``seeds``. Every seed's run is independent, so
+    its trace is byte-identical whatever ``jobs`` is. ``on_done(seed, finished)`` is
+    called as each seed ends. A SimulationFailed stops the sweep: the seeds not yet
+    started are dropped, and the failure of the lowest seed is raised.
+    """
+    base = Path(base_dir)
+    if jobs <= 1 or len(seeds) <= 1:
+        results = []
+        for seed in seeds:
+            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots))
+            if on_done:
+                on_done(seed, len(results))
+        return results
+    # spawn: workers import the project afresh instead of inheriting this process's state
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots): seed for seed in seeds}
+        pending, finished = set(futures), 0
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in sorted(done, key=futures.__getitem__):
+                finished += 1
+                if on_done:
+                    on_done(futures[future], finished)
+            if any(f.exception() is not None for f in done):
+                for future in pending:
+                    future.cancel()
+                wait(pending)
+                break
+    failures = sorted((f for f in futures if f.done() and not f.cancelled() and f.exception() is not None),
+                      key=futures.__getitem__)
+    if failures:
+        raise failures[0].exception()  # type: ignore[misc]
+    return [future.result() for future in futures]

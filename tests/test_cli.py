@@ -96,6 +96,23 @@ def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
     assert bad_range.returncode == 2 and "ends before it starts" in bad_range.stderr
 
 
+def test_seeds_run_in_parallel_give_the_same_table_and_traces_as_one_at_a_time(tmp_path):
+    scenario = str(ROOT / "scenarios/library/zombie-leader-acks1.yaml")
+    serial = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "1", "--out", str(tmp_path / "serial"))
+    parallel = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "2", "--out", str(tmp_path / "parallel"))
+    assert serial.returncode == parallel.returncode == 0, serial.stderr + parallel.stderr
+    assert "2 at once" in parallel.stderr
+    table = [line for line in serial.stdout.splitlines() if "traces under" not in line]
+    assert table == [line for line in parallel.stdout.splitlines() if "traces under" not in line]
+    for seed in (2, 3, 4):
+        for name in ("trace.jsonl", "verdict.json"):
+            assert (tmp_path / "serial" / f"seed-{seed}" / name).read_bytes() == \
+                (tmp_path / "parallel" / f"seed-{seed}" / name).read_bytes()
+    for bad in ("0", "-1", "two"):
+        result = isrlab("run", scenario, "--seeds", "1-2", "--jobs", bad)
+        assert result.returncode == 2 and "--jobs" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_plot_draws_an_existing_trace(tmp_path):
     scenario = tmp_path / "p.yaml"
     scenario.write_text(TINY)

@@ -11,7 +11,9 @@ from broker_core.config import broker_config
 from broker_core.types import TopicPartition
 from scenarios.model import ProducerWorkload
 from scenarios.parse import parse_scenario
-from scenarios.runner import SimulationFailed, run_scenario
+import pickle
+
+from scenarios.runner import SimulationFailed, run_scenario, run_seeds
 
 
 def test_a_leader_epoch_going_back_is_an_invariant_violation():
@@ -31,3 +33,17 @@ def test_an_exception_in_the_simulation_names_the_seed_and_the_replay_command(tm
         run_scenario(broken, 42, tmp_path)
     assert "seed 42" in str(info.value) and info.value.replay_command == "isrlab run boom.yaml --seed 42"
     assert "no-such-topic" in info.value.traceback_path.read_text()
+
+
+def test_a_failing_seed_in_a_parallel_sweep_is_reported_as_in_a_single_run(tmp_path):
+    scenario = parse_scenario("cluster: {brokers: 1, topics: [{name: t}]}\nduration: 2s\n", "boom.yaml")
+    broken = replace(scenario, producers=(ProducerWorkload("no-such-topic"),))
+    with pytest.raises(SimulationFailed) as info:
+        run_seeds(broken, [7, 8, 9], tmp_path, jobs=2)
+    failure = info.value
+    assert failure.seed == 7 and failure.replay_command == f"isrlab run boom.yaml --seed {failure.seed}"
+    assert failure.traceback_path == tmp_path / f"seed-{failure.seed}" / "error.txt"
+    assert "no-such-topic" in failure.traceback_path.read_text()
+    copy = pickle.loads(pickle.dumps(failure))
+    assert (str(copy), copy.seed, copy.replay_command, copy.traceback_path) == (
+        str(failure), failure.seed, failure.replay_command, failure.traceback_path)
