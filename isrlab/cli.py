@@ -26,6 +26,13 @@ def _progress_printer(stream):
     return progress
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a container or taskset may allow fewer than exist)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
@@ -92,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_many(scenario, args) -> int:
     from scenarios.runner import run_seeds
     seeds = parse_seeds(args.seeds)
-    jobs = args.jobs if args.jobs is not None else min(len(seeds), os.cpu_count() or 1)
+    jobs = args.jobs if args.jobs is not None else min(len(seeds), _usable_cpus())
     base = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds"
     _bar(0, len(seeds), f"{jobs} at once" if jobs > 1 else "")
     rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots,
