@@ -112,7 +112,8 @@ def main() -> int:
             f"{r['acknowledged'] / r['wall']:>24,.0f}  "
             f"{r['events']:>9,} / {r['bytes'] / 1e6:>5.1f}  {r['parse_s']:>6.2f} + {r['check_s']:.2f}")
     lines += ["", "floor: bench/sim_floor.py, the same messages and trace lines with no broker logic, "
-              "run right after each real run; no implementation on CPython and simpy runs faster"]
+              "run right after each real run; no implementation on CPython and simpy that writes this trace "
+              "runs faster"]
     print("\n".join(lines))
     if args.write:
         new_file = not Path(args.write).exists()
