@@ -73,6 +73,7 @@ TOPIC_KEYS = {
 }
 
 PROFILES: dict[str, dict[str, Any]] = {
+    "kafka-3.0": {},
     "kafka-2.7": {},
     "kafka-0.8": {
         "replica_lag_time_max_ms": 10000,
@@ -84,6 +85,27 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 _FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
+
+
+@dataclass(frozen=True)
+class ClientDefaults:
+    """What the Java clients of a profile's Kafka version do unless told otherwise."""
+    partitioner: str  # keyless records: "round_robin" (before 2.4) or "sticky" (KIP-480, 2.4+)
+    validate_positions: bool  # KIP-320 (2.1+): a consumer checks its position after a leader change
+    enable_idempotence: bool  # the producer's enable.idempotence default (true from 3.0, KIP-679)
+
+
+CLIENT_PROFILES: dict[str, ClientDefaults] = {
+    "kafka-3.0": ClientDefaults(partitioner="sticky", validate_positions=True, enable_idempotence=True),
+    "kafka-2.7": ClientDefaults(partitioner="sticky", validate_positions=True, enable_idempotence=False),
+    "kafka-0.8": ClientDefaults(partitioner="round_robin", validate_positions=False, enable_idempotence=False),
+}
+
+
+def client_defaults(profile: str) -> ClientDefaults:
+    if profile not in CLIENT_PROFILES:
+        raise ConfigError("profile", f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+    return CLIENT_PROFILES[profile]
 
 
 def attribute_name(key: str) -> str:

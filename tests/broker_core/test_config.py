@@ -40,3 +40,11 @@ def test_unknown_profile_and_topic_key():
     with pytest.raises(ConfigError) as info:
         topic_config(broker_config(), {"replica.lag.time.max.ms": 5})
     assert info.value.key == "replica.lag.time.max.ms"
+
+
+def test_every_profile_has_client_defaults():
+    from broker_core.config import CLIENT_PROFILES, PROFILES, client_defaults
+    assert set(CLIENT_PROFILES) == set(PROFILES)
+    assert client_defaults("kafka-0.8").partitioner == "round_robin"
+    assert client_defaults("kafka-2.7").partitioner == "sticky" and client_defaults("kafka-2.7").validate_positions
+    assert client_defaults("kafka-3.0").enable_idempotence and not client_defaults("kafka-2.7").enable_idempotence
