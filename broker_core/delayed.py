@@ -14,7 +14,6 @@ class DelayedProduce:
     id: int
     src: Hashable
     correlation_id: int
-    leader_epochs: dict[TopicPartition, int]
     required_offsets: dict[TopicPartition, int]  # the offset after the appended batch
     base_offsets: dict[TopicPartition, int]
     results: dict[TopicPartition, ProducePartitionResult] = field(default_factory=dict)

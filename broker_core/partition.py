@@ -54,11 +54,27 @@ class Partition:
         self.zk_version = -1
         self.controller_epoch = -1
         self.followers: dict[int, FollowerProgress] = {}
-        self.isr_update_pending = False
+        # An ISR change under way: the proposed ISR (Kafka's PendingExpandIsr /
+        # PendingShrinkIsr) and, under the zookeeper protocol, the partition's lock held
+        # while the leader's own write is in flight.
+        self.pending_isr: tuple[int, ...] | None = None
+        self.isr_locked = False
 
     @property
     def is_leader(self) -> bool:
         return self.role is Role.LEADER
+
+    @property
+    def isr_change_in_flight(self) -> bool:
+        return self.pending_isr is not None
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """KIP-497's maximal ISR: the committed ISR plus any replica being added. A
+        pending shrink does not count until the controller commits it."""
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(sorted(set(self.isr) | set(self.pending_isr)))
 
     def leader_and_isr(self) -> LeaderAndIsr:
         return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, self.zk_version)
@@ -91,7 +107,8 @@ class Partition:
         self.isr = lai.isr
         self.zk_version = lai.zk_version
         self.controller_epoch = lai.controller_epoch
-        self.isr_update_pending = False
+        self.pending_isr = None
+        self.isr_locked = False
 
     # -- leader: appends -------------------------------------------------------------
     def append_as_leader(self, records: Sequence[Record], acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
@@ -109,12 +126,14 @@ class Partition:
             progress.record_fetch(fetch_offset, self.log.log_end_offset, now_ms)
 
     def maybe_advance_high_watermark(self) -> bool:
-        """High watermark = the smallest log end offset over the ISR (leader included).
-        A follower whose log end the leader does not know yet holds it where it is."""
-        if not self.is_leader:
+        """High watermark = the smallest log end offset over the maximal ISR (leader
+        included): Partition.maybeIncrementLeaderHW (2.7.0), 0.8.2's over the ISR. A
+        follower whose log end the leader does not know yet holds it where it is, and
+        nothing moves while the partition is locked for a coordination write."""
+        if not self.is_leader or self.isr_locked:
             return False
         candidate = self.log.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica == self.broker_id:
                 continue
             progress = self.followers.get(replica)

@@ -1,19 +1,19 @@
-"""The broker's partitions: produce, fetch, offsets, LeaderAndIsr, delayed operations
-and the leader's ISR changes (written to the coordination store with a version check).
+"""The broker's partitions: produce, fetch, offsets, LeaderAndIsr, delayed operations,
+and when the leader's ISR changes (how it changes is broker_core.isr_change).
 """
 from __future__ import annotations
 
 from typing import Hashable
 
-from broker_core import coordination as coord
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.delayed import DelayedFetch, DelayedProduce, Purgatory
 from broker_core.errors import ErrorCode
+from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartitionResult, FetchRequest,
-    FetchResponse, LeaderAndIsr, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
+    FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse)
 from broker_core.partition import Partition
@@ -31,6 +31,7 @@ class ReplicaManager:
         self.controller_epoch = -1
         self.on_become_follower = lambda partition: None  # set by the node (the fetcher)
         self.on_become_leader = lambda partition: None
+        self.isr = IsrChanger(ctx, self.partitions, self._after_isr_change)
 
     def config_for(self, topic: str) -> BrokerConfig:
         return self.topic_configs.get(topic, self.ctx.config)
@@ -71,6 +72,7 @@ class ReplicaManager:
 
     def _become_leader(self, partition: Partition, state: PartitionState) -> None:
         ctx = self.ctx
+        self.isr.forget(partition.tp)
         for effect in partition.make_leader(state, ctx.now_ms):
             ctx.emit(effect)
         ctx.trace("became_leader", partition=str(partition.tp), leader_epoch=partition.leader_epoch,
@@ -83,6 +85,7 @@ class ReplicaManager:
 
     def _become_follower(self, partition: Partition, state: PartitionState) -> None:
         was_leader = partition.is_leader
+        self.isr.forget(partition.tp)
         partition.make_follower(state)
         self.ctx.trace("became_follower", partition=str(partition.tp), leader=partition.leader,
                        leader_epoch=partition.leader_epoch, log_end_offset=partition.log.log_end_offset,
@@ -97,7 +100,6 @@ class ReplicaManager:
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required: dict[TopicPartition, int] = {}
         bases: dict[TopicPartition, int] = {}
-        epochs: dict[TopicPartition, int] = {}
         appended: list[Partition] = []
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
@@ -117,11 +119,10 @@ class ReplicaManager:
             if request.acks == -1:
                 required[tp] = batch.next_offset
                 bases[tp] = batch.base_offset
-                epochs[tp] = partition.leader_epoch
             else:
                 results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
         if required:
-            op = DelayedProduce(self.purgatory.next_id(), src, request.correlation_id, epochs, required, bases, results)
+            op = DelayedProduce(self.purgatory.next_id(), src, request.correlation_id, required, bases, results)
             self.purgatory.park_produce(op)
             ctx.set_timer(op.timer_key, request.timeout_ms)
         elif request.acks != 0:  # acks=0: the producer expects no answer at all
@@ -134,18 +135,20 @@ class ReplicaManager:
                 self._after_high_watermark_change(partition)
 
     def _try_complete_produce(self, op: DelayedProduce, timed_out: bool = False) -> bool:
-        """Kafka's DelayedProduce.tryComplete: each partition is done when its high
-        watermark passed the batch (an error if the ISR is then below
-        min.insync.replicas), when leadership was lost, or at the timeout."""
+        """DelayedProduce.tryComplete and Partition.checkEnoughReplicasReachOffset
+        (2.7.0; 0.8.2 alike): each partition is done when its high watermark passed the
+        batch (an error if the maximal ISR is then below min.insync.replicas), when this
+        broker no longer leads it, or at the timeout. There is no epoch check: a new
+        epoch with the same leader (an ISR change by the controller) keeps it waiting."""
         for tp in sorted(op.required_offsets):
             if tp in op.results:
                 continue
             partition = self.partitions.get(tp)
             base = op.base_offsets[tp]
-            if partition is None or not partition.is_leader or partition.leader_epoch != op.leader_epochs[tp]:
+            if partition is None or not partition.is_leader:
                 op.results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             elif partition.log.high_watermark >= op.required_offsets[tp]:
-                enough = len(partition.isr) >= partition.config.min_insync_replicas
+                enough = len(partition.maximal_isr) >= partition.config.min_insync_replicas
                 op.results[tp] = ProducePartitionResult(
                     ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, base)
             elif timed_out:
@@ -192,11 +195,16 @@ class ReplicaManager:
 
     # -- fetch -----------------------------------------------------------------------
     def handle_fetch(self, src: Hashable, request: FetchRequest) -> None:
+        """ReplicaManager.fetchMessages (2.7.0): read, then update the leader's view of
+        a follower from each partition read without error (updateFollowerFetchState
+        skips a failed one). The response carries the high watermark as read, so a
+        follower learns of an advance on its next fetch."""
+        response, total_bytes, has_error = self._read_for_fetch(request)
         follower = request.replica_id != CONSUMER_REPLICA_ID
         if follower:
             for tp in sorted(request.partitions):
-                self._record_follower_fetch(request.replica_id, tp, request.partitions[tp].fetch_offset)
-        response, total_bytes, has_error = self._read_for_fetch(request)
+                if response.partitions[tp].error is ErrorCode.NONE:
+                    self._record_follower_fetch(request.replica_id, tp, request.partitions[tp].fetch_offset)
         if has_error or total_bytes >= request.min_bytes or request.max_wait_ms <= 0:
             self.ctx.send(src, response)
             return
@@ -209,10 +217,9 @@ class ReplicaManager:
         if partition is None or not partition.is_leader:
             return
         partition.record_follower_fetch(replica_id, fetch_offset, self.ctx.now_ms)
-        joining = partition.caught_up_replicas()
-        if joining and not partition.isr_update_pending:
-            new_isr = tuple(sorted(set(partition.isr) | set(joining)))
-            self.ctx.tasks.start(self._update_isr(partition, new_isr, "caught_up"))
+        if not partition.isr_change_in_flight and replica_id in partition.caught_up_replicas():
+            # Partition.maybeExpandIsr: the fetching follower joins, one at a time.
+            self.isr.propose(partition, tuple(sorted(partition.isr + (replica_id,))), "caught_up")
         if partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
             self._after_high_watermark_change(partition)
@@ -305,57 +312,20 @@ class ReplicaManager:
 
     # -- ISR changes -----------------------------------------------------------------
     def check_isr(self) -> None:
-        """The leader's periodic check: drop followers that stopped catching up."""
+        """The leader's periodic check (Partition.maybeShrinkIsr): drop followers that
+        stopped catching up, unless an ISR change is already under way."""
         for partition in self.leading():
-            if partition.isr_update_pending:
+            if partition.isr_change_in_flight:
                 continue
             lagging = partition.out_of_sync_replicas(self.ctx.now_ms)
             if lagging:
                 new_isr = tuple(r for r in partition.isr if r not in lagging)
-                self.ctx.tasks.start(self._update_isr(partition, new_isr, "lagging"))
+                self.isr.propose(partition, new_isr, "lagging")
 
-    def _update_isr(self, partition: Partition, new_isr: tuple[int, ...], reason: str):
-        """Write the new ISR with the cached version. On a version conflict, re-read the
-        state: if this broker still leads in the same epoch, recompute the ISR from the
-        fresh state and retry; otherwise leave the partition to the controller."""
-        ctx = self.ctx
-        tp = partition.tp
-        path = coord.partition_state_path(tp.topic, tp.partition)
-        partition.isr_update_pending = True
-        epoch = partition.leader_epoch
-        try:
-            while new_isr != partition.isr:
-                state = LeaderAndIsr(ctx.broker_id, epoch, new_isr, partition.controller_epoch, partition.zk_version)
-                reply = yield coord.SetData(path, coord.encode_data(state.to_data()), partition.zk_version)
-                if not partition.is_leader or partition.leader_epoch != epoch:
-                    return  # the partition changed hands while the write was in flight
-                if reply.ok:
-                    old = partition.isr
-                    partition.isr = new_isr
-                    partition.zk_version = reply.version
-                    ctx.trace("isr_shrunk" if len(new_isr) < len(old) else "isr_expanded",
-                              partition=str(tp), isr=list(new_isr), old_isr=list(old), reason=reason,
-                              leader_epoch=epoch, zk_version=reply.version)
-                    if partition.maybe_advance_high_watermark():
-                        self._trace_high_watermark(partition)
-                    self._after_high_watermark_change(partition)
-                    return
-                if reply.error != coord.BAD_VERSION:
-                    return
-                fresh = yield coord.GetData(path)
-                if not fresh.ok or not partition.is_leader or partition.leader_epoch != epoch:
-                    return
-                current = LeaderAndIsr.from_data(fresh.value, fresh.version)
-                ctx.trace("isr_update_conflict", partition=str(tp), cached_zk_version=partition.zk_version,
-                          zk_version=current.zk_version, leader=current.leader, leader_epoch=current.leader_epoch)
-                if current.leader != ctx.broker_id or current.leader_epoch != epoch:
-                    return  # stale leader: keep going until the controller says otherwise
-                partition.isr = current.isr
-                partition.zk_version = current.zk_version
-                lagging = partition.out_of_sync_replicas(ctx.now_ms)
-                new_isr = tuple(sorted((set(current.isr) - set(lagging)) | set(partition.caught_up_replicas())))
-        finally:
-            partition.isr_update_pending = False
+    def _after_isr_change(self, partition: Partition) -> None:
+        if partition.maybe_advance_high_watermark():
+            self._trace_high_watermark(partition)
+        self._after_high_watermark_change(partition)
 
 
 def _fetch_failure(error: ErrorCode, partition: Partition | None, follower: bool) -> FetchPartitionResult:

@@ -252,6 +252,19 @@ class Cluster:
             return None
         return response.partitions[TopicPartition(self.topic, p)].error
 
+    def send(self, broker: int, message, src=CLIENT) -> None:
+        """Deliver ``message`` to ``broker`` as if ``src`` sent it (answers to CLIENT are
+        kept in ``responses`` by correlation id)."""
+        self._push(self.now + self.latency, broker, MessageReceived(src, message))
+
+    def next_correlation_id(self) -> int:
+        self._correlation += 1
+        return self._correlation
+
+    def controller(self) -> int | None:
+        active = [b for b in sorted(self.nodes) if self.nodes[b].controller.active]
+        return active[-1] if active else None
+
     def traced(self, type_: str, **match) -> list[tuple[int, int, dict]]:
         return [(t, b, f) for t, b, ty, f in self.traces
                 if ty == type_ and all(f.get(k) == v for k, v in match.items())]
