@@ -17,13 +17,15 @@ from broker_core.inputs import (
     FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
 from broker_core.messages import (
-    ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
+    AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse)
 from broker_core.replica_manager import ReplicaManager
 from broker_core.types import NO_LEADER, TopicPartition
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
+_PARTITION_REQUESTS = (ProduceRequest, FetchRequest, ListOffsetsRequest, OffsetsForLeaderEpochRequest,
+                       LeaderAndIsrRequest)
 REGISTRATION_RETRY_MS = 1000
 CONTROLLED_SHUTDOWN_MAX_RETRIES = 3  # Kafka's controlled.shutdown.max.retries
 CONTROLLED_SHUTDOWN_RETRY_MS = 5000  # controlled.shutdown.retry.backoff.ms
@@ -60,6 +62,9 @@ class BrokerNode:
         self.fetchers = ReplicaFetcherManager(self.ctx, self.replicas.partitions, on_append=self._on_follower_append)
         self.replicas.on_become_follower = self.fetchers.add_partition
         self.replicas.on_become_leader = lambda p: self.fetchers.remove_partition(p.tp)
+        self.replicas.isr.controller_id = self._controller_id
+        self.replicas.isr.broker_epoch = lambda: self.session_id
+        self.held: list[MessageReceived] = []  # requests waiting for a partition's lock
         self.controller = Controller(self.ctx, self._unclean_enabled)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
@@ -72,6 +77,9 @@ class BrokerNode:
             CoordReplied: self._on_coord_reply, CoordWatchFired: self._on_watch, FsyncCompleted: self._on_fsync,
             DiskWriteFailed: self._on_disk_write_failed, ShutdownRequested: self._on_shutdown_requested,
         }
+
+    def _controller_id(self) -> int:
+        return self.broker_id if self.controller.active else self.metadata_controller
 
     def _unclean_enabled(self, topic: str) -> bool:
         return self.replicas.config_for(topic).unclean_leader_election_enable
@@ -88,6 +96,9 @@ class BrokerNode:
         if handler is None:
             raise CoreError(f"broker {self.broker_id}: unknown input {type(event).__name__}")
         handler(event)
+        if ctx.replay_requested:
+            ctx.replay_requested = False
+            self._replay_held()
         out, ctx.out = ctx.out, []
         return out
 
@@ -140,9 +151,7 @@ class BrokerNode:
         self.ctx.trace("session_expired", session_id=event.session_id)
         self.session_id = None
         self.controller.resign()
-        self.ctx.tasks.cancel_all()
-        for partition in self.replicas.partitions.values():
-            partition.isr_update_pending = False
+        self.ctx.tasks.cancel_all()  # ends any ISR write in flight, releasing its lock
 
     def _register(self):
         # The session id marks this incarnation, so the controller can tell a bounce.
@@ -199,6 +208,12 @@ class BrokerNode:
     def _on_message(self, event: MessageReceived) -> None:
         message, src = event.message, event.src
         kind = type(message)
+        locked = self.replicas.isr.locked
+        if locked and kind in _PARTITION_REQUESTS and not locked.isdisjoint(message.partitions):
+            # A request handler thread would block on the partition's leaderIsrUpdateLock
+            # while the leader's ISR write is in flight (zookeeper protocol).
+            self.held.append(event)
+            return
         if kind is FetchRequest:
             self.replicas.handle_fetch(src, message)
         elif kind is FetchResponse:
@@ -223,8 +238,19 @@ class BrokerNode:
             self.controller.handle_controlled_shutdown(src, message)
         elif kind is ControlledShutdownResponse:
             self._on_controlled_shutdown_response(message)
+        elif kind is AlterIsrRequest:
+            self.controller.handle_alter_isr(src, message)
+        elif kind is AlterIsrResponse:
+            self.replicas.isr.handle_response(message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
+
+    def _replay_held(self) -> None:
+        """Requests held for a lock that is now released run in arrival order; those
+        still blocked are held again."""
+        held, self.held = self.held, []
+        for event in held:
+            self._on_message(event)
 
     # -- controlled shutdown -----------------------------------------------------------
     def _on_shutdown_requested(self, event: ShutdownRequested) -> None:
@@ -291,6 +317,10 @@ class BrokerNode:
             self.fetchers.request_timed_out(key[1])
         elif kind == "fetch-backoff":
             self.fetchers.backoff_done(key[1])
+        elif kind == "alter-isr-tick":
+            self.replicas.isr.tick()
+        elif kind == "alter-isr-timeout":
+            self.replicas.isr.request_timed_out()
         elif kind == "controller-request":
             self.controller.request_timed_out(key[1])
         elif kind == "isr-check":

@@ -14,6 +14,10 @@ from broker_core.errors import ConfigError
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
 TRUNCATION_RULES = ("high_watermark", "leader_epoch")
+# How a leader changes its ISR: it writes the coordination store itself, synchronously
+# (up to 2.6, and 2.7 with an older inter.broker.protocol.version), or asks the
+# controller with AlterIsr (KIP-497, 2.7+).
+ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 
 
 @dataclass(frozen=True)
@@ -34,13 +38,14 @@ class BrokerConfig:
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
     truncation: str = "leader_epoch"
+    isr_change_protocol: str = "alter_isr"
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "truncation":
-                if value not in TRUNCATION_RULES:
-                    raise ConfigError(f.name, f"must be one of {', '.join(TRUNCATION_RULES)}")
+            if f.name in _CHOICES:
+                if value not in _CHOICES[f.name]:
+                    raise ConfigError(kafka_name(f.name), f"must be one of {', '.join(_CHOICES[f.name])}")
             elif f.name == "unclean_leader_election_enable":
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
@@ -81,8 +86,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "unclean_leader_election_enable": True,
         "zookeeper_session_timeout_ms": 6000,
         "truncation": "high_watermark",
+        "isr_change_protocol": "zookeeper",
     },
 }
+
+_CHOICES = {"truncation": TRUNCATION_RULES, "isr_change_protocol": ISR_CHANGE_PROTOCOLS}
 
 _FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
 

@@ -16,6 +16,10 @@ class NodeContext:
         self.out: list[Any] = []
         self.tasks = TaskRunner(self.emit, lambda: self.now_ms)
         self._correlation_id = 0
+        self.replay_requested = False  # held requests may proceed once this input is done
+
+    def request_replay(self) -> None:
+        self.replay_requested = True
 
     def emit(self, effect: Any) -> None:
         self.out.append(effect)

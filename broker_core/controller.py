@@ -17,7 +17,7 @@ from broker_core.context import NodeContext
 from broker_core.election import controlled_shutdown_leader, offline_partition_leader
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
-    ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr, LeaderAndIsrRequest,
+    AlterIsrPartitionResult, AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr, LeaderAndIsrRequest,
     LeaderAndIsrResponse, PartitionState, UpdateMetadataRequest, UpdateMetadataResponse)
 from broker_core.types import NO_LEADER, TopicPartition
 
@@ -103,6 +103,8 @@ class Controller:
         try:
             if isinstance(event, tuple) and event[0] == "controlled_shutdown":
                 yield from self._on_controlled_shutdown(*event[1:])
+            elif isinstance(event, tuple) and event[0] == "alter_isr":
+                yield from self._on_alter_isr(*event[1:])
             else:
                 handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
                            "topic_change": self._on_topic_change}[event]
@@ -252,6 +254,52 @@ class Controller:
         self._send_update_metadata()
         remaining = tuple(tp for tp in sorted(self.states) if self.states[tp].leader == broker)
         self.ctx.send(src, ControlledShutdownResponse(correlation_id, ErrorCode.NONE, remaining))
+
+    def handle_alter_isr(self, src, request: AlterIsrRequest) -> None:
+        if not self.active:
+            self.ctx.send(src, AlterIsrResponse(request.correlation_id, ErrorCode.NOT_CONTROLLER))
+            return
+        self.enqueue(("alter_isr", src, request))
+
+    def _on_alter_isr(self, src, request: AlterIsrRequest):
+        """KafkaController.processAlterIsr (2.7.0): fence a stale broker epoch and a stale
+        leader epoch, answer an ISR already in place with the current state, write the
+        rest against the version the leader knows (INVALID_UPDATE_VERSION on a
+        mismatch), then tell every broker through UpdateMetadata."""
+        if request.broker_id not in self.live or self.registrations.get(request.broker_id) != request.broker_epoch:
+            self.ctx.trace("request_fenced", request="alter_isr", broker=request.broker_id,
+                           broker_epoch=request.broker_epoch, error=ErrorCode.STALE_BROKER_EPOCH.name)
+            self.ctx.send(src, AlterIsrResponse(request.correlation_id, ErrorCode.STALE_BROKER_EPOCH))
+            return
+        results: dict[TopicPartition, AlterIsrPartitionResult] = {}
+        for tp in sorted(request.partitions):
+            proposed = request.partitions[tp]
+            current = self.states.get(tp)
+            if current is None:
+                results[tp] = AlterIsrPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif proposed.leader_epoch < current.leader_epoch:
+                results[tp] = AlterIsrPartitionResult(ErrorCode.FENCED_LEADER_EPOCH)
+            elif (proposed.leader, proposed.leader_epoch, proposed.isr) == (current.leader, current.leader_epoch,
+                                                                            current.isr):
+                results[tp] = AlterIsrPartitionResult(ErrorCode.NONE, current)
+            else:
+                new = LeaderAndIsr(proposed.leader, proposed.leader_epoch, proposed.isr, self.epoch)
+                reply = yield coord.SetData(coord.partition_state_path(*tp), coord.encode_data(new.to_data()),
+                                            proposed.zk_version, check_path=coord.CONTROLLER_EPOCH_PATH,
+                                            check_version=self.epoch_zk_version)
+                if reply.ok:
+                    self.states[tp] = replace(new, zk_version=reply.version)
+                    results[tp] = AlterIsrPartitionResult(ErrorCode.NONE, self.states[tp])
+                elif reply.error == coord.BAD_VERSION:
+                    results[tp] = AlterIsrPartitionResult(ErrorCode.INVALID_UPDATE_VERSION)
+                else:
+                    if reply.error == coord.CHECK_FAILED:
+                        self.ctx.trace("controller_fenced", controller_epoch=self.epoch)
+                    self.ctx.send(src, AlterIsrResponse(request.correlation_id, ErrorCode.NOT_CONTROLLER))
+                    return
+        self.ctx.send(src, AlterIsrResponse(request.correlation_id, ErrorCode.NONE, results))
+        if any(r.error is ErrorCode.NONE for r in results.values()):
+            self._send_update_metadata()
 
     # -- state changes ---------------------------------------------------------------
     def _bring_partitions_online(self, tps):

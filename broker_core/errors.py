@@ -22,6 +22,8 @@ class ErrorCode(IntEnum):
     KAFKA_STORAGE_ERROR = 56
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
+    STALE_BROKER_EPOCH = 77
+    INVALID_UPDATE_VERSION = 95
 
     @property
     def is_retriable(self) -> bool:

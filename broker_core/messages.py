@@ -192,3 +192,26 @@ class ControlledShutdownResponse:
     correlation_id: int
     error: ErrorCode
     remaining_partitions: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AlterIsrRequest:
+    """A leader asks the controller to change ISRs (KIP-497). ``broker_epoch`` names the
+    leader's incarnation (its registration's session), so a bounced broker is fenced."""
+    correlation_id: int
+    broker_id: int
+    broker_epoch: int
+    partitions: Mapping[TopicPartition, LeaderAndIsr]  # proposed state, with the leader's zk_version
+
+
+@dataclass(frozen=True, slots=True)
+class AlterIsrPartitionResult:
+    error: ErrorCode
+    leader_and_isr: LeaderAndIsr | None = None  # the state now in the store, on success
+
+
+@dataclass(frozen=True, slots=True)
+class AlterIsrResponse:
+    correlation_id: int
+    error: ErrorCode
+    partitions: Mapping[TopicPartition, AlterIsrPartitionResult] = field(default_factory=dict)

@@ -1,0 +1,218 @@
+"""The leader's view of its followers and how its ISR changes, per profile, driving real
+core nodes (tests/harness.py). Each test names the Kafka code it follows."""
+from __future__ import annotations
+
+import pytest
+
+from broker_core import coordination as coord
+from broker_core.errors import ErrorCode
+from broker_core.messages import AlterIsrRequest, FetchPartition, FetchRequest, LeaderAndIsr
+from broker_core.types import TopicPartition
+from tests.harness import ZK, Cluster
+
+TP = TopicPartition("t", 0)
+
+
+def started_cluster(**kwargs) -> Cluster:
+    cluster = Cluster(**kwargs)
+    cluster.start_all()
+    assert cluster.wait_for(cluster.settled, 5000), "the cluster never elected a leader with a full ISR"
+    return cluster
+
+
+def fetch_as_follower(cluster: Cluster, leader: int, replica: int, fetch_offset: int, current_epoch: int):
+    cid = cluster.next_correlation_id()
+    cluster.send(leader, FetchRequest(cid, replica, 0, 1, {TP: FetchPartition(fetch_offset, current_epoch)}))
+    assert cluster.wait_for(lambda: cid in cluster.responses, 1000)
+    return cluster.responses[cid].partitions[TP]
+
+
+# -- item 1: a failed follower fetch ----------------------------------------------------
+
+@pytest.mark.parametrize("error", ["FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE"])
+def test_a_failed_follower_fetch_does_not_update_the_leaders_view_of_that_follower(error):
+    """ReplicaManager.fetchMessages / updateFollowerFetchState (2.7.0,
+    core/src/main/scala/kafka/server/ReplicaManager.scala): a partition whose read failed
+    is skipped, so the follower's log end offset and last caught-up time stay as they
+    were, it cannot re-enter the ISR and it cannot move the high watermark."""
+    cluster = started_cluster()
+    first = cluster.leader()
+    cluster.crash(first)  # a new leader in epoch >= 1; the dead broker leaves the ISR
+    assert cluster.wait_for(lambda: cluster.leader() not in (None, first)
+                            and first not in cluster.partition(cluster.leader()).isr, 40000)
+    leader = cluster.leader()
+    partition = cluster.partition(leader)
+    epoch, log_end = partition.leader_epoch, partition.log.log_end_offset
+    before = vars(partition.followers[first]).copy()
+    offset, current = {"FENCED_LEADER_EPOCH": (log_end, epoch - 1), "UNKNOWN_LEADER_EPOCH": (log_end, epoch + 1),
+                       "OFFSET_OUT_OF_RANGE": (log_end + 10, epoch)}[error]
+    result = fetch_as_follower(cluster, leader, first, offset, current)
+    assert result.error is ErrorCode[error]
+    cluster.run_for(500)
+    assert vars(partition.followers[first]) == before
+    assert first not in partition.isr and partition.pending_isr is None
+    assert not cluster.traced("isr_expanded")
+    # The same fetch without an error is what counts: it brings the replica back.
+    assert fetch_as_follower(cluster, leader, first, log_end, epoch).error is ErrorCode.NONE
+    assert cluster.wait_for(lambda: first in partition.isr, 2000)
+
+
+# -- item 5: a delayed produce and an epoch bump ----------------------------------------
+
+@pytest.mark.parametrize("profile", ["kafka-2.7", "kafka-0.8"])
+def test_a_delayed_acks_all_produce_keeps_waiting_through_an_epoch_bump_with_the_same_leader(profile):
+    """DelayedProduce.tryComplete -> Partition.checkEnoughReplicasReachOffset (2.7.0,
+    core/src/main/scala/kafka/server/DelayedProduce.scala; 0.8.2.2 DelayedProduce.isSatisfied):
+    the only leadership check is whether this broker still leads. The controller drops a
+    dead follower from the ISR with a new epoch and the same leader; the produce then
+    completes, it does not fail with NOT_LEADER_OR_FOLLOWER."""
+    cluster = started_cluster(profile=profile, config={"replica.lag.time.max.ms": 120000})
+    leader = cluster.leader()
+    follower = [b for b in cluster.brokers if b not in (leader, cluster.controller())][0]
+    epoch = cluster.partition(leader).leader_epoch
+    cluster.crash(follower)
+    cid = cluster.produce(leader, ["waits"], acks=-1, timeout_ms=60000)
+    assert cluster.wait_for(lambda: cid in cluster.responses, 60000)
+    assert cluster.responses[cid].partitions[TP].error is ErrorCode.NONE
+    partition = cluster.partition(leader)
+    assert partition.is_leader and partition.leader_epoch > epoch and follower not in partition.isr
+
+
+# -- item 6: the two ISR change protocols -----------------------------------------------
+
+def _cluster_with_a_remote_controller(protocol: str) -> tuple[Cluster, int, int]:
+    """Replicas 2, 3, 4 with leader 2; broker 1 hosts nothing and controls, so cutting the
+    leader off from the controller leaves replication alone. Lost fetches and AlterIsr
+    requests are sent again within a second."""
+    cluster = Cluster(brokers=(1, 2, 3, 4), assignment={0: [2, 3, 4]},
+                      config={"replica.lag.time.max.ms": 1000, "replica.socket.timeout.ms": 500, "controller.socket.timeout.ms": 1000,
+                              "isr.change.protocol": protocol})
+    cluster.start_all()
+    assert cluster.wait_for(lambda: cluster.settled(replicas=[2, 3, 4]), 5000)
+    leader, controller = cluster.leader(), cluster.controller()
+    assert leader == 2 and controller == 1
+    return cluster, leader, controller
+
+
+@pytest.mark.parametrize("protocol", ["zookeeper", "alter_isr"])
+def test_a_replica_being_added_to_the_isr_is_waited_for_before_anything_is_acknowledged(protocol):
+    """2.7.0 Partition.scala: with AlterIsr, expandIsrWithAlterIsr puts the partition in
+    PendingExpandIsr and maybeIncrementLeaderHW counts the maximal ISR (KIP-497); with
+    ZooKeeper, expandIsrWithZk writes under the leaderIsrUpdateLock write lock, which
+    appendRecordsToLeader needs too (0.8.2.2 Partition.updateIsr likewise). Either way a
+    record the joining replica lacks is not acknowledged while the change is in flight
+    (before, the leader wrote asynchronously and acknowledged over the old ISR)."""
+    cluster, leader, controller = _cluster_with_a_remote_controller(protocol)
+    joining = 3
+    cluster.block(joining, leader)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).isr) == [2, 4], 5000)
+    cluster.heal()
+    cluster.block(leader, ZK)  # the write (zookeeper) or the request (alter_isr) hangs
+    cluster.block(leader, controller)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).pending_isr or ()) == [2, 3, 4], 5000)
+    cluster.block(joining, leader)  # the joining replica stops fetching
+    before = cluster.partition(leader).log.log_end_offset
+    cid = cluster.produce(leader, ["unreplicated"], acks=-1, timeout_ms=3000)
+    cluster.run_for(5000)
+    partition = cluster.partition(leader)
+    if protocol == "zookeeper":  # locked: not even appended, no answer yet
+        assert cid not in cluster.responses and partition.log.log_end_offset == before
+    else:  # appended, then held back by the maximal ISR until the timeout
+        assert cluster.responses[cid].partitions[TP].error is ErrorCode.REQUEST_TIMED_OUT
+        assert partition.log.log_end_offset == before + 1 and partition.log.high_watermark == before
+    assert sorted(partition.isr) == [2, 4]
+
+
+def test_alter_isr_a_pending_shrink_keeps_counting_the_replica_until_the_controller_commits_it():
+    """2.7.0 Partition.shrinkIsrWithAlterIsr: PendingShrinkIsr's maximal ISR is the old ISR,
+    so the high watermark waits for the replica being removed until the controller
+    answers; then the shrink commits and the produce completes."""
+    cluster, leader, controller = _cluster_with_a_remote_controller("alter_isr")
+    cluster.block(leader, controller)
+    cluster.block(3, leader)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).pending_isr or ()) == [2, 4], 5000)
+    cid = cluster.produce(leader, ["waits-for-the-shrink"], acks=-1, timeout_ms=20000)
+    cluster.run_for(3000)
+    assert cid not in cluster.responses and sorted(cluster.partition(leader).isr) == [2, 3, 4]
+    cluster.heal()
+    cluster.block(3, leader)
+    assert cluster.wait_for(lambda: cid in cluster.responses, 20000)
+    assert cluster.responses[cid].partitions[TP].error is ErrorCode.NONE
+    assert sorted(cluster.partition(leader).isr) == [2, 4]
+    shrunk = cluster.traced("isr_shrunk", protocol="alter_isr")
+    assert shrunk and shrunk[0][1] == leader
+
+
+def test_zookeeper_a_session_expiry_ends_the_isr_write_and_releases_the_held_requests():
+    """0.8.2.2 Partition.updateIsr / 2.7.0 shrinkIsrWithZk: the write fails when the session
+    expires (ZooKeeperClient gives up on SESSION_EXPIRED), the ISR stays as it was and
+    the requests that waited for the lock run."""
+    cluster = started_cluster(profile="kafka-0.8", config={"replica.lag.time.max.ms": 1000})
+    leader = cluster.leader()
+    cluster.block(leader, ZK)
+    cluster.block(3 if leader != 3 else 2, leader)
+    assert cluster.wait_for(lambda: cluster.partition(leader).isr_locked, 5000)
+    cid = cluster.produce(leader, ["held"], acks=1)
+    cluster.run_for(2000)
+    assert cid not in cluster.responses
+    cluster.run_for(8000)  # past zookeeper.session.timeout.ms (6 s in 0.8.2)
+    cluster.heal()
+    assert cluster.wait_for(lambda: cid in cluster.responses, 5000)
+    assert cluster.traced("session_expired") and not cluster.partition(leader).isr_locked
+
+
+@pytest.mark.parametrize("protocol", ["zookeeper", "alter_isr"])
+def test_a_stale_zk_version_is_not_retried_by_the_leader(protocol):
+    """Partition.maybeUpdateIsrAndVersionWithZk (2.7.0; 0.8.2.2 updateIsr): "Cached zkVersion
+    not equal to that in zookeeper, skip updating ISR"; with AlterIsr the controller
+    answers INVALID_UPDATE_VERSION (KafkaController.processAlterIsr) and the leader gives
+    up, pending until the next LeaderAndIsr (Partition.handleAlterIsrResponse)."""
+    cluster, leader, controller = _cluster_with_a_remote_controller(protocol)
+    path = coord.partition_state_path("t", 0)
+    cluster.store.put(path, cluster.store.get(path))  # another writer moved the version on
+    cluster.block(3, leader)
+    assert cluster.wait_for(lambda: cluster.traced("isr_update_conflict", protocol=protocol), 5000)
+    cluster.run_for(3000)
+    partition = cluster.partition(leader)
+    assert sorted(partition.isr) == [2, 3, 4], "the conflict must not be resolved by the leader re-reading"
+    conflicts = cluster.traced("isr_update_conflict")
+    if protocol == "alter_isr":
+        assert sorted(partition.pending_isr) == [2, 4] and len(conflicts) == 1
+        assert conflicts[0][2]["error"] == "INVALID_UPDATE_VERSION"
+    else:
+        assert partition.pending_isr is None and len(conflicts) > 1  # tried again, same stale version
+
+
+# -- the controller's side of AlterIsr ------------------------------------------------------
+
+def test_the_controller_fences_stale_alter_isr_requests():
+    """KafkaController.processAlterIsr (2.7.0): NOT_CONTROLLER from a broker that does not
+    control, STALE_BROKER_EPOCH for an unknown incarnation, FENCED_LEADER_EPOCH for an
+    older leader epoch, INVALID_UPDATE_VERSION for a stale version, and the current
+    state for an ISR already in place."""
+    cluster, leader, controller = _cluster_with_a_remote_controller("alter_isr")
+    partition = cluster.partition(leader)
+    state = LeaderAndIsr(leader, partition.leader_epoch, partition.isr, partition.controller_epoch,
+                         partition.zk_version)
+    epoch = cluster.nodes[leader].session_id
+
+    def ask(broker, request_state, broker_epoch=epoch):
+        cid = cluster.next_correlation_id()
+        cluster.send(broker, AlterIsrRequest(cid, leader, broker_epoch, {TP: request_state}))
+        assert cluster.wait_for(lambda: cid in cluster.responses, 2000)
+        return cluster.responses[cid]
+
+    assert ask(leader, state).error is ErrorCode.NOT_CONTROLLER
+    assert ask(controller, state, broker_epoch=epoch + 1000).error is ErrorCode.STALE_BROKER_EPOCH
+    same = ask(controller, state)
+    assert same.error is ErrorCode.NONE and same.partitions[TP].leader_and_isr.isr == state.isr
+    shrink = LeaderAndIsr(leader, state.leader_epoch, (2, 4), state.controller_epoch, state.zk_version)
+    assert ask(controller, LeaderAndIsr(leader, state.leader_epoch - 1, (2, 4), 0, state.zk_version)
+               ).partitions[TP].error is ErrorCode.FENCED_LEADER_EPOCH
+    assert ask(controller, LeaderAndIsr(leader, state.leader_epoch, (2, 4), 0, state.zk_version + 7)
+               ).partitions[TP].error is ErrorCode.INVALID_UPDATE_VERSION
+    done = ask(controller, shrink).partitions[TP]
+    assert done.error is ErrorCode.NONE and done.leader_and_isr.isr == (2, 4)
+    assert done.leader_and_isr.zk_version > state.zk_version
+    stored = LeaderAndIsr.from_data(coord.decode_data(cluster.store.get(coord.partition_state_path("t", 0))), 0)
+    assert stored.isr == (2, 4) and stored.leader_epoch == state.leader_epoch
