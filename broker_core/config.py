@@ -14,6 +14,9 @@ from broker_core.errors import ConfigError
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
 TRUNCATION_RULES = ("high_watermark", "leader_epoch")
+BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable",
+                       "failover_removes_dead_replicas", "unclean_empties_isr"})
+ISRLAB_KEYS = frozenset({"truncation", "failover_removes_dead_replicas", "unclean_empties_isr"})
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,13 @@ class BrokerConfig:
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
     truncation: str = "leader_epoch"
+    # The controller's automatic preferred leader election (Kafka's names and defaults).
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    # isrlab's own keys for controller rules that changed between 0.8.2 and 2.7.
+    failover_removes_dead_replicas: bool = True  # ReplicaStateMachine.startup: OfflineReplica (2.7, not 0.8.2)
+    unclean_empties_isr: bool = False  # 0.8.2 removeReplicaFromIsr keeps the last member only without unclean
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
@@ -41,7 +51,7 @@ class BrokerConfig:
             if f.name == "truncation":
                 if value not in TRUNCATION_RULES:
                     raise ConfigError(f.name, f"must be one of {', '.join(TRUNCATION_RULES)}")
-            elif f.name == "unclean_leader_election_enable":
+            elif f.name in BOOL_KEYS:
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
             elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -50,6 +60,8 @@ class BrokerConfig:
                 raise ConfigError(kafka_name(f.name), "must not be negative")
         if self.min_insync_replicas < 1:
             raise ConfigError("min.insync.replicas", "must be at least 1")
+        if self.leader_imbalance_check_interval_seconds < 1:
+            raise ConfigError("leader.imbalance.check.interval.seconds", "must be at least 1")
         return self
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "BrokerConfig":
@@ -81,6 +93,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "unclean_leader_election_enable": True,
         "zookeeper_session_timeout_ms": 6000,
         "truncation": "high_watermark",
+        "failover_removes_dead_replicas": False,
+        "unclean_empties_isr": True,
     },
 }
 
@@ -113,7 +127,7 @@ def attribute_name(key: str) -> str:
 
 
 def kafka_name(attribute: str) -> str:
-    return attribute if attribute == "truncation" else attribute.replace("_", ".")
+    return attribute if attribute in ISRLAB_KEYS else attribute.replace("_", ".")
 
 
 def broker_config(profile: str = "kafka-2.7", overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
