@@ -200,6 +200,8 @@ class BrokerNode:
             self.controller.enqueue("broker_change")
         elif event.path == coord.TOPICS_PATH:
             self.controller.enqueue("topic_change")
+        elif event.path == coord.PREFERRED_REPLICA_ELECTION_PATH:
+            self.controller.enqueue("preferred_replica_election")
 
     def _on_coord_reply(self, event: CoordReplied) -> None:
         self.ctx.tasks.on_reply(event.request_id, event.reply)

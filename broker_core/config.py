@@ -18,6 +18,10 @@ TRUNCATION_RULES = ("high_watermark", "leader_epoch")
 # (up to 2.6, and 2.7 with an older inter.broker.protocol.version), or asks the
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
+BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable",
+                       "failover_removes_dead_replicas", "unclean_empties_isr"})
+ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "failover_removes_dead_replicas",
+                         "unclean_empties_isr"})
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,13 @@ class BrokerConfig:
     controller_socket_timeout_ms: int = 30000
     truncation: str = "leader_epoch"
     isr_change_protocol: str = "alter_isr"
+    # The controller's automatic preferred leader election (Kafka's names and defaults).
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    # isrlab's own keys for controller rules that changed between 0.8.2 and 2.7.
+    failover_removes_dead_replicas: bool = True  # ReplicaStateMachine.startup: OfflineReplica (2.7, not 0.8.2)
+    unclean_empties_isr: bool = False  # 0.8.2 removeReplicaFromIsr keeps the last member only without unclean
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
@@ -46,7 +57,7 @@ class BrokerConfig:
             if f.name in _CHOICES:
                 if value not in _CHOICES[f.name]:
                     raise ConfigError(kafka_name(f.name), f"must be one of {', '.join(_CHOICES[f.name])}")
-            elif f.name == "unclean_leader_election_enable":
+            elif f.name in BOOL_KEYS:
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
             elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -55,6 +66,8 @@ class BrokerConfig:
                 raise ConfigError(kafka_name(f.name), "must not be negative")
         if self.min_insync_replicas < 1:
             raise ConfigError("min.insync.replicas", "must be at least 1")
+        if self.leader_imbalance_check_interval_seconds < 1:
+            raise ConfigError("leader.imbalance.check.interval.seconds", "must be at least 1")
         return self
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "BrokerConfig":
@@ -87,6 +100,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "zookeeper_session_timeout_ms": 6000,
         "truncation": "high_watermark",
         "isr_change_protocol": "zookeeper",
+        "failover_removes_dead_replicas": False,
+        "unclean_empties_isr": True,
     },
 }
 
@@ -121,7 +136,7 @@ def attribute_name(key: str) -> str:
 
 
 def kafka_name(attribute: str) -> str:
-    return attribute if attribute == "truncation" else attribute.replace("_", ".")
+    return attribute if attribute in ISRLAB_KEYS else attribute.replace("_", ".")
 
 
 def broker_config(profile: str = "kafka-2.7", overrides: Mapping[str, Any] | None = None) -> BrokerConfig:

@@ -14,7 +14,8 @@ from typing import Any
 
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
-from broker_core.election import controlled_shutdown_leader, offline_partition_leader
+from broker_core.election import (
+    controlled_shutdown_leader, imbalanced_partitions, offline_partition_leader, preferred_replica_leader)
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
     AlterIsrPartitionResult, AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr, LeaderAndIsrRequest,
@@ -22,6 +23,7 @@ from broker_core.messages import (
 from broker_core.types import NO_LEADER, TopicPartition
 
 MAX_STATE_WRITE_ATTEMPTS = 5
+AUTO_REBALANCE_FIRST_CHECK_MS = 5000  # onControllerFailover schedules the first check 5 s after failover
 
 
 @dataclass
@@ -107,7 +109,8 @@ class Controller:
                 yield from self._on_alter_isr(*event[1:])
             else:
                 handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
-                           "topic_change": self._on_topic_change}[event]
+                           "topic_change": self._on_topic_change, "auto_rebalance": self._on_auto_rebalance,
+                           "preferred_replica_election": self._on_preferred_replica_election}[event]
                 yield from handler()
             completed = True
         finally:
@@ -136,9 +139,17 @@ class Controller:
         self.live = set(self.registrations)
         yield from self._load_topics()
         self.ctx.trace("controller_started", controller_epoch=self.epoch, live_brokers=sorted(self.live))
+        if self.ctx.config.failover_removes_dead_replicas:
+            # 2.7's ReplicaStateMachine.startup moves the replicas of brokers that are
+            # already dead to OfflineReplica before any election; 0.8.2 leaves them in ISRs.
+            dead = sorted({b for tp in self.assignments for b in self.assignments[tp]} - self.live)
+            yield from self._remove_replicas_from_isr(dead, "broker_failed")
         yield from self._bring_partitions_online(sorted(self.assignments))
         self._send_leader_and_isr(sorted(self.assignments), sorted(self.live))
         self._send_update_metadata()
+        yield from self._on_preferred_replica_election()  # one requested while no controller ran
+        if self.ctx.config.auto_leader_rebalance_enable:
+            self._schedule_auto_rebalance(AUTO_REBALANCE_FIRST_CHECK_MS)
 
     def _on_topic_change(self):
         known = set(self.assignments)
@@ -198,7 +209,9 @@ class Controller:
         self._send_update_metadata()
 
     def _handle_failures(self, dead: list[int]):
-        """Brokers are gone: elect new leaders for what they led, drop them from ISRs."""
+        """KafkaController.onBrokerFailure / onReplicasBecomeOffline: elect new leaders
+        for the partitions whose leader died, then move every replica of the dead brokers
+        to OfflineReplica (out of the ISR, read fresh from the store)."""
         for broker in dead:
             channel = self.channels.pop(broker, None)
             if channel is not None:
@@ -206,15 +219,11 @@ class Controller:
         changed = []
         for tp in sorted(self.assignments):
             state = self.states.get(tp)
-            if state is None:
-                continue
-            if state.leader not in self.live:
+            if state is not None and state.leader not in self.live:
                 if (yield from self._elect(tp)):
                     changed.append(tp)
-            elif any(b in state.isr for b in dead):
-                if (yield from self._shrink_isr(tp, dead)):
-                    changed.append(tp)
-        self._send_leader_and_isr(changed, sorted(self.live))
+        changed += yield from self._remove_replicas_from_isr(dead, "broker_failed")
+        self._send_leader_and_isr(sorted(set(changed)), sorted(self.live))
 
     def handle_controlled_shutdown(self, src, request: ControlledShutdownRequest) -> None:
         if not self.active:
@@ -247,9 +256,8 @@ class Controller:
                 if new is not None:
                     self._trace_election(tp, new, "controlled_shutdown", unclean=False)
                     changed.append(tp)
-            elif broker in state.isr and len(state.isr) > 1:
-                if (yield from self._shrink_isr(tp, [broker])):
-                    changed.append(tp)
+            elif (yield from self._remove_from_isr(tp, broker, "controlled_shutdown")):
+                changed.append(tp)
         self._send_leader_and_isr(changed, sorted(self.live))
         self._send_update_metadata()
         remaining = tuple(tp for tp in sorted(self.states) if self.states[tp].leader == broker)
@@ -347,26 +355,128 @@ class Controller:
             self._trace_election(tp, state, "offline", unclean=bool(unclean_used and unclean_used[0]))
         return state is not None
 
-    def _shrink_isr(self, tp: TopicPartition, dead: list[int]):
+    def _remove_replicas_from_isr(self, brokers, reason: str):
+        """ReplicaStateMachine's OfflineReplica transition for every replica of these
+        brokers; returns the partitions whose state changed."""
+        changed = []
+        for broker in brokers:
+            for tp in sorted(self.assignments):
+                if broker in self.assignments[tp] and tp in self.states:
+                    if (yield from self._remove_from_isr(tp, broker, reason)):
+                        changed.append(tp)
+        return changed
+
+    def _remove_from_isr(self, tp: TopicPartition, broker: int, reason: str):
+        """ReplicaStateMachine.doRemoveReplicasFromIsr (2.7.0; KafkaController.removeReplicaFromIsr
+        in 0.8.2.2). The state is the store's, read fresh: the leader changes the ISR
+        without telling the controller, so the cached ISR may lack the broker. If the
+        broker led, the partition has no leader. The last ISR member stays (2.7 always;
+        0.8.2 only when unclean election is off for the topic), so that it alone can
+        come back as a clean leader."""
+        keep_last = not (self.ctx.config.unclean_empties_isr and self.unclean_for_topic(tp.topic))
+        before: list[LeaderAndIsr] = []
+
         def decide(current: LeaderAndIsr):
-            if current.leader not in self.live or current.leader in dead or not any(b in current.isr for b in dead):
+            if broker not in current.isr:
                 return None
-            isr = tuple(r for r in current.isr if r not in dead)
-            return LeaderAndIsr(current.leader, current.leader_epoch + 1, isr, self.epoch)
+            leader = NO_LEADER if current.leader == broker else current.leader
+            isr = tuple(r for r in current.isr if r != broker)
+            if not isr and keep_last:
+                isr = current.isr
+            if leader == current.leader and isr == current.isr:
+                return None  # nothing to change (Kafka would still bump the leader epoch)
+            before[:] = [current]
+            return LeaderAndIsr(leader, current.leader_epoch + 1, isr, self.epoch)
 
         state = yield from self._write_state(tp, decide)
-        if state is not None:
-            self.ctx.trace("isr_shrunk", partition=str(tp), isr=list(state.isr),
-                           reason="broker_failed" if any(b not in self.live for b in dead) else "controlled_shutdown",
+        if state is None:
+            return False
+        if state.isr != before[0].isr:
+            self.ctx.trace("isr_shrunk", partition=str(tp), isr=list(state.isr), reason=reason,
                            leader_epoch=state.leader_epoch, zk_version=state.zk_version, by="controller")
-        return state is not None
+        if state.leader != before[0].leader:
+            self._trace_election(tp, state, "offline", unclean=False)  # its leader died: offline
+        return True
+
+    # -- preferred leader election ---------------------------------------------------
+    def _schedule_auto_rebalance(self, delay_ms: int) -> None:
+        epoch = self.epoch
+
+        def wait():
+            yield coord.Sleep(delay_ms)
+            if self.active and self.epoch == epoch:
+                self.enqueue("auto_rebalance")
+
+        self.ctx.tasks.start(wait())
+
+    def _on_auto_rebalance(self):
+        """KafkaController.processAutoPreferredReplicaLeaderElection: elect the preferred
+        replicas of the brokers whose leader imbalance exceeds
+        leader.imbalance.per.broker.percentage, then check again after
+        leader.imbalance.check.interval.seconds."""
+        config = self.ctx.config
+        leaders = {tp: state.leader for tp, state in sorted(self.states.items())}
+        candidates = imbalanced_partitions(self.assignments, leaders, config.leader_imbalance_per_broker_percentage)
+        # canPreferredReplicaBeLeader: AR[0] alive here; in the ISR is judged on the store's state
+        yield from self._elect_preferred([tp for tp in candidates if self.assignments[tp][0] in self.live])
+        self._schedule_auto_rebalance(config.leader_imbalance_check_interval_seconds * 1000)
+
+    def _on_preferred_replica_election(self):
+        """An admin asked for a preferred election by creating /admin/preferred_replica_election
+        (kafka-preferred-replica-election.sh): elect the listed partitions' preferred
+        replicas, delete the node, and watch for the next request."""
+        path = coord.PREFERRED_REPLICA_ELECTION_PATH
+        data = yield coord.GetData(path)
+        if data.ok:
+            requested = [tp for tp in requested_partitions(data.data) if tp in self.assignments]
+            yield from self._elect_preferred(requested)
+            yield coord.Delete(path)
+        exists = yield coord.Exists(path, watch=True)
+        if exists.ok:  # written again while this one ran
+            self.enqueue("preferred_replica_election")
+
+    def _elect_preferred(self, tps):
+        """The preferred-replica election (PreferredReplicaPartitionLeaderElectionStrategy):
+        AR[0] leads if it is alive and in the store's ISR; the ISR stays as it is."""
+        changed = []
+        for tp in tps:
+            if tp not in self.states:
+                continue
+
+            def decide(current: LeaderAndIsr, tp=tp):
+                if current.leader == self.assignments[tp][0]:
+                    return None
+                election = preferred_replica_leader(self.assignments[tp], current.isr, self.live)
+                if election.leader is None:
+                    return None
+                return LeaderAndIsr(election.leader, current.leader_epoch + 1, current.isr, self.epoch)
+
+            state = yield from self._write_state(tp, decide)
+            if state is not None:
+                self._trace_election(tp, state, "preferred", unclean=False)
+                changed.append(tp)
+        if changed:
+            self._send_leader_and_isr(changed, sorted(self.live))
+            self._send_update_metadata()
+
+    def _read_state(self, tp: TopicPartition):
+        """The partition state as the store holds it now (Kafka's controller reads it
+        fresh before every election and ISR removal: getTopicPartitionStatesFromZk)."""
+        fresh = yield coord.GetData(coord.partition_state_path(*tp))
+        if not fresh.ok:
+            return None
+        current = LeaderAndIsr.from_data(fresh.value, fresh.version)
+        self.states[tp] = current
+        return current
 
     def _write_state(self, tp: TopicPartition, decide):
-        """Compare-and-set the partition state; on a version conflict re-read and decide
-        again from the fresh state."""
+        """Decide from the store's current state and compare-and-set it; on a version
+        conflict (a leader's ISR write in between) re-read and decide again."""
         path = coord.partition_state_path(*tp)
-        current = self.states[tp]
+        current = yield from self._read_state(tp)
         for _ in range(MAX_STATE_WRITE_ATTEMPTS):
+            if current is None:
+                return None
             new = decide(current)
             if new is None:
                 return None
@@ -380,11 +490,7 @@ class Controller:
                 if reply.error == coord.CHECK_FAILED:
                     self.ctx.trace("controller_fenced", controller_epoch=self.epoch)
                 return None
-            fresh = yield coord.GetData(path)
-            if not fresh.ok:
-                return None
-            current = LeaderAndIsr.from_data(fresh.value, fresh.version)
-            self.states[tp] = current
+            current = yield from self._read_state(tp)
         return None
 
     def _trace_election(self, tp: TopicPartition, state: LeaderAndIsr, kind: str, unclean: bool) -> None:
@@ -442,3 +548,22 @@ class Controller:
             return
         self.ctx.send(broker, channel.in_flight)  # resend, as Kafka's channel does on reconnect
         self.ctx.set_timer(channel.timeout_key, self.ctx.config.controller_socket_timeout_ms)
+
+
+def requested_partitions(raw: bytes | None) -> list[TopicPartition]:
+    """The partitions in the admin's election request: Kafka's format,
+    {"version": 1, "partitions": [{"topic": "t", "partition": 0}, ...]}. Entries that
+    do not parse are skipped (a bad request must not stop the controller)."""
+    try:
+        value = coord.decode_data(raw)
+    except ValueError:
+        return []
+    entries = value.get("partitions") if isinstance(value, dict) else None
+    out = set()
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        topic, partition = entry.get("topic"), entry.get("partition")
+        if isinstance(topic, str) and isinstance(partition, int) and not isinstance(partition, bool):
+            out.add(TopicPartition(topic, partition))
+    return sorted(out)

@@ -33,6 +33,7 @@ CONTROLLER_PATH = "/controller"
 CONTROLLER_EPOCH_PATH = "/controller_epoch"
 BROKER_IDS_PATH = "/brokers/ids"
 TOPICS_PATH = "/brokers/topics"
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"  # written by the admin tool
 
 
 def broker_path(broker_id: int) -> str:

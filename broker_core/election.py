@@ -6,7 +6,7 @@ membership. Each function returns the new leader or None, never raising.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Sequence
+from typing import Collection, Hashable, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,25 @@ def reassignment_leader(target_assigned: Sequence[int], isr: Collection[int], li
         if replica in live and replica in isr:
             return Election(replica)
     return Election(None)
+
+
+def imbalanced_partitions(assignments: Mapping[Hashable, Sequence[int]], leaders: Mapping[Hashable, int],
+                          percentage: int) -> list:
+    """KafkaController.checkAndTriggerAutoLeaderRebalance (2.7.0; checkAndTriggerPartitionRebalance
+    in 0.8.2.2): group the partitions by their preferred replica AR[0]; for each such broker,
+    the imbalance ratio is the share of its partitions that another broker (or no broker)
+    leads. When the ratio exceeds ``percentage`` / 100, every one of those partitions is a
+    candidate for a preferred election. Partitions without a known leader count in the
+    ratio's denominator only, as in Kafka. Returns the candidates in sorted order."""
+    by_preferred: dict[int, list] = {}
+    for tp in sorted(assignments):
+        if assignments[tp]:
+            by_preferred.setdefault(assignments[tp][0], []).append(tp)
+    candidates = []
+    for broker in sorted(by_preferred):
+        partitions = by_preferred[broker]
+        elsewhere = [tp for tp in partitions if tp in leaders and leaders[tp] != broker]
+        # ratio > percentage / 100, in integers so that no rounding decides
+        if len(elsewhere) * 100 > percentage * len(partitions):
+            candidates.extend(elsewhere)
+    return sorted(candidates)

@@ -108,6 +108,15 @@ class ExpireSession:
     brokers: tuple[BrokerRef, ...]
 
 
+# -- admin -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PreferredReplicaElection:
+    """What kafka-preferred-replica-election.sh does: write /admin/preferred_replica_election
+    listing ``partitions`` (None: every partition the coordination store knows) for the
+    controller, which elects each one's preferred replica and deletes the node."""
+    partitions: tuple[str, ...] | None = None
+
+
 # -- disk ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SlowFsync:
@@ -148,7 +157,7 @@ class ClockJump:
 
 
 Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
-         | Cut | LinkFault | Heal | ExpireSession | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | Cut | LinkFault | Heal | ExpireSession | PreferredReplicaElection | SlowFsync | WriteErrors | DiskFull | TornWrites
          | BitFlip | ClockJump)
 
 KINDS: dict[str, type] = {
@@ -157,6 +166,7 @@ KINDS: dict[str, type] = {
     "isolate": Isolate, "partition": Split, "random_halves": RandomHalves, "bridge": Bridge,
     "cut": Cut, "link": LinkFault, "heal": Heal,
     "expire_session": ExpireSession,
+    "preferred_replica_election": PreferredReplicaElection,
     "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,
     "torn_writes": TornWrites, "bit_flip": BitFlip,
     "clock": ClockJump,

@@ -116,6 +116,8 @@ class FaultParser:
             if value is not True:
                 raise self.source.error(path, "write random_halves: true")
             return fm.RandomHalves()
+        if kind == "preferred_replica_election":
+            return self._preferred_replica_election(value, path)
         if kind == "heal":
             if value in (True, "network"):
                 return fm.Heal("network")
@@ -181,6 +183,22 @@ class FaultParser:
         delta = convert(self.source, path + ("jump",), raw.strip()[1:] if negative else raw, "duration")
         f.done()
         return fm.ClockJump(brokers, -delta if negative else delta)
+
+    def _preferred_replica_election(self, value: Any, path: tuple) -> fm.PreferredReplicaElection:
+        if value is True or value == "all":
+            return fm.PreferredReplicaElection()
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.source.error(path, "names no partition; write all, a partition (t-0) or a list of them")
+        names = []
+        for i, item in enumerate(items):
+            ipath = path + (i,) if isinstance(value, list) else path
+            name = convert(self.source, ipath, item, "str")
+            problem = self._partition_check(name)
+            if problem:
+                raise self.source.error(ipath, problem)
+            names.append(name)
+        return fm.PreferredReplicaElection(tuple(sorted(set(names))))
 
     def _partition_check(self, value: str) -> str | None:
         return None if value in self.partitions else f"unknown partition; partitions: {sorted(self.partitions)}"

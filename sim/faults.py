@@ -7,6 +7,7 @@ faults (restart, session expiry, bit flip) end as they start.
 """
 from __future__ import annotations
 
+from broker_core import coordination as coord
 from faults import model as fm
 from sim.broker_host import broker_name
 
@@ -223,6 +224,21 @@ class SimFaultExecutor:
             if session is not None:
                 store.expire(session, reason="forced")
 
+    def _apply_preferred_replica_election(self, fault: fm.PreferredReplicaElection) -> None:
+        """Write the request node as the admin tool does; like the tool, refuse while an
+        earlier request is still there (the controller has not finished it)."""
+        store = self.world.service.store
+        path = coord.PREFERRED_REPLICA_ELECTION_PATH
+        requested = list(fault.partitions) if fault.partitions is not None else _all_partitions(store)
+        written = store.get(path) is None
+        if written:
+            entries = []
+            for name in requested:
+                topic, partition = name.rsplit("-", 1)
+                entries.append({"topic": topic, "partition": int(partition)})
+            store.put(path, coord.encode_data({"version": 1, "partitions": entries}))
+        self._start(fault, instant=True, requested=requested, written=written)
+
     def _disk_fault(self, fault, change) -> int:
         brokers = self.resolve(fault.brokers)
         fault_id = self._start(fault, targets=list(brokers))
@@ -260,3 +276,13 @@ class SimFaultExecutor:
             self.world.hosts[broker].clock_offset_ms += fault.delta_ms
             self._clock.setdefault(fault_id, []).append((broker, fault.delta_ms))
         return fault_id
+
+
+def _all_partitions(store) -> list[str]:
+    """Every partition the coordination store lists, as the admin tool reads them."""
+    topics = store.znodes.get(coord.TOPICS_PATH)
+    out = []
+    for topic in sorted(topics.children if topics else ()):
+        data = coord.decode_data(store.get(coord.topic_path(topic))) or {}
+        out += [f"{topic}-{p}" for p in sorted(data.get("partitions", {}), key=int)]
+    return out

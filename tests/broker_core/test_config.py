@@ -27,6 +27,10 @@ def test_kafka_names_override_and_topics_override_brokers():
     ({"min.insync.replicas": 0}, "min.insync.replicas"),
     ({"unclean.leader.election.enable": 1}, "unclean.leader.election.enable"),
     ({"truncation": "sometimes"}, "truncation"),
+    ({"auto.leader.rebalance.enable": 1}, "auto.leader.rebalance.enable"),
+    ({"leader.imbalance.check.interval.seconds": 0}, "leader.imbalance.check.interval.seconds"),
+    ({"leader.imbalance.per.broker.percentage": -1}, "leader.imbalance.per.broker.percentage"),
+    ({"unclean_empties_isr": "yes"}, "unclean_empties_isr"),
 ])
 def test_bad_values_name_their_key(overrides, key):
     with pytest.raises(ConfigError) as info:
@@ -48,3 +52,21 @@ def test_every_profile_has_client_defaults():
     assert client_defaults("kafka-0.8").partitioner == "round_robin"
     assert client_defaults("kafka-2.7").partitioner == "sticky" and client_defaults("kafka-2.7").validate_positions
     assert client_defaults("kafka-3.0").enable_idempotence and not client_defaults("kafka-2.7").enable_idempotence
+
+
+def test_preferred_leader_balancing_has_kafkas_defaults_in_every_profile():
+    """2.7.0 KafkaConfig Defaults (AutoLeaderRebalanceEnable = true,
+    LeaderImbalancePerBrokerPercentage = 10, LeaderImbalanceCheckIntervalSeconds = 300);
+    0.8.2.2 KafkaConfig has the same three defaults."""
+    for profile in ("kafka-0.8", "kafka-2.7", "kafka-3.0"):
+        config = broker_config(profile)
+        assert config.auto_leader_rebalance_enable
+        assert config.leader_imbalance_check_interval_seconds == 300
+        assert config.leader_imbalance_per_broker_percentage == 10
+    assert not broker_config("kafka-2.7", {"auto.leader.rebalance.enable": False}).auto_leader_rebalance_enable
+
+
+def test_the_controllers_offline_replica_rules_follow_the_profile():
+    new, old = broker_config("kafka-2.7"), broker_config("kafka-0.8")
+    assert new.failover_removes_dead_replicas and not new.unclean_empties_isr
+    assert not old.failover_removes_dead_replicas and old.unclean_empties_isr

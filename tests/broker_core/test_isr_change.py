@@ -86,7 +86,7 @@ def _cluster_with_a_remote_controller(protocol: str) -> tuple[Cluster, int, int]
     requests are sent again within a second."""
     cluster = Cluster(brokers=(1, 2, 3, 4), assignment={0: [2, 3, 4]},
                       config={"replica.lag.time.max.ms": 1000, "replica.socket.timeout.ms": 500, "controller.socket.timeout.ms": 1000,
-                              "isr.change.protocol": protocol})
+                              "isr_change_protocol": protocol})
     cluster.start_all()
     assert cluster.wait_for(lambda: cluster.settled(replicas=[2, 3, 4]), 5000)
     leader, controller = cluster.leader(), cluster.controller()

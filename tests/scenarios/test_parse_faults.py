@@ -113,6 +113,13 @@ def test_triggers_parse_with_comparisons():
     ("faults:\n  - {at: 1s, restart: 2}\n", "faults[0]", "cannot restart"),
     ("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, pause: 1}\n", "faults[1]", "cannot be paused"),
     ("faults:\n  - {at: 1s, resume: 1}\n", "faults[0]", "not paused"),
+    # preferred replica election
+    ("faults:\n  - {at: 1s, preferred_replica_election: t-9}\n", "faults[0].preferred_replica_election",
+     "unknown partition"),
+    ("faults:\n  - {at: 1s, preferred_replica_election: [t-0, 3]}\n", "faults[0].preferred_replica_election[1]", ""),
+    ("faults:\n  - {at: 1s, preferred_replica_election: []}\n", "faults[0].preferred_replica_election",
+     "names no partition"),
+    ("faults:\n  - {at: 1s, preferred_replica_election: all, for: 2s}\n", "faults[0].for", "no duration"),
     # nemesis and expect
     ("nemesis: {faults: [crash, meteor], interval: 5s}\n", "nemesis.faults[1]", "unknown nemesis fault"),
     ("nemesis: {faults: [crash], interval: 5s, stop: 2m}\n", "nemesis.stop", "within the run"),
@@ -144,3 +151,17 @@ def test_nemesis_and_expect_parse():
     assert s.nemesis.start_ms == 3000 and s.nemesis.stop_ms == 60000
     assert s.expect["unavailable_ms"].matches(4999) and not s.expect["unavailable_ms"].matches(5000)
     assert s.expect_lines["lost_writes"] == 8
+
+
+def test_a_preferred_replica_election_step_names_all_or_some_partitions():
+    s = parse("""\
+    faults:
+      - {at: 1s, preferred_replica_election: all}
+      - {at: 2s, preferred_replica_election: true}
+      - {at: 3s, preferred_replica_election: [t-1, t-0, t-1]}
+      - {at: 4s, preferred_replica_election: t-1}
+    """)
+    assert [step.fault for step in s.faults] == [
+        fm.PreferredReplicaElection(), fm.PreferredReplicaElection(),
+        fm.PreferredReplicaElection(("t-0", "t-1")), fm.PreferredReplicaElection(("t-1",))]
+    assert fm.kind_of(s.faults[0].fault) == "preferred_replica_election"
