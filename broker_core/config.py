@@ -13,7 +13,14 @@ from broker_core.errors import ConfigError
 
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
-TRUNCATION_RULES = ("high_watermark", "leader_epoch")
+# high_watermark: Kafka before 0.11; leader_epoch: KIP-101 with KIP-279 (2.0 and later);
+# leader_epoch_kip101: KIP-101 alone (0.11 to 1.1), one round, the leader's offset only.
+TRUNCATION_RULES = ("high_watermark", "leader_epoch", "leader_epoch_kip101")
+EPOCH_TRUNCATION_RULES = ("leader_epoch", "leader_epoch_kip101")
+
+# Kafka's LogManager.InitialTaskDelayMs: the log flusher first runs this long after startup
+# (0.8.2 and 2.7 alike), then every log.flush.scheduler.interval.ms.
+LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 
 
 @dataclass(frozen=True)

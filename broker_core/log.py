@@ -127,6 +127,12 @@ class PartitionLog:
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         return effects
 
+    def drop_epochs_at_log_end(self) -> list:
+        """Forget epochs that start at the log end (Kafka 2.1+ Log.truncateTo past the end)."""
+        if self.epochs.truncate_from_end(self.log_end_offset):
+            return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
+        return []
+
     # -- reads ---------------------------------------------------------------------
     def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None) -> tuple[RecordBatch, ...]:
         """Whole batches from the one holding ``from_offset``; a batch is served only if it
