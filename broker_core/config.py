@@ -36,11 +36,20 @@ class BrokerConfig:
     unclean_leader_election_enable: bool = False
     min_insync_replicas: int = 1
     log_flush_interval_messages: int = NEVER
-    log_flush_interval_ms: int = NEVER
+    log_flush_interval_ms: int | None = None  # None: log.flush.scheduler.interval.ms, as in Kafka
+    log_flush_scheduler_interval_ms: int = NEVER
     log_segment_bytes: int = 1073741824
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
     truncation: str = "leader_epoch"
+
+    @property
+    def flush_interval_ms(self) -> int:
+        """Kafka's KafkaConfig.logFlushIntervalMs: log.flush.interval.ms, or when unset
+        log.flush.scheduler.interval.ms."""
+        if self.log_flush_interval_ms is None:
+            return self.log_flush_scheduler_interval_ms
+        return self.log_flush_interval_ms
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):

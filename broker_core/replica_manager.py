@@ -187,14 +187,19 @@ class ReplicaManager:
                        high_watermark=partition.log.high_watermark, leader_epoch=partition.leader_epoch)
 
     def maybe_flush(self, partition: Partition) -> None:
-        config = partition.config
-        if partition.log.needs_flush(self.ctx.now_ms, config.log_flush_interval_messages, config.log_flush_interval_ms):
+        """After an append, Kafka flushes on the message count only (Log.append)."""
+        if partition.log.needs_flush_by_messages(partition.config.log_flush_interval_messages):
             for effect in partition.log.flush(self.ctx.now_ms):
                 self.ctx.emit(effect)
 
     def flush_due(self) -> None:
+        """The log flusher (LogManager.flushDirtyLogs): logs whose last flush is older
+        than their flush.ms."""
         for tp in sorted(self.partitions):
-            self.maybe_flush(self.partitions[tp])
+            log = self.partitions[tp].log
+            if log.needs_flush_by_time(self.ctx.now_ms, self.partitions[tp].config.flush_interval_ms):
+                for effect in log.flush(self.ctx.now_ms):
+                    self.ctx.emit(effect)
 
     # -- fetch -----------------------------------------------------------------------
     def handle_fetch(self, src: Hashable, request: FetchRequest) -> None:
