@@ -84,12 +84,13 @@ def test_kip279_truncates_round_by_round_until_the_epochs_agree():
 
 
 # -- the rules one round at a time, on a follower driven directly ----------------------------
-def _follower(rule: str, batches: list[tuple[int, int, str]], led_in_epoch: int | None = None):
+def _follower(rule: str, batches: list[tuple[int, int, str]], led_in_epoch: int | None = None, start: int = 0):
     """A follower of broker 1 (leader epoch 7) whose log holds ``(offset, epoch, value)``
     one-record batches; ``led_in_epoch``: it led in that epoch before and wrote nothing."""
     config = broker_config("kafka-2.7", {"truncation": rule})
     ctx = NodeContext(2, config)
     log = PartitionLog(TP, config.log_segment_bytes)
+    log.log_start_offset = log.log_end_offset = log.high_watermark = start
     for offset, epoch, value in batches:
         log.append_as_follower(RecordBatch(offset, epoch, (Record(None, value, 10),)))
     if led_in_epoch is not None:
@@ -123,6 +124,29 @@ def test_kip279_an_answer_for_an_epoch_we_have_ends_truncation_at_the_lower_end(
     assert request.partitions[TP] == (7, 5)
     _answer(manager, request, 2, 2)
     assert partition.log.log_end_offset == 2
+    assert manager.fetchers[1].states[TP] is FetchState.FETCHING
+
+
+def test_kip279_an_answer_without_an_epoch_truncates_to_the_leaders_offset():
+    """Kafka 2.7.0 getOffsetTruncationState: a valid offset with UNDEFINED_EPOCH (a
+    leader on the pre-KIP-279 protocol) truncates to min(the leader's offset, our log
+    end) and ends truncation."""
+    ctx, partition, manager = _follower("leader_epoch", LOG)
+    [request] = _sent(ctx)
+    _answer(manager, request, UNDEFINED, 2)
+    assert partition.log.log_end_offset == 2
+    assert manager.fetchers[1].states[TP] is FetchState.FETCHING
+
+
+def test_kip279_an_answer_below_our_first_epoch_counts_as_an_epoch_we_have():
+    """Kafka 2.7.0: the follower looks the answer up in its own cache with the same
+    endOffsetFor, which answers an epoch below its first entry with that epoch and the
+    first entry's start offset; so the round is final, at min(that, the leader's end)."""
+    ctx, partition, manager = _follower("leader_epoch", [(4, 3, "x"), (5, 3, "y"), (6, 5, "z")], start=4)
+    [request] = _sent(ctx)
+    assert request.partitions[TP] == (7, 5)
+    _answer(manager, request, 1, 9)  # the leader's epoch 1 ended at 9; our log starts in epoch 3
+    assert partition.log.log_end_offset == 4
     assert manager.fetchers[1].states[TP] is FetchState.FETCHING
 
 
