@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
-from broker_core.config import BrokerConfig
+from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
 from broker_core.effects import Halt, ReplaceFile
@@ -131,13 +131,11 @@ class BrokerNode:
         ctx.trace("broker_started", recovered_partitions=[str(tp) for tp in sorted(recovered)])
         ctx.set_timer(("isr-check",), max(self.config.replica_lag_time_max_ms // 2, 1))
         ctx.set_timer(("hw-checkpoint",), self.config.replica_high_watermark_checkpoint_interval_ms)
-        if self.config.log_flush_interval_ms < 2**62 or any(
-                c.log_flush_interval_ms < 2**62 for c in self.topic_configs.values()):
-            ctx.set_timer(("flush-check",), self._flush_check_interval())
-
-    def _flush_check_interval(self) -> int:
-        intervals = [self.config.log_flush_interval_ms] + [c.log_flush_interval_ms for c in self.topic_configs.values()]
-        return max(min(intervals), 1)
+        # Kafka's kafka-log-flusher task: first after LogManager.InitialTaskDelayMs, then
+        # every log.flush.scheduler.interval.ms (by default never again). Without any
+        # flush.ms it would find nothing to do, so no timer is set.
+        if any(c.flush_interval_ms < NEVER for c in [self.config, *self.topic_configs.values()]):
+            ctx.set_timer(("flush-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
 
     # -- coordination ----------------------------------------------------------------
     def _on_session_started(self, event: CoordSessionStarted) -> None:
@@ -335,7 +333,8 @@ class BrokerNode:
             self._attempt_controlled_shutdown()
         elif kind == "flush-check":
             self.replicas.flush_due()
-            self.ctx.set_timer(key, self._flush_check_interval())
+            if self.config.log_flush_scheduler_interval_ms < NEVER:
+                self.ctx.set_timer(key, max(self.config.log_flush_scheduler_interval_ms, 1))
         else:
             raise CoreError(f"unknown timer {key!r}")
 

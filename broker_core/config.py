@@ -13,7 +13,14 @@ from broker_core.errors import ConfigError
 
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
-TRUNCATION_RULES = ("high_watermark", "leader_epoch")
+# high_watermark: Kafka before 0.11; leader_epoch: KIP-101 with KIP-279 (2.0 and later);
+# leader_epoch_kip101: KIP-101 alone (0.11 to 1.1), one round, the leader's offset only.
+TRUNCATION_RULES = ("high_watermark", "leader_epoch", "leader_epoch_kip101")
+EPOCH_TRUNCATION_RULES = ("leader_epoch", "leader_epoch_kip101")
+
+# Kafka's LogManager.InitialTaskDelayMs: the log flusher first runs this long after startup
+# (0.8.2 and 2.7 alike), then every log.flush.scheduler.interval.ms.
+LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # How a leader changes its ISR: it writes the coordination store itself, synchronously
 # (up to 2.6, and 2.7 with an older inter.broker.protocol.version), or asks the
 # controller with AlterIsr (KIP-497, 2.7+).
@@ -37,7 +44,8 @@ class BrokerConfig:
     unclean_leader_election_enable: bool = False
     min_insync_replicas: int = 1
     log_flush_interval_messages: int = NEVER
-    log_flush_interval_ms: int = NEVER
+    log_flush_interval_ms: int | None = None  # None: log.flush.scheduler.interval.ms, as in Kafka
+    log_flush_scheduler_interval_ms: int = NEVER
     log_segment_bytes: int = 1073741824
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
@@ -50,6 +58,14 @@ class BrokerConfig:
     # isrlab's own keys for controller rules that changed between 0.8.2 and 2.7.
     failover_removes_dead_replicas: bool = True  # ReplicaStateMachine.startup: OfflineReplica (2.7, not 0.8.2)
     unclean_empties_isr: bool = False  # 0.8.2 removeReplicaFromIsr keeps the last member only without unclean
+
+    @property
+    def flush_interval_ms(self) -> int:
+        """Kafka's KafkaConfig.logFlushIntervalMs: log.flush.interval.ms, or when unset
+        log.flush.scheduler.interval.ms."""
+        if self.log_flush_interval_ms is None:
+            return self.log_flush_scheduler_interval_ms
+        return self.log_flush_interval_ms
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):

@@ -32,19 +32,34 @@ class LeaderEpochCache:
         return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """OffsetsForLeaderEpoch with KIP-279: the largest epoch <= requested and its end.
+        """OffsetsForLeaderEpoch with KIP-279 (Kafka 2.7 LeaderEpochFileCache.endOffsetFor):
+        the largest epoch <= requested and its end offset, the start offset of the next
+        larger epoch (the log end offset for the latest epoch).
 
-        The end offset of an epoch is the start offset of the next larger epoch, or the
-        log end offset for the latest one. An epoch below every entry gives UNDEFINED.
+        An epoch below every entry answers the requested epoch with the first entry's
+        start offset: what came before was removed from this log, so the asker should
+        start from here. An epoch above the latest, UNDEFINED_EPOCH itself or an empty
+        cache answers (UNDEFINED, UNDEFINED): the asker falls back to its high watermark.
         """
-        if not self.entries or requested_epoch < self.entries[0][0]:
+        if requested_epoch == UNDEFINED or not self.entries or requested_epoch > self.entries[-1][0]:
             return UNDEFINED, UNDEFINED
+        if requested_epoch == self.entries[-1][0]:
+            return requested_epoch, log_end_offset
         epochs = [e for e, _ in self.entries]
         index = bisect_right(epochs, requested_epoch) - 1
-        epoch = self.entries[index][0]
-        if index + 1 < len(self.entries):
-            return epoch, self.entries[index + 1][1]
-        return epoch, log_end_offset
+        if index < 0:
+            return requested_epoch, self.entries[0][1]
+        return self.entries[index][0], self.entries[index + 1][1]
+
+    def end_offset_for_kip101(self, requested_epoch: int, log_end_offset: int) -> int:
+        """The answer before KIP-279 (Kafka 0.11 to 1.1 LeaderEpochFileCache.endOffsetFor):
+        an offset only, and UNDEFINED for an epoch below the first entry or above every
+        entry, so the asker falls back to its high watermark."""
+        if self.entries and requested_epoch == self.entries[-1][0]:
+            return log_end_offset
+        if not self.entries or requested_epoch < self.entries[0][0] or requested_epoch > self.entries[-1][0]:
+            return UNDEFINED
+        return next(start for epoch, start in self.entries if epoch > requested_epoch)
 
     def truncate_from_end(self, end_offset: int) -> bool:
         """Drop the epochs that start at or after ``end_offset`` (after log truncation)."""

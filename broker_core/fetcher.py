@@ -1,11 +1,12 @@
 """The follower side of replication: one fetcher per leader broker, as in Kafka's
 ReplicaFetcherThread. A partition first truncates (to its high watermark, or by leader
-epoch through OffsetsForLeaderEpoch), then fetches in a loop."""
+epoch through OffsetsForLeaderEpoch, in one round or several), then fetches in a loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
 
+from broker_core.config import EPOCH_TRUNCATION_RULES
 from broker_core.context import NodeContext
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.errors import ErrorCode
@@ -25,6 +26,12 @@ class FetchState(Enum):
 class LeaderFetcher:
     leader: int
     states: dict[TopicPartition, FetchState] = field(default_factory=dict)
+    # While truncating: Kafka's PartitionFetchState.fetchOffset (the high watermark at
+    # first, then each round's offset), the rounds so far, and the current leader epoch
+    # the outstanding OffsetsForLeaderEpoch request was sent with.
+    fetch_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    rounds: dict[TopicPartition, int] = field(default_factory=dict)
+    asked_in_epoch: dict[TopicPartition, int] = field(default_factory=dict)
     in_flight: int | None = None  # correlation id of the outstanding request
     backing_off: bool = False
 
@@ -50,19 +57,23 @@ class ReplicaFetcherManager:
         self.remove_partition(partition.tp)
         if partition.leader < 0:
             return
+        fetcher = self.fetchers.setdefault(partition.leader, LeaderFetcher(partition.leader))
         rule = partition.config.truncation
-        if rule == "leader_epoch" and partition.log.epochs.latest_epoch != UNDEFINED:
-            state = FetchState.TRUNCATING
+        if rule in EPOCH_TRUNCATION_RULES and partition.log.epochs.latest_epoch != UNDEFINED:
+            fetcher.states[partition.tp] = FetchState.TRUNCATING
+            fetcher.fetch_offsets[partition.tp] = partition.log.high_watermark
+            fetcher.rounds[partition.tp] = 0
         else:
             self._truncate(partition, partition.log.high_watermark, "high_watermark")
-            state = FetchState.FETCHING
-        fetcher = self.fetchers.setdefault(partition.leader, LeaderFetcher(partition.leader))
-        fetcher.states[partition.tp] = state
+            fetcher.states[partition.tp] = FetchState.FETCHING
         self._maybe_send(fetcher)
 
     def remove_partition(self, tp: TopicPartition) -> None:
         for leader in sorted(self.fetchers):
             fetcher = self.fetchers[leader]
+            fetcher.fetch_offsets.pop(tp, None)
+            fetcher.rounds.pop(tp, None)
+            fetcher.asked_in_epoch.pop(tp, None)
             if fetcher.states.pop(tp, None) is not None and not fetcher.states:
                 self.ctx.cancel_timer(fetcher.timeout_key)
                 self.ctx.cancel_timer(fetcher.backoff_key)
@@ -79,6 +90,7 @@ class ReplicaFetcherManager:
         if truncating:
             epochs = {tp: (self.partitions[tp].leader_epoch, self.partitions[tp].log.epochs.latest_epoch)
                       for tp in truncating}
+            fetcher.asked_in_epoch = {tp: epochs[tp][0] for tp in truncating}
             request = OffsetsForLeaderEpochRequest(correlation_id, ctx.broker_id, epochs)
         else:
             wanted = {tp: FetchPartition(self.partitions[tp].log.log_end_offset, self.partitions[tp].leader_epoch,
@@ -125,25 +137,65 @@ class ReplicaFetcherManager:
             return
         backoff = False
         for tp in sorted(response.partitions):
+            partition = self.partitions[tp]
             if fetcher.states.get(tp) is not FetchState.TRUNCATING:
                 continue
+            if fetcher.asked_in_epoch.get(tp) != partition.leader_epoch:
+                continue  # asked in an earlier epoch: the new epoch asks again (Kafka ignores it too)
             result = response.partitions[tp]
-            partition = self.partitions[tp]
             if result.error is not ErrorCode.NONE:
                 backoff = True
                 continue
-            if result.leader_epoch == UNDEFINED:
-                self._truncate(partition, partition.log.high_watermark, "high_watermark")
-            else:
-                target = result.end_offset
-                if result.leader_epoch != partition.log.epochs.latest_epoch:
-                    # KIP-279: the leader answered for an older epoch; use our own end of it.
-                    own_epoch, own_end = partition.log.epochs.end_offset_for(result.leader_epoch, partition.log.log_end_offset)
-                    if own_epoch == result.leader_epoch:
-                        target = min(target, own_end)
-                self._truncate(partition, target, "leader_epoch")
-            fetcher.states[tp] = FetchState.FETCHING
+            self._truncation_round(fetcher, partition, result)
         self._finish(fetcher, backoff)
+
+    def _truncation_round(self, fetcher: LeaderFetcher, partition: Partition, result) -> None:
+        tp = partition.tp
+        rule = partition.config.truncation
+        requested_epoch = partition.log.epochs.latest_epoch
+        if rule == "leader_epoch_kip101":
+            target, done = self._kip101_target(partition, result, fetcher.fetch_offsets[tp]), True
+        else:
+            target, done = self._kip279_target(partition, result, fetcher.fetch_offsets[tp])
+        fetcher.rounds[tp] += 1
+        self.ctx.trace("epoch_end_offset_received", partition=str(tp), leader=partition.leader,
+                       leader_epoch=partition.leader_epoch, rule=rule, round=fetcher.rounds[tp],
+                       requested_epoch=requested_epoch, answered_epoch=result.leader_epoch,
+                       answered_end_offset=result.end_offset, log_end_offset=partition.log.log_end_offset,
+                       truncate_to=target, done=done)
+        fallback = result.end_offset == UNDEFINED
+        self._truncate(partition, target, "high_watermark" if fallback else rule, fetcher.rounds[tp])
+        if done:
+            fetcher.states[tp] = FetchState.FETCHING
+        fetcher.fetch_offsets[tp] = target
+
+    @staticmethod
+    def _kip101_target(partition: Partition, result, fetch_offset: int) -> int:
+        """Kafka 0.11 to 1.1 (1.1.0 ReplicaFetcherThread.maybeTruncate): one round, the
+        leader's offset only. UNDEFINED: the high watermark; an offset at or past our log
+        end: keep the log; else truncate to it, whatever epoch our records there carry."""
+        if result.end_offset == UNDEFINED:
+            return fetch_offset
+        return min(result.end_offset, partition.log.log_end_offset)
+
+    @staticmethod
+    def _kip279_target(partition: Partition, result, fetch_offset: int) -> tuple[int, bool]:
+        """Kafka 2.0+ (2.7.0 AbstractFetcherThread.getOffsetTruncationState): returns the
+        offset to truncate to and whether truncation is complete. If the leader answered
+        an epoch we do not have, truncate to our end of the largest epoch below it and ask
+        again (KIP-279); the next request carries our latest epoch after that truncation."""
+        log = partition.log
+        if result.end_offset == UNDEFINED:
+            return fetch_offset, True
+        if result.leader_epoch == UNDEFINED:
+            return min(result.end_offset, log.log_end_offset), True
+        own_epoch, own_end = log.epochs.end_offset_for(result.leader_epoch, log.log_end_offset)
+        if own_end == UNDEFINED:
+            # We track no epoch at or below the answer: the leader's offset alone.
+            return min(result.end_offset, log.log_end_offset), True
+        if own_epoch != result.leader_epoch:
+            return min(own_end, log.log_end_offset), False
+        return min(own_end, result.end_offset, log.log_end_offset), True
 
     # -- Fetch -----------------------------------------------------------------------
     def handle_fetch_response(self, src, response: FetchResponse) -> None:
@@ -191,10 +243,16 @@ class ReplicaFetcherManager:
             self._truncate(partition, 0, "offset_out_of_range")
             log.log_start_offset = log.log_end_offset = log.high_watermark = leader_log_start
 
-    def _truncate(self, partition: Partition, offset: int, rule: str) -> None:
+    def _truncate(self, partition: Partition, offset: int, rule: str, round_: int = 0) -> None:
         log = partition.log
         before = log.log_end_offset
         if offset >= before:
+            if partition.config.truncation == "leader_epoch":
+                # Kafka 2.1+ Log.truncateTo: even with nothing to remove, drop epochs that
+                # start at the log end (a leader that assigned its epoch but appended
+                # nothing), or the next round would ask for that epoch again.
+                for effect in log.drop_epochs_at_log_end():
+                    self.ctx.emit(effect)
             return
         records_lost = [(b.base_offset + i, value) for b in log.read(offset, 2**62)
                         for i, value in enumerate(b.records.values) if b.base_offset + i >= offset]
@@ -202,4 +260,5 @@ class ReplicaFetcherManager:
             self.ctx.emit(effect)
         self.ctx.trace("log_truncated", partition=str(partition.tp), rule=rule, from_offset=before,
                        to_offset=log.log_end_offset, leader=partition.leader, leader_epoch=partition.leader_epoch,
+                       round=round_,
                        removed=[v for _, v in records_lost[:50]], removed_count=len(records_lost))

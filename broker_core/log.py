@@ -51,7 +51,7 @@ class PartitionLog:
         self.unflushed_messages = 0
         self.last_flush_ms = 0
         self._fsync_token = 0
-        self._fsync_targets: dict[int, int] = {}
+        self._fsync_targets: dict[int, tuple[int, str]] = {}  # token -> (offset, last path)
 
     # -- paths ---------------------------------------------------------------------
     def segment_path(self, base_offset: int) -> str:
@@ -74,8 +74,11 @@ class PartitionLog:
     def _append(self, batch: RecordBatch) -> list:
         effects: list[Any] = []
         data = batch.encode()
-        if not self.segments or (self.segments[-1].size_bytes > 0
-                                 and self.segments[-1].size_bytes + len(data) > self.segment_bytes):
+        if not self.segments:
+            self.segments.append(Segment(batch.base_offset, self.segment_path(batch.base_offset)))
+        elif self.segments[-1].size_bytes > 0 and self.segments[-1].size_bytes + len(data) > self.segment_bytes:
+            # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
+            effects.extend(self._fsync_up_to(batch.base_offset))
             self.segments.append(Segment(batch.base_offset, self.segment_path(batch.base_offset)))
         segment = self.segments[-1]
         effects.append(WriteBytes(segment.path, segment.size_bytes, data))
@@ -127,6 +130,12 @@ class PartitionLog:
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         return effects
 
+    def drop_epochs_at_log_end(self) -> list:
+        """Forget epochs that start at the log end (Kafka 2.1+ Log.truncateTo past the end)."""
+        if self.epochs.truncate_from_end(self.log_end_offset):
+            return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
+        return []
+
     # -- reads ---------------------------------------------------------------------
     def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None) -> tuple[RecordBatch, ...]:
         """Whole batches from the one holding ``from_offset``; a batch is served only if it
@@ -156,34 +165,47 @@ class PartitionLog:
 
     # -- durability ----------------------------------------------------------------
     def flush(self, now_ms: int) -> list:
-        """Fsync every segment that holds unflushed data."""
-        if self.durable_offset >= self.log_end_offset:
+        """Fsync every segment that holds unflushed data (Kafka's Log.flush())."""
+        effects = self._fsync_up_to(self.log_end_offset)
+        if effects:
+            self.last_flush_ms = now_ms
+        return effects
+
+    def _fsync_up_to(self, offset: int) -> list:
+        """Fsync the segments holding offsets from the durable offset up to ``offset``;
+        the durable offset moves to ``offset`` when the last of them completes."""
+        if self.durable_offset >= offset or not self.segments:
             return []
         self._fsync_token += 1
         token = self._fsync_token
-        self._fsync_targets[token] = self.log_end_offset
-        self.unflushed_messages = 0
-        self.last_flush_ms = now_ms
         index = max(bisect_right(self._bases, self.durable_offset) - 1, 0)
         first_segment = self._locations[index][0] if self._locations else 0
-        return [Fsync(s.path, token) for s in self.segments[first_segment:]]
+        segments = [s for s in self.segments[first_segment:] if s.base_offset < offset]
+        self._fsync_targets[token] = (offset, segments[-1].path)
+        self.unflushed_messages = 0
+        return [Fsync(s.path, token) for s in segments]
 
     def fsync_completed(self, path: str, token: int) -> bool:
-        """Returns whether the durable offset moved (on the last segment's completion)."""
-        if not self.segments or path != self.segments[-1].path:
+        """Returns whether the durable offset moved (on the completion of the last
+        segment of that flush)."""
+        target = self._fsync_targets.get(token)
+        if target is None or path != target[1]:
             return False
-        target = self._fsync_targets.pop(token, None)
-        for old in [t for t in self._fsync_targets if t < token]:
-            del self._fsync_targets[old]
-        if target is None or target <= self.durable_offset:
+        # fsyncs complete in order: this one covers every earlier flush too.
+        for done in [t for t in self._fsync_targets if t <= token]:
+            del self._fsync_targets[done]
+        if target[0] <= self.durable_offset:
             return False
-        self.durable_offset = min(target, self.log_end_offset)
+        self.durable_offset = min(target[0], self.log_end_offset)
         return True
 
-    def needs_flush(self, now_ms: int, interval_messages: int, interval_ms: int) -> bool:
-        if self.durable_offset >= self.log_end_offset:
-            return False
-        return self.unflushed_messages >= interval_messages or now_ms - self.last_flush_ms >= interval_ms
+    def needs_flush_by_messages(self, interval_messages: int) -> bool:
+        """Kafka's check after every append (Log.append): unflushed messages only."""
+        return self.durable_offset < self.log_end_offset and self.unflushed_messages >= interval_messages
+
+    def needs_flush_by_time(self, now_ms: int, interval_ms: int) -> bool:
+        """The log flusher's check (LogManager.flushDirtyLogs): time since the last flush."""
+        return self.durable_offset < self.log_end_offset and now_ms - self.last_flush_ms >= interval_ms
 
     # -- recovery ------------------------------------------------------------------
     @classmethod

@@ -86,12 +86,18 @@ class ReplicaManager:
     def _become_follower(self, partition: Partition, state: PartitionState) -> None:
         was_leader = partition.is_leader
         self.isr.forget(partition.tp)
+        old_leader = partition.leader
         partition.make_follower(state)
         self.ctx.trace("became_follower", partition=str(partition.tp), leader=partition.leader,
                        leader_epoch=partition.leader_epoch, log_end_offset=partition.log.log_end_offset,
                        high_watermark=partition.log.high_watermark)
         if was_leader:
             self._recheck_produces(partition.tp)
+        if partition.config.truncation == "high_watermark" and old_leader == partition.leader:
+            # 0.8.2 Partition.makeFollower returns false for the same leader: ReplicaManager
+            # .makeFollowers neither truncates nor restarts the fetcher. (2.7 compares the
+            # epochs as well, so an epoch bump there always restarts the fetcher.)
+            return
         self.on_become_follower(partition)
 
     # -- produce ---------------------------------------------------------------------
@@ -184,14 +190,19 @@ class ReplicaManager:
                        high_watermark=partition.log.high_watermark, leader_epoch=partition.leader_epoch)
 
     def maybe_flush(self, partition: Partition) -> None:
-        config = partition.config
-        if partition.log.needs_flush(self.ctx.now_ms, config.log_flush_interval_messages, config.log_flush_interval_ms):
+        """After an append, Kafka flushes on the message count only (Log.append)."""
+        if partition.log.needs_flush_by_messages(partition.config.log_flush_interval_messages):
             for effect in partition.log.flush(self.ctx.now_ms):
                 self.ctx.emit(effect)
 
     def flush_due(self) -> None:
+        """The log flusher (LogManager.flushDirtyLogs): logs whose last flush is older
+        than their flush.ms."""
         for tp in sorted(self.partitions):
-            self.maybe_flush(self.partitions[tp])
+            log = self.partitions[tp].log
+            if log.needs_flush_by_time(self.ctx.now_ms, self.partitions[tp].config.flush_interval_ms):
+                for effect in log.flush(self.ctx.now_ms):
+                    self.ctx.emit(effect)
 
     # -- fetch -----------------------------------------------------------------------
     def handle_fetch(self, src: Hashable, request: FetchRequest) -> None:
@@ -306,7 +317,11 @@ class ReplicaManager:
             if partition is None or error is not ErrorCode.NONE:
                 results[tp] = EpochEndOffset(error, -1, -1)
                 continue
-            epoch, end = partition.log.epochs.end_offset_for(leader_epoch, partition.log.log_end_offset)
+            epochs, log_end_offset = partition.log.epochs, partition.log.log_end_offset
+            if partition.config.truncation == "leader_epoch_kip101":  # before KIP-279: an offset only
+                results[tp] = EpochEndOffset(ErrorCode.NONE, -1, epochs.end_offset_for_kip101(leader_epoch, log_end_offset))
+                continue
+            epoch, end = epochs.end_offset_for(leader_epoch, log_end_offset)
             results[tp] = EpochEndOffset(ErrorCode.NONE, epoch, end)
         self.ctx.send(src, OffsetsForLeaderEpochResponse(request.correlation_id, results))
 

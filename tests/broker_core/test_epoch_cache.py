@@ -19,14 +19,43 @@ def test_end_offset_of_an_epoch_is_the_start_of_the_next():
 def test_kip_279_answers_for_the_largest_epoch_not_above_the_request():
     cache = make()
     assert cache.end_offset_for(3, 40) == (2, 25)
-    assert cache.end_offset_for(9, 40) == (5, 40)
+    assert cache.end_offset_for(4, 40) == (2, 25)
 
 
-def test_an_epoch_below_every_entry_is_undefined():
+def test_an_epoch_newer_than_the_latest_is_undefined():
+    """Kafka 2.7.0 LeaderEpochFileCache.endOffsetFor: no higher entry -> (UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET), so the asker falls back to its high watermark (it used to
+    answer the latest epoch with the log end offset)."""
+    cache = make()
+    assert cache.end_offset_for(9, 40) == (UNDEFINED, UNDEFINED)
+    assert cache.end_offset_for(UNDEFINED, 40) == (UNDEFINED, UNDEFINED)
+
+
+def test_an_epoch_below_every_entry_answers_the_first_entrys_start_offset():
+    """Kafka 2.7.0 LeaderEpochFileCache.endOffsetFor: a requested epoch older than the
+    first entry is answered with itself and the first entry's start offset (the data
+    before it is gone), not UNDEFINED; an empty cache is still UNDEFINED."""
     cache = LeaderEpochCache()
     cache.assign(3, 7)
-    assert cache.end_offset_for(1, 10) == (UNDEFINED, UNDEFINED)
+    cache.assign(4, 9)
+    assert cache.end_offset_for(1, 10) == (1, 7)
     assert LeaderEpochCache().end_offset_for(0, 0) == (UNDEFINED, UNDEFINED)
+
+
+def test_before_kip_279_the_answer_is_an_offset_and_undefined_outside_the_cache():
+    """Kafka 1.1.0 LeaderEpochFileCache.endOffsetFor: the latest epoch -> the log end;
+    an epoch below the first entry or above every entry -> UNDEFINED_EPOCH_OFFSET;
+    otherwise the start offset of the first larger epoch, even for an epoch the cache
+    never had."""
+    cache = make()
+    assert cache.end_offset_for_kip101(5, 40) == 40
+    assert cache.end_offset_for_kip101(3, 40) == 25
+    assert cache.end_offset_for_kip101(0, 40) == 10
+    assert cache.end_offset_for_kip101(9, 40) == UNDEFINED
+    low = LeaderEpochCache()
+    low.assign(3, 7)
+    assert low.end_offset_for_kip101(1, 10) == UNDEFINED
+    assert LeaderEpochCache().end_offset_for_kip101(0, 0) == UNDEFINED
 
 
 def test_older_epochs_are_not_reassigned():
