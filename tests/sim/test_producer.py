@@ -6,8 +6,10 @@ import pytest
 
 from analysis.history import load_history
 from broker_core.partitioner import partition_for_key
-from scenarios.parse import parse_scenario
+from scenarios.parse import load_scenario, parse_scenario
 from scenarios.runner import run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 SCENARIO = """
 name: partitioning
@@ -78,3 +80,21 @@ def test_keyed_records_go_where_murmur2_sends_them(tmp_path: Path, profile: str)
         for value in o.invoke["values"]:
             seq = int(value.split(":")[1])
             assert o.invoke["partition"] == f"t-{partition_for_key(f'k{seq % 7}'.encode(), 3)}"
+
+
+def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
+    """Kafka 2.7.0 kafka.cluster.Partition.checkEnoughReplicasReachOffset (through
+    DelayedProduce.tryComplete): an acks=all produce that waited in purgatory gets
+    NOT_LEADER_OR_FOLLOWER when its leader lost leadership, although the records were
+    appended and may be committed by the next leader. Under the nemesis such records
+    do reach the final read, so the history records those sends as unknown (``info``),
+    and ``fail`` stays a promise that nothing was appended."""
+    result = run_scenario(load_scenario(ROOT / "scenarios/library/nemesis-safe.yaml"), 1, tmp_path)
+    history = load_history(result.trace_path)
+    read = {v for o in history.of("read") if o.completion is not None for _, v in o.completion["records"]}
+    not_leader = [o for o in history.of("send") if o.completion is not None
+                  and o.completion.fields.get("error") == "NOT_LEADER_OR_FOLLOWER"]
+    assert not_leader and all(o.outcome == "info" for o in not_leader)
+    assert any(v in read for o in not_leader for v in o.invoke["values"]), "some of them were committed"
+    failed = [o for o in history.of("send") if o.outcome == "fail"]
+    assert not any(v in read for o in failed for v in o.invoke["values"])
