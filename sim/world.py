@@ -159,7 +159,8 @@ class World:
             name = f"producer-{i}"
             self.producers.append(SimProducer(self.env, self.network, name, brokers, self.trace, w,
                                               scenario.topic(w.topic).partitions,
-                                              w.partitioner or defaults.partitioner, derive(seed, f"partitioner-{name}")))
+                                              w.partitioner or defaults.partitioner,
+                                              derive(seed, f"partitioner-{name}")))
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]

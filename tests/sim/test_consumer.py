@@ -217,9 +217,11 @@ def test_metadata_with_an_older_leader_epoch_is_ignored_from_kafka_2_1(validate:
     one; older clients take whatever they are told."""
     consumer = a_consumer(validate)
     consumer._pending[6] = "metadata"  # two metadata requests in flight, answered in turn
-    consumer._receive("broker-1", MetadataResponse(6, (1, 2, 3), 1, {TP: PartitionMetadata(ErrorCode.NONE, 2, 5, (1, 2, 3), (2,))}))
+    newer = PartitionMetadata(ErrorCode.NONE, 2, 5, (1, 2, 3), (2,))
+    older = PartitionMetadata(ErrorCode.NONE, 1, 4, (1, 2, 3), (1,))
+    consumer._receive("broker-1", MetadataResponse(6, (1, 2, 3), 1, {TP: newer}))
     consumer._pending[7] = "metadata"
-    consumer._receive("broker-3", MetadataResponse(7, (1, 2, 3), 1, {TP: PartitionMetadata(ErrorCode.NONE, 1, 4, (1, 2, 3), (1,))}))
+    consumer._receive("broker-3", MetadataResponse(7, (1, 2, 3), 1, {TP: older}))
     assert (consumer.leaders[TP], consumer.leader_epochs[TP]) == ((2, 5) if validate else (1, 4))
 
 
