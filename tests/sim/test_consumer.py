@@ -237,3 +237,40 @@ def test_a_validation_answer_for_an_older_position_or_leader_is_ignored():
     assert (state.state, state.position) == ("await_validation", 50)
     consumer._on_validation({TP: (50, 6)}, answer)
     assert (state.state, state.position) == ("fetching", 10)
+
+
+@pytest.mark.parametrize("policy", ["earliest", "none"])
+def test_a_leader_that_knows_no_such_epoch_resets_or_raises(policy: str):
+    """Kafka 2.7.0 SubscriptionState.maybeCompleteValidation, hasUndefinedEpochOrOffset:
+    when the new leader has no epoch at or below the consumer's, the position is reset
+    by the policy (a ListOffsets follows), or without one LogTruncationException is
+    raised with no divergent offset."""
+    events = []
+    consumer = a_consumer(True)
+    consumer._trace = lambda node, type_, fields: events.append((type_, fields))
+    consumer.auto_offset_reset = policy
+    state = consumer.states[TP]
+    state.state, state.position, state.offset_epoch, state.leader, state.leader_epoch = "await_validation", 50, 0, 2, 6
+    undefined = OffsetsForLeaderEpochResponse(1, {TP: EpochEndOffset(ErrorCode.NONE, -1, -1)})
+    consumer._on_validation({TP: (50, 6)}, undefined)
+    if policy == "earliest":
+        assert (state.state, state.reset_reason, state.position) == ("await_reset", "truncation_detected", 50)
+        assert events == []
+    else:
+        assert state.state == "failed"
+        assert events == [("exception_raised", {"exception": "LogTruncationException", "partition": "t-0",
+                                                "fetch_offset": 50, "divergent_offset": -1})]
+
+
+def test_a_fenced_validation_asks_for_new_metadata_and_keeps_waiting():
+    """Kafka 2.7.0 Fetcher.validateOffsetsAsync: a partition whose OffsetsForLeaderEpoch
+    failed (FENCED_LEADER_EPOCH: the consumer's epoch is old) is retried after a metadata
+    update; its position stays unvalidated meanwhile."""
+    consumer = a_consumer(True)
+    consumer.leaders[TP] = 2
+    state = consumer.states[TP]
+    state.state, state.position, state.offset_epoch, state.leader, state.leader_epoch = "await_validation", 50, 0, 2, 6
+    fenced = OffsetsForLeaderEpochResponse(1, {TP: EpochEndOffset(ErrorCode.FENCED_LEADER_EPOCH, -1, -1)})
+    consumer._on_validation({TP: (50, 6)}, fenced)
+    assert (state.state, state.position, state.busy) == ("await_validation", 50, False)
+    assert TP not in consumer.leaders and consumer._metadata_in_flight is not None
