@@ -38,14 +38,30 @@ _RETRIABLE = frozenset({
     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 })
 
-# Errors after which a produce certainly did not append anything: a history can record
-# the operation as failed. Any other error leaves the outcome unknown.
+# Errors a broker returns for a produce only before appending anything (the request
+# was rejected, or the partition's checks refused it): a history can record the
+# operation as failed. Any other error leaves the outcome unknown, because Kafka can
+# return it after the records were appended: REQUEST_TIMED_OUT and
+# NOT_LEADER_OR_FOLLOWER from a delayed produce (acks=all), and
+# NOT_ENOUGH_REPLICAS_AFTER_APPEND. KAFKA_STORAGE_ERROR is not here either: the log dir
+# may fail half way through writing the batch, whose bytes a restart can recover.
 DEFINITE_PRODUCE_FAILURES = frozenset({
-    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,
-    ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.INVALID_REQUIRED_ACKS,
     ErrorCode.CORRUPT_MESSAGE,
 })
+
+
+def is_definite_produce_failure(error: ErrorCode, acks: int) -> bool:
+    """Whether a produce that ended with ``error`` certainly appended nothing, judged
+    from what the client knows. NOT_LEADER_OR_FOLLOWER is certain only for acks 0 and 1:
+    with acks=all the broker also returns it from the delayed produce of records it
+    already appended (kafka.cluster.Partition.checkEnoughReplicasReachOffset, called by
+    DelayedProduce.tryComplete, the same in 0.8.2.2 and 2.7.0), and the client cannot
+    tell the two apart."""
+    if error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return acks != -1
+    return error in DEFINITE_PRODUCE_FAILURES
 
 
 class CoreError(Exception):

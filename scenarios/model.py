@@ -53,6 +53,7 @@ class ProducerWorkload:
     delivery_timeout_ms: int = 120000
     start_ms: int = 0
     stop_ms: int | None = None
+    partitioner: str | None = None  # keyless records: round_robin or sticky; None: the profile's
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class ConsumerWorkload:
     topic: str
     start_ms: int = 0
     poll_interval_ms: int = 100
+    auto_offset_reset: str = "earliest"  # earliest, latest or none
+    start_offset: int | None = None  # seek every partition here first; None: by auto_offset_reset
+    validate_positions: bool | None = None  # KIP-320; None: the profile's
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from typing import Any
 
 from broker_core.config import broker_config, topic_config, PROFILES
 from broker_core.errors import ConfigError
+from broker_core.partitioner import PARTITIONERS
 from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
@@ -168,18 +169,29 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str]) -> Produ
         delivery_timeout_ms=f.take("delivery_timeout", "duration", 120000, positive),
         start_ms=f.take("start", "duration", 0),
         stop_ms=f.take("stop", "duration", None),
+        partitioner=f.take("partitioner", "str", None,
+                           lambda v: None if v in PARTITIONERS else f"must be one of {', '.join(PARTITIONERS)}"),
     )
     f.done()
     return workload
 
 
+RESET_POLICIES = ("earliest", "latest", "none")
+
+
 def _consumer(source: Source, data: Any, path: tuple, topics: set[str]) -> ConsumerWorkload:
     f = Fields(source, data, path, "a consumer")
     topic = f.take("topic", "str", check=lambda v: None if v in topics else f"unknown topic; topics: {sorted(topics)}")
-    workload = ConsumerWorkload(topic, f.take("start", "duration", 0),
-                                f.take("poll_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0"))
+    start_ms = f.take("start", "duration", 0)
+    poll_interval_ms = f.take("poll_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0")
+    reset = f.take("auto.offset.reset", "str", "earliest",
+                   lambda v: None if v in RESET_POLICIES else f"must be one of {', '.join(RESET_POLICIES)}")
+    start_offset = f.take("start_offset", "int", None, lambda v: None if v >= 0 else "must not be negative")
+    if reset == "none" and start_offset is None:  # the Java consumer would throw NoOffsetForPartitionException
+        raise source.error(path + ("auto.offset.reset",), "none needs a start_offset: there is no committed offset")
+    validate = f.take("validate_positions", "bool", None)
     f.done()
-    return workload
+    return ConsumerWorkload(topic, start_ms, poll_interval_ms, reset, start_offset, validate)
 
 
 def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:

@@ -6,22 +6,20 @@ or an error after a possible append). The checkers judge from these events alone
 
 The unit of a produce operation is one batch for one partition, as the broker
 acknowledges it: ``values`` lists the records, ``offset`` the first one's offset.
+
+This module holds what every client shares (metadata, timeouts, the history writer)
+and the final read; the producer is in sim/producer.py, the consumer in sim/consumer.py.
 """
 from __future__ import annotations
 
-import zlib
-from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import simpy
 
-from broker_core.errors import DEFINITE_PRODUCE_FAILURES, ErrorCode
+from broker_core.errors import ErrorCode
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, FetchPartition, FetchRequest,
-    FetchResponse, ListOffsetsRequest, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse)
-from broker_core.records import Records
+    CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, FetchPartition, FetchRequest, ListOffsetsRequest,
+    MetadataRequest, MetadataResponse)
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
 from sim.network import ConnectionReset, Network
@@ -42,6 +40,7 @@ class SimClient:
         self._trace = trace
         self.request_timeout_ms = request_timeout_ms
         self.leaders: dict[TopicPartition, int] = {}
+        self.leader_epochs: dict[TopicPartition, int] = {}  # from the metadata that named the leader
         self.running = True
         self._correlation = 0
         self._pending: dict[int, Any] = {}  # correlation id -> context
@@ -96,8 +95,11 @@ class SimClient:
             return  # an answer after its timeout: the history already says "unknown"
         if isinstance(message, MetadataResponse):
             self._metadata_in_flight = None
-            for tp, meta in message.partitions.items():
-                self.leaders[tp] = meta.leader
+            for tp in sorted(message.partitions):
+                meta = message.partitions[tp]
+                if self.accepts_metadata(tp, meta.leader_epoch):
+                    self.leaders[tp] = meta.leader
+                    self.leader_epochs[tp] = meta.leader_epoch
             self.on_metadata()
         else:
             self.on_response(context, message)
@@ -141,6 +143,10 @@ class SimClient:
         self._bootstrap_index += 1
         self._metadata_in_flight = self.request(broker, lambda cid: MetadataRequest(cid), "metadata")
 
+    def accepts_metadata(self, tp: TopicPartition, leader_epoch: int) -> bool:
+        """Whether to take a partition's leader from a metadata response."""
+        return True
+
     def on_metadata(self) -> None:
         pass
 
@@ -149,328 +155,6 @@ class SimClient:
 
     def on_timeout(self, context: Any, reason: str = "client_timeout") -> None:
         raise NotImplementedError
-
-
-@dataclass
-class PendingBatch:
-    op: int
-    tp: TopicPartition
-    values: list[str]
-    created_ms: int
-    keys: list[str] | None = None  # None: unkeyed
-    attempts: int = 0
-    not_before: float = 0.0  # retry.backoff.ms: a retried batch waits this long
-    invoked: bool = False
-    unknown: bool = False  # an earlier attempt may have been appended
-    _records: Records | None = None
-
-    def records(self, size_bytes: int) -> Records:
-        if self._records is None:  # built once: a retry resends the same records
-            self._records = Records(self.values, self.keys, size_bytes)
-        return self._records
-
-
-class SimProducer(SimClient):
-    """A Kafka producer: records accumulate per partition for ``linger_ms``, then one
-    request per leader carries every ready batch, at most MAX_IN_FLIGHT per broker.
-
-    ``spec`` is the scenario's producer workload (scenarios.model.ProducerWorkload, the
-    layer above: used, not imported), ``partitions`` the topic's partition count."""
-
-    MAX_IN_FLIGHT = 5  # max.in.flight.requests.per.connection
-
-    def __init__(self, env, network, name, brokers, trace, spec, partitions: int):
-        super().__init__(env, network, name, brokers, trace, spec.request_timeout_ms)
-        self.spec = spec
-        self.partitions = [TopicPartition(spec.topic, p) for p in range(partitions)]
-        self._ready: dict[TopicPartition, deque[PendingBatch]] = {tp: deque() for tp in self.partitions}
-        self._open: dict[TopicPartition, PendingBatch] = {}
-        self._in_flight: dict[int, int] = {}  # broker -> requests in flight
-        self._seq = 0
-        self._credit = 0.0
-        self._round_robin = 0
-        self.acknowledged = 0
-        env.process(self._run())
-
-    def _run(self):
-        spec = self.spec
-        if spec.start_ms:
-            yield self.env.timeout(spec.start_ms)
-        self.refresh_metadata()
-        per_tick = spec.rate * spec.linger_ms / 1000.0
-        while self.running and (spec.stop_ms is None or self.env.now < spec.stop_ms):
-            self._credit += per_tick
-            count = int(self._credit)
-            self._credit -= count
-            if count:
-                self._add_records(count)
-            self._close_open_batches()
-            self._expire_and_send()
-            yield self.env.timeout(spec.linger_ms)
-
-    def stop(self) -> None:
-        self.running = False
-
-    def _add_records(self, count: int) -> None:
-        """Create the next ``count`` records: keyed ones go to crc32(key) mod partitions,
-        unkeyed ones round-robin."""
-        spec = self.spec
-        first = self._seq + 1
-        self._seq += count
-        name = self.name
-        partitions = self.partitions
-        n = len(partitions)
-        now = self.now()
-        if spec.keys:
-            for seq in range(first, first + count):
-                key = f"k{seq % spec.keys}"
-                batch = self._open_batch(partitions[zlib.crc32(key.encode()) % n], now)
-                if batch.keys is None:
-                    batch.keys = []
-                batch.keys.append(key)
-                batch.values.append(f"{name}:{seq}")
-            return
-        # Round-robin: record j of this tick goes to partition (start + j) mod n, so each
-        # partition takes every n-th sequence number, in order.
-        start = self._round_robin
-        self._round_robin += count
-        for j in range(min(n, count)):
-            self._open_batch(partitions[(start + j) % n], now).values.extend(
-                [f"{name}:{seq}" for seq in range(first + j, first + count, n)])
-
-    def _open_batch(self, tp: TopicPartition, now: int) -> PendingBatch:
-        batch = self._open.get(tp)
-        if batch is None:
-            batch = self._open[tp] = PendingBatch(0, tp, [], now)
-        return batch
-
-    def _close_open_batches(self) -> None:
-        for tp in sorted(self._open):
-            batch = self._open[tp]
-            batch.op = self.new_op()
-            self._ready[tp].append(batch)
-        self._open.clear()
-
-    def _expire_and_send(self) -> None:
-        now = self.now()
-        by_broker: dict[int, list[PendingBatch]] = {}
-        for tp in self.partitions:
-            queue = self._ready[tp]
-            while queue and now - queue[0].created_ms >= self.spec.delivery_timeout_ms:
-                batch = queue.popleft()  # delivery.timeout.ms: give up; unknown if a try may have landed
-                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
-                             reason="delivery_timeout", expired=True)
-            leader = self.leaders.get(tp, NO_LEADER)
-            if queue and leader != NO_LEADER:
-                by_broker.setdefault(leader, [])
-        for broker in sorted(by_broker):
-            if self._in_flight.get(broker, 0) >= self.MAX_IN_FLIGHT or not self.reachable(broker):
-                continue
-            batches = []
-            for tp in self.partitions:
-                queue = self._ready[tp]
-                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= self.env.now:
-                    batches.append(queue.popleft())
-            if batches:
-                self._send(broker, batches)
-        if any(self._ready[tp] and self.leaders.get(tp, NO_LEADER) == NO_LEADER for tp in self.partitions):
-            self.refresh_metadata()
-
-    def _send(self, broker: int, batches: list[PendingBatch]) -> None:
-        spec = self.spec
-        for batch in batches:
-            self._invoke(batch)
-            batch.attempts += 1
-        partitions = {b.tp: b.records(spec.record_bytes) for b in batches}
-        if spec.acks == 0:
-            self.network.send(self.name, broker_name(broker),
-                              ProduceRequest(0, 0, spec.request_timeout_ms, partitions))
-            for batch in batches:
-                self._finish(batch, "info", None, reason="acks=0")
-            return
-        self._in_flight[broker] = self._in_flight.get(broker, 0) + 1
-        self.request(broker, lambda cid: ProduceRequest(cid, spec.acks, spec.request_timeout_ms, partitions),
-                     (broker, {b.tp: b for b in batches}))
-
-    def on_response(self, context, message: ProduceResponse) -> None:
-        broker, batches = context
-        self._in_flight[broker] -= 1
-        refresh = False
-        for tp in sorted(batches):
-            batch = batches[tp]
-            result = message.partitions.get(tp)
-            if result is None:
-                self._retry_or_finish(batch, ErrorCode.NETWORK_EXCEPTION, unknown=True)
-                continue
-            if result.error is ErrorCode.NONE:
-                self.acknowledged += len(batch.values)
-                self._finish(batch, "ok", None, offset=result.base_offset)
-                continue
-            refresh = refresh or result.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
-                                                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH)
-            self._retry_or_finish(batch, result.error, unknown=result.error not in DEFINITE_PRODUCE_FAILURES)
-        if refresh:
-            self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
-            self.refresh_metadata()
-
-    def on_timeout(self, context, reason: str = "client_timeout") -> None:
-        broker, batches = context
-        self._in_flight[broker] -= 1
-        error = ErrorCode.NETWORK_EXCEPTION if reason == "connection_reset" else ErrorCode.REQUEST_TIMED_OUT
-        for tp in sorted(batches):
-            self._retry_or_finish(batches[tp], error, unknown=True, reason=reason)
-        self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
-        self.refresh_metadata()
-
-    def _retry_or_finish(self, batch: PendingBatch, error: ErrorCode, unknown: bool, reason: str | None = None) -> None:
-        batch.unknown = batch.unknown or unknown
-        within = self.now() - batch.created_ms < self.spec.delivery_timeout_ms
-        if error.is_retriable and batch.attempts <= self.spec.retries and within and self.running:
-            batch.not_before = self.env.now + self.spec.retry_backoff_ms
-            self._ready[batch.tp].appendleft(batch)
-            return
-        self._finish(batch, "info" if batch.unknown else "fail", error, reason=reason)
-
-    def _invoke(self, batch: PendingBatch) -> None:
-        if not batch.invoked:
-            batch.invoked = True
-            self.history("invoke", {"f": "send", "op": batch.op, "partition": str(batch.tp),
-                                    "values": batch.values, "acks": self.spec.acks})
-
-    def on_refused(self, context) -> None:
-        broker, batches = context
-        self._in_flight[broker] -= 1
-        for tp in sorted(batches, reverse=True):
-            batch = batches[tp]
-            batch.attempts -= 1  # it never left: not an attempt
-            self._ready[tp].appendleft(batch)
-        self.refresh_metadata()
-
-    def _finish(self, batch: PendingBatch, outcome: str, error: ErrorCode | None, offset: int | None = None,
-                reason: str | None = None, expired: bool = False) -> None:
-        if expired:
-            self._invoke(batch)
-        fields: dict[str, Any] = {"f": "send", "op": batch.op, "partition": str(batch.tp)}
-        if offset is not None:
-            fields["offset"] = offset
-        if error is not None:
-            fields["error"] = error.name
-            fields["error_code"] = int(error)
-        if reason:
-            fields["reason"] = reason
-        if batch.unknown and outcome == "info" and error is not None and "reason" not in fields:
-            fields["reason"] = "outcome_unknown"
-        self.history(outcome, fields)
-
-    @property
-    def idle(self) -> bool:
-        """Nothing in flight: batches still queued will never be sent once it stopped."""
-        return not any(self._in_flight.values()) and (not self.running or not any(self._ready.values()))
-
-    def drain(self) -> None:
-        """Give up on what was never sent (the run is over)."""
-        for tp in self.partitions:
-            while self._ready[tp]:
-                batch = self._ready[tp].popleft()
-                if not batch.invoked:
-                    continue  # never sent: not part of the history
-                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
-                             reason="run_ended")
-
-
-class SimConsumer(SimClient):
-    """Reads assigned partitions from the earliest offset, one fetch per leader at a time,
-    recording each fetch as a ``poll`` operation."""
-
-    def __init__(self, env, network, name, brokers, trace, partitions: list[TopicPartition],
-                 max_wait_ms: int = 500, poll_interval_ms: int = 100, start_ms: int = 0,
-                 request_timeout_ms: int = 30000, record_history: bool = True):
-        super().__init__(env, network, name, brokers, trace, request_timeout_ms)
-        self.partitions = sorted(partitions)
-        self.positions = {tp: 0 for tp in self.partitions}
-        self.max_wait_ms = max_wait_ms
-        self.poll_interval_ms = poll_interval_ms
-        self.record_history = record_history
-        self._fetching: set[int] = set()
-        self.consumed: dict[TopicPartition, list[tuple[int, str | None]]] = {tp: [] for tp in self.partitions}
-        env.process(self._run(start_ms))
-
-    def _run(self, start_ms: int):
-        if start_ms:
-            yield self.env.timeout(start_ms)
-        self.refresh_metadata()
-        while self.running:
-            self._poll()
-            yield self.env.timeout(self.poll_interval_ms)
-
-    def stop(self) -> None:
-        self.running = False
-
-    def on_metadata(self) -> None:
-        self._poll()
-
-    def _poll(self) -> None:
-        if not self.running:
-            return
-        by_broker: dict[int, list[TopicPartition]] = {}
-        for tp in self.partitions:
-            leader = self.leaders.get(tp, NO_LEADER)
-            if leader == NO_LEADER:
-                self.refresh_metadata()
-                continue
-            by_broker.setdefault(leader, []).append(tp)
-        for broker in sorted(by_broker):
-            if broker in self._fetching or not self.reachable(broker):
-                continue
-            tps = by_broker[broker]
-            wanted = {tp: FetchPartition(self.positions[tp]) for tp in tps}
-            op = self.new_op()
-            if self.record_history:
-                self.history("invoke", {"f": "poll", "op": op, "positions": {str(tp): self.positions[tp] for tp in tps}})
-            self._fetching.add(broker)
-            self.request(broker, lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, self.max_wait_ms, 1, wanted),
-                         (broker, op))
-
-    def on_response(self, context, message: FetchResponse) -> None:
-        broker, op = context
-        self._fetching.discard(broker)
-        records: dict[str, list] = {}
-        errors: dict[str, str] = {}
-        high_watermarks: dict[str, int] = {}
-        for tp in sorted(message.partitions):
-            result = message.partitions[tp]
-            if result.error is ErrorCode.NONE:
-                high_watermarks[str(tp)] = result.high_watermark
-            if result.error is ErrorCode.OFFSET_OUT_OF_RANGE:
-                errors[str(tp)] = result.error.name
-                self.positions[tp] = max(result.log_start_offset, 0) if self.positions[tp] < result.log_start_offset else result.high_watermark
-                continue
-            if result.error is not ErrorCode.NONE:
-                errors[str(tp)] = result.error.name
-                self.leaders.pop(tp, None)
-                continue
-            got = _records_from(result.batches, self.positions[tp], None)
-            if got:
-                self.positions[tp] = got[-1][0] + 1
-                records[str(tp)] = got
-                self.consumed[tp].extend((o, v) for o, v in got)
-        if self.record_history:
-            fields: dict[str, Any] = {"f": "poll", "op": op, "records": records, "high_watermarks": high_watermarks}
-            if errors:
-                fields["errors"] = errors
-            self.history("ok", fields)
-        if errors:
-            self.refresh_metadata()
-        if records:
-            self._poll()
-
-    def on_timeout(self, context, reason: str = "client_timeout") -> None:
-        broker, op = context
-        self._fetching.discard(broker)
-        if self.record_history:
-            self.history("info", {"f": "poll", "op": op, "reason": reason})
-        self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
-        self.refresh_metadata()
 
 
 class SimReader(SimClient):
@@ -535,7 +219,7 @@ class SimReader(SimClient):
             if result.error is not ErrorCode.NONE:
                 self.leaders.pop(tp, None)
                 return
-            got = _records_from(result.batches, state["position"], state["end"])
+            got = records_from(result.batches, state["position"], state["end"])
             if got:
                 state["records"].extend(got)
                 state["position"] = got[-1][0] + 1
@@ -556,7 +240,7 @@ class SimReader(SimClient):
         self.refresh_metadata()
 
 
-def _records_from(batches, position: int, end: int | None) -> list[tuple[int, str | None]]:
+def records_from(batches, position: int, end: int | None) -> list[tuple[int, str | None]]:
     """``(offset, value)`` for every record of ``batches`` at or after ``position`` (and
     before ``end``), in offset order; the trace writes each as ``[offset, value]``."""
     got: list[tuple[int, str | None]] = []

@@ -15,10 +15,12 @@ import simpy
 
 from analysis.trace import TraceWriter
 from broker_core import coordination as coord
-from broker_core.config import broker_config, topic_config
+from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost, broker_id_of
-from sim.clients import SimConsumer, SimProducer, SimReader
+from sim.clients import SimReader
+from sim.consumer import SimConsumer
+from sim.producer import SimProducer
 from sim.coordination import SERVICE, CoordinationService
 from sim.disk import SimDisk
 from sim.faults import SimFaultExecutor
@@ -141,20 +143,32 @@ class World:
             self.service.store.put(coord.topic_path(topic.name), coord.encode_data({"partitions": assignment}))
         self.partitions = [TopicPartition(t.name, p) for t in cluster.topics for p in range(t.partitions)]
         self.replicas = {TopicPartition(t.name, p): r for t in cluster.topics for p, r in t.assignment.items()}
-        brokers = list(cluster.brokers)
-        self.producers = []
-        for i, w in enumerate(scenario.producers):
-            self.producers.append(SimProducer(self.env, self.network, f"producer-{i}", brokers, self.trace, w,
-                                              scenario.topic(w.topic).partitions))
-        self.consumers = []
-        for i, w in enumerate(scenario.consumers):
-            tps = [tp for tp in self.partitions if tp.topic == w.topic]
-            self.consumers.append(SimConsumer(self.env, self.network, f"consumer-{i}", brokers, self.trace, tps,
-                                              poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms))
-        self.reader = SimReader(self.env, self.network, "reader", brokers, self.trace, self.partitions)
+        self._start_clients(scenario, seed)
+        self.reader = SimReader(self.env, self.network, "reader", list(cluster.brokers), self.trace, self.partitions)
         self.faults = SimFaultExecutor(self, derive(seed, "faults"))
         self.settled = False
         self.final_phase = False
+
+    def _start_clients(self, scenario: Any, seed: int) -> None:
+        """Producers and consumers behave as the Java clients of the cluster's profile,
+        unless a workload entry says otherwise."""
+        defaults = client_defaults(scenario.cluster.profile)
+        brokers = list(scenario.cluster.brokers)
+        self.producers = []
+        for i, w in enumerate(scenario.producers):
+            name = f"producer-{i}"
+            self.producers.append(SimProducer(self.env, self.network, name, brokers, self.trace, w,
+                                              scenario.topic(w.topic).partitions,
+                                              w.partitioner or defaults.partitioner,
+                                              derive(seed, f"partitioner-{name}")))
+        self.consumers = []
+        for i, w in enumerate(scenario.consumers):
+            tps = [tp for tp in self.partitions if tp.topic == w.topic]
+            validate = defaults.validate_positions if w.validate_positions is None else w.validate_positions
+            self.consumers.append(SimConsumer(self.env, self.network, f"consumer-{i}", brokers, self.trace, tps,
+                                              poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms,
+                                              auto_offset_reset=w.auto_offset_reset, start_offset=w.start_offset,
+                                              validate_positions=validate))
 
     def _incarnation(self, node: str) -> int:
         host = self.hosts.get(broker_id_of(node)) if node.startswith("broker-") else None
@@ -264,11 +278,11 @@ class World:
         started = self.env.now
 
         def behind():
-            return [(c.name, str(tp)) for c in self.consumers for tp in c.partitions
-                    if c.positions[tp] < ends.get(tp, 0)]
-        while self.consumers and behind() and self.env.now < deadline:
+            return [(c, tp) for c in self.consumers for tp in c.partitions if c.is_behind(tp, ends.get(tp, 0))]
+        # a partition a consumer gave up on (an exception without a reset policy) stays behind
+        while self.consumers and any(not c.has_given_up(tp) for c, tp in behind()) and self.env.now < deadline:
             yield self.env.timeout(SETTLE_POLL_MS)
-        lagging = behind()
+        lagging = [(c.name, str(tp)) for c, tp in behind()]
         for consumer in self.consumers:
             consumer.stop()
         if self.consumers:

@@ -99,3 +99,38 @@ def test_malformed_yaml_and_missing_sections():
     assert "duplicate key" in error_of(GOOD + "duration: 2m\n").message
     assert "empty" in error_of("").message
     assert "mapping" in error_of("- a\n- b\n").message
+
+
+CLIENTS = GOOD.replace("""      rate: 50
+""", """      rate: 50
+      partitioner: sticky
+  consumers:
+    - topic: t
+      auto.offset.reset: none
+      start_offset: 5
+      validate_positions: true
+""")
+
+
+def test_client_keys_parse_and_default_to_the_profile():
+    """Scenario keys for the Java clients' partitioner (KIP-480) and consumer position
+    (auto.offset.reset, seek, KIP-320); None means the profile's default."""
+    s = parse_scenario(CLIENTS, "ok.yaml")
+    assert s.producers[0].partitioner == "sticky"
+    c = s.consumers[0]
+    assert (c.auto_offset_reset, c.start_offset, c.validate_positions) == ("none", 5, True)
+    plain = parse_scenario(GOOD, "ok.yaml")
+    assert plain.producers[0].partitioner is None
+
+
+@pytest.mark.parametrize("change,field,words", [
+    (("partitioner: sticky", "partitioner: random"), "workload.producers[0].partitioner", "round_robin, sticky"),
+    (("auto.offset.reset: none", "auto.offset.reset: smallest"), "workload.consumers[0].auto.offset.reset",
+     "earliest, latest, none"),
+    (("      start_offset: 5\n", ""), "workload.consumers[0].auto.offset.reset", "needs a start_offset"),
+    (("start_offset: 5", "start_offset: -1"), "workload.consumers[0].start_offset", "negative"),
+    (("validate_positions: true", "validate_positions: 1"), "workload.consumers[0].validate_positions", "true or false"),
+])
+def test_bad_client_keys_name_their_field(change, field, words):
+    err = error_of(CLIENTS.replace(*change))
+    assert err.field == field and words in err.message and err.line is not None

@@ -1,0 +1,266 @@
+"""The simulated producer: records accumulate per partition for ``linger_ms`` and leave
+as batches, one produce request per leader; the history records one ``send`` per batch
+(sim/clients.py describes the history)."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from broker_core.errors import ErrorCode, is_definite_produce_failure
+from broker_core.messages import ProduceRequest, ProduceResponse
+from broker_core.partitioner import make_partition_for_key, make_partitioner
+from broker_core.records import Records
+from broker_core.types import NO_LEADER, TopicPartition
+from sim.broker_host import broker_name
+from sim.clients import SimClient
+
+
+@dataclass
+class PendingBatch:
+    op: int
+    tp: TopicPartition
+    values: list[str]
+    created_ms: int
+    keys: list[str] | None = None  # None: unkeyed
+    attempts: int = 0
+    not_before: float = 0.0  # retry.backoff.ms: a retried batch waits this long
+    invoked: bool = False
+    unknown: bool = False  # an earlier attempt may have been appended
+    _records: Records | None = None
+
+    def records(self, size_bytes: int) -> Records:
+        if self._records is None:  # built once: a retry resends the same records
+            self._records = Records(self.values, self.keys, size_bytes)
+        return self._records
+
+
+class SimProducer(SimClient):
+    """A Kafka producer: records accumulate per partition for ``linger_ms``, then one
+    request per leader carries every ready batch, at most MAX_IN_FLIGHT per broker.
+
+    ``spec`` is the scenario's producer workload (scenarios.model.ProducerWorkload, the
+    layer above: used, not imported), ``partitions`` the topic's partition count."""
+
+    MAX_IN_FLIGHT = 5  # max.in.flight.requests.per.connection
+
+    def __init__(self, env, network, name, brokers, trace, spec, partitions: int, partitioner: str, rng):
+        """``partitioner`` names the keyless records' partitioner (``round_robin`` or
+        ``sticky``); ``rng`` is its seeded generator."""
+        super().__init__(env, network, name, brokers, trace, spec.request_timeout_ms)
+        self.spec = spec
+        self.partitioner = make_partitioner(partitioner, rng)
+        self._partition_for_key = make_partition_for_key(partitions)
+        self.partitions = [TopicPartition(spec.topic, p) for p in range(partitions)]
+        self._ready: dict[TopicPartition, deque[PendingBatch]] = {tp: deque() for tp in self.partitions}
+        self._open: dict[TopicPartition, PendingBatch] = {}
+        self._in_flight: dict[int, int] = {}  # broker -> requests in flight
+        self._seq = 0
+        self._credit = 0.0
+        self.acknowledged = 0
+        self.produce_requests = 0  # requests sent (bench/sim_speed.py reports them)
+        env.process(self._run())
+
+    def _run(self):
+        spec = self.spec
+        if spec.start_ms:
+            yield self.env.timeout(spec.start_ms)
+        self.refresh_metadata()
+        per_tick = spec.rate * spec.linger_ms / 1000.0
+        while self.running and (spec.stop_ms is None or self.env.now < spec.stop_ms):
+            self._credit += per_tick
+            count = int(self._credit)
+            self._credit -= count
+            if count:
+                self._add_records(count)
+            self._close_open_batches()
+            self._expire_and_send()
+            yield self.env.timeout(spec.linger_ms)
+
+    def stop(self) -> None:
+        self.running = False
+
+    def _available(self) -> list[int]:
+        """Partitions with a known leader (Cluster.availablePartitionsForTopic)."""
+        leaders = self.leaders
+        return [i for i, tp in enumerate(self.partitions) if leaders.get(tp, NO_LEADER) != NO_LEADER]
+
+    def _add_records(self, count: int) -> None:
+        """Create the next ``count`` records: keyed ones go to murmur2(key) mod
+        partitions, keyless ones where the partitioner says (broker_core/partitioner.py)."""
+        spec = self.spec
+        first = self._seq + 1
+        self._seq += count
+        name = self.name
+        partitions = self.partitions
+        now = self.now()
+        if spec.keys:
+            for seq in range(first, first + count):
+                key = f"k{seq % spec.keys}"
+                batch = self._open_batch(partitions[self._partition_for_key(key)], now)
+                if batch.keys is None:
+                    batch.keys = []
+                batch.keys.append(key)
+                batch.values.append(f"{name}:{seq}")
+            return
+        available = self._available()
+        n = len(partitions)
+        partitioner = self.partitioner
+        if partitioner.name == "sticky":
+            # Every record of a tick fits the sticky partition's open batch, so only the
+            # first one can need a new batch (the sim has no batch.size limit).
+            target = partitioner.partition(n, available)
+            if partitions[target] not in self._open:
+                target = partitioner.on_new_batch(n, available, target)
+            self._open_batch(partitions[target], now).values.extend(
+                [f"{name}:{seq}" for seq in range(first, first + count)])
+            return
+        # Round-robin: record j goes to choices[(start + j) mod m], so each partition
+        # takes every m-th sequence number, in order.
+        choices = available or list(range(n))
+        m = len(choices)
+        start = partitioner.take(count)
+        for j in range(min(m, count)):
+            self._open_batch(partitions[choices[(start + j) % m]], now).values.extend(
+                [f"{name}:{seq}" for seq in range(first + j, first + count, m)])
+
+    def _open_batch(self, tp: TopicPartition, now: int) -> PendingBatch:
+        batch = self._open.get(tp)
+        if batch is None:
+            batch = self._open[tp] = PendingBatch(0, tp, [], now)
+        return batch
+
+    def _close_open_batches(self) -> None:
+        for tp in sorted(self._open):
+            batch = self._open[tp]
+            batch.op = self.new_op()
+            self._ready[tp].append(batch)
+        self._open.clear()
+
+    def _expire_and_send(self) -> None:
+        now = self.now()
+        by_broker: dict[int, list[PendingBatch]] = {}
+        for tp in self.partitions:
+            queue = self._ready[tp]
+            while queue and now - queue[0].created_ms >= self.spec.delivery_timeout_ms:
+                batch = queue.popleft()  # delivery.timeout.ms: give up; unknown if a try may have landed
+                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
+                             reason="delivery_timeout", expired=True)
+            leader = self.leaders.get(tp, NO_LEADER)
+            if queue and leader != NO_LEADER:
+                by_broker.setdefault(leader, [])
+        for broker in sorted(by_broker):
+            if self._in_flight.get(broker, 0) >= self.MAX_IN_FLIGHT or not self.reachable(broker):
+                continue
+            batches = []
+            for tp in self.partitions:
+                queue = self._ready[tp]
+                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= self.env.now:
+                    batches.append(queue.popleft())
+            if batches:
+                self._send(broker, batches)
+        if any(self._ready[tp] and self.leaders.get(tp, NO_LEADER) == NO_LEADER for tp in self.partitions):
+            self.refresh_metadata()
+
+    def _send(self, broker: int, batches: list[PendingBatch]) -> None:
+        spec = self.spec
+        for batch in batches:
+            self._invoke(batch)
+            batch.attempts += 1
+        partitions = {b.tp: b.records(spec.record_bytes) for b in batches}
+        self.produce_requests += 1
+        if spec.acks == 0:
+            self.network.send(self.name, broker_name(broker),
+                              ProduceRequest(0, 0, spec.request_timeout_ms, partitions))
+            for batch in batches:
+                self._finish(batch, "info", None, reason="acks=0")
+            return
+        self._in_flight[broker] = self._in_flight.get(broker, 0) + 1
+        self.request(broker, lambda cid: ProduceRequest(cid, spec.acks, spec.request_timeout_ms, partitions),
+                     (broker, {b.tp: b for b in batches}))
+
+    def on_response(self, context, message: ProduceResponse) -> None:
+        broker, batches = context
+        self._in_flight[broker] -= 1
+        refresh = False
+        for tp in sorted(batches):
+            batch = batches[tp]
+            result = message.partitions.get(tp)
+            if result is None:
+                self._retry_or_finish(batch, ErrorCode.NETWORK_EXCEPTION, unknown=True)
+                continue
+            if result.error is ErrorCode.NONE:
+                self.acknowledged += len(batch.values)
+                self._finish(batch, "ok", None, offset=result.base_offset)
+                continue
+            refresh = refresh or result.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                                                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH)
+            self._retry_or_finish(batch, result.error,
+                                  unknown=not is_definite_produce_failure(result.error, self.spec.acks))
+        if refresh:
+            self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
+            self.refresh_metadata()
+
+    def on_timeout(self, context, reason: str = "client_timeout") -> None:
+        broker, batches = context
+        self._in_flight[broker] -= 1
+        error = ErrorCode.NETWORK_EXCEPTION if reason == "connection_reset" else ErrorCode.REQUEST_TIMED_OUT
+        for tp in sorted(batches):
+            self._retry_or_finish(batches[tp], error, unknown=True, reason=reason)
+        self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
+        self.refresh_metadata()
+
+    def _retry_or_finish(self, batch: PendingBatch, error: ErrorCode, unknown: bool, reason: str | None = None) -> None:
+        batch.unknown = batch.unknown or unknown
+        within = self.now() - batch.created_ms < self.spec.delivery_timeout_ms
+        if error.is_retriable and batch.attempts <= self.spec.retries and within and self.running:
+            batch.not_before = self.env.now + self.spec.retry_backoff_ms
+            self._ready[batch.tp].appendleft(batch)
+            return
+        self._finish(batch, "info" if batch.unknown else "fail", error, reason=reason)
+
+    def _invoke(self, batch: PendingBatch) -> None:
+        if not batch.invoked:
+            batch.invoked = True
+            self.history("invoke", {"f": "send", "op": batch.op, "partition": str(batch.tp),
+                                    "values": batch.values, "acks": self.spec.acks})
+
+    def on_refused(self, context) -> None:
+        broker, batches = context
+        self._in_flight[broker] -= 1
+        for tp in sorted(batches, reverse=True):
+            batch = batches[tp]
+            batch.attempts -= 1  # it never left: not an attempt
+            self._ready[tp].appendleft(batch)
+        self.refresh_metadata()
+
+    def _finish(self, batch: PendingBatch, outcome: str, error: ErrorCode | None, offset: int | None = None,
+                reason: str | None = None, expired: bool = False) -> None:
+        if expired:
+            self._invoke(batch)
+        fields: dict[str, Any] = {"f": "send", "op": batch.op, "partition": str(batch.tp)}
+        if offset is not None:
+            fields["offset"] = offset
+        if error is not None:
+            fields["error"] = error.name
+            fields["error_code"] = int(error)
+        if reason:
+            fields["reason"] = reason
+        if batch.unknown and outcome == "info" and error is not None and "reason" not in fields:
+            fields["reason"] = "outcome_unknown"
+        self.history(outcome, fields)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing in flight: batches still queued will never be sent once it stopped."""
+        return not any(self._in_flight.values()) and (not self.running or not any(self._ready.values()))
+
+    def drain(self) -> None:
+        """Give up on what was never sent (the run is over)."""
+        for tp in self.partitions:
+            while self._ready[tp]:
+                batch = self._ready[tp].popleft()
+                if not batch.invoked:
+                    continue  # never sent: not part of the history
+                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
+                             reason="run_ended")

@@ -1,0 +1,100 @@
+"""The simulated producer partitions records as the Java client of its profile does."""
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from analysis.history import load_history
+from broker_core.partitioner import partition_for_key
+from scenarios.parse import load_scenario, parse_scenario
+from scenarios.runner import run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+SCENARIO = """
+name: partitioning
+cluster:
+  brokers: 3
+  profile: {profile}
+  topics: [{{name: t, partitions: 3, replication_factor: 2}}]
+workload:
+  producers: [{{topic: t, acks: 1, rate: 300, linger: 10ms{extra}}}]
+duration: 3s
+"""
+
+
+def sends(tmp_path: Path, profile: str, extra: str = ""):
+    scenario = parse_scenario(SCENARIO.format(profile=profile, extra=extra), "partitioning.yaml")
+    result = run_scenario(scenario, 1, tmp_path)
+    ops = [o for o in load_history(result.trace_path).of("send") if o.outcome == "ok"]
+    assert len(ops) > 100
+    return ops
+
+
+def requests_per_tick(ops) -> Counter:
+    """Batches sent per linger tick, once the producer knows the leaders (before that,
+    batches of several ticks wait and leave together)."""
+    return Counter(o.invoke.t_ms for o in ops if o.invoke.t_ms >= 500)
+
+
+def test_kafka_2_7_keyless_records_stick_to_one_partition_per_batch(tmp_path: Path):
+    """Kafka 2.4.0/2.7.0 DefaultPartitioner with StickyPartitionCache (KIP-480) and
+    KafkaProducer.doSend (abortOnNewBatch, then onNewBatch): all keyless records go to
+    one partition until it needs a new batch, then to another one. Each linger tick is
+    one batch, so one produce request per tick instead of one per leader."""
+    ops = sends(tmp_path, "kafka-2.7")
+    assert max(requests_per_tick(ops).values()) == 1, "one batch, so one produce request, per tick"
+    # once leaders are known (before, with no partition available, Java may draw the same one)
+    partitions = [o.invoke["partition"] for o in sorted(ops, key=lambda o: o.invoke["op"]) if o.invoke.t_ms >= 500]
+    assert all(a != b for a, b in zip(partitions, partitions[1:])), "each new batch moves on"
+    assert set(partitions) == {"t-0", "t-1", "t-2"}
+
+
+def test_kafka_0_8_keyless_records_go_round_robin(tmp_path: Path):
+    """Kafka 0.8.2.2 clients/.../producer/internals/Partitioner.partition: keyless
+    records take turns over the partitions with a leader, so every tick's 3 records
+    spread over all 3 partitions (3 leaders, 3 requests)."""
+    ops = sends(tmp_path, "kafka-0.8")
+    per_tick = defaultdict(set)
+    for o in ops:
+        per_tick[o.invoke.t_ms].add(o.invoke["partition"])
+    full = [p for p in per_tick.values() if len(p) == 3]
+    assert len(full) > 0.9 * len(per_tick)
+
+
+@pytest.mark.parametrize("profile", ["kafka-0.8", "kafka-2.7"])
+def test_a_scenario_can_choose_the_other_partitioner(tmp_path: Path, profile: str):
+    """The producer's ``partitioner`` overrides the profile's default (Kafka 2.4+
+    RoundRobinPartitioner, or the sticky DefaultPartitioner)."""
+    other = "round_robin" if profile == "kafka-2.7" else "sticky"
+    ops = sends(tmp_path, profile, f", partitioner: {other}")
+    assert (max(requests_per_tick(ops).values()) == 1) == (other == "sticky")
+
+
+@pytest.mark.parametrize("profile", ["kafka-0.8", "kafka-2.7"])
+def test_keyed_records_go_where_murmur2_sends_them(tmp_path: Path, profile: str):
+    """Kafka 2.7.0 DefaultPartitioner.partition and 0.8.2.2 Partitioner.partition:
+    toPositive(murmur2(key bytes)) % partitions, keys serialized as UTF-8."""
+    ops = sends(tmp_path, profile, ", keys: 7")
+    for o in ops:
+        for value in o.invoke["values"]:
+            seq = int(value.split(":")[1])
+            assert o.invoke["partition"] == f"t-{partition_for_key(f'k{seq % 7}'.encode(), 3)}"
+
+
+def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
+    """Kafka 2.7.0 kafka.cluster.Partition.checkEnoughReplicasReachOffset (through
+    DelayedProduce.tryComplete): an acks=all produce that waited in purgatory gets
+    NOT_LEADER_OR_FOLLOWER when its leader lost leadership, although the records were
+    appended and may be committed by the next leader. Under the nemesis such records
+    do reach the final read, so the history records those sends as unknown (``info``),
+    and ``fail`` stays a promise that nothing was appended."""
+    result = run_scenario(load_scenario(ROOT / "scenarios/library/nemesis-safe.yaml"), 1, tmp_path)
+    history = load_history(result.trace_path)
+    read = {v for o in history.of("read") if o.completion is not None for _, v in o.completion["records"]}
+    not_leader = [o for o in history.of("send") if o.completion is not None
+                  and o.completion.fields.get("error") == "NOT_LEADER_OR_FOLLOWER"]
+    assert not_leader and all(o.outcome == "info" for o in not_leader)
+    assert any(v in read for o in not_leader for v in o.invoke["values"]), "some of them were committed"
+    failed = [o for o in history.of("send") if o.outcome == "fail"]
+    assert not any(v in read for o in failed for v in o.invoke["values"])
