@@ -14,6 +14,10 @@ from broker_core.errors import ConfigError
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
 TRUNCATION_RULES = ("high_watermark", "leader_epoch")
+# What a starting broker does when its /brokers/ids node is held by another session:
+# 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
+REGISTRATION_CONFLICT_RULES = ("retry", "exit")
+ISRLAB_KEYS = ("truncation", "registration_conflict")  # isrlab's own keys, not Kafka's
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class BrokerConfig:
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
     truncation: str = "leader_epoch"
+    registration_conflict: str = "exit"
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
@@ -41,6 +46,9 @@ class BrokerConfig:
             if f.name == "truncation":
                 if value not in TRUNCATION_RULES:
                     raise ConfigError(f.name, f"must be one of {', '.join(TRUNCATION_RULES)}")
+            elif f.name == "registration_conflict":
+                if value not in REGISTRATION_CONFLICT_RULES:
+                    raise ConfigError(f.name, f"must be one of {', '.join(REGISTRATION_CONFLICT_RULES)}")
             elif f.name == "unclean_leader_election_enable":
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
@@ -81,6 +89,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "unclean_leader_election_enable": True,
         "zookeeper_session_timeout_ms": 6000,
         "truncation": "high_watermark",
+        "registration_conflict": "retry",
     },
 }
 
@@ -113,7 +122,7 @@ def attribute_name(key: str) -> str:
 
 
 def kafka_name(attribute: str) -> str:
-    return attribute if attribute == "truncation" else attribute.replace("_", ".")
+    return attribute if attribute in ISRLAB_KEYS else attribute.replace("_", ".")
 
 
 def broker_config(profile: str = "kafka-2.7", overrides: Mapping[str, Any] | None = None) -> BrokerConfig:

@@ -326,7 +326,8 @@ class ReplicaManager:
         try:
             while new_isr != partition.isr:
                 state = LeaderAndIsr(ctx.broker_id, epoch, new_isr, partition.controller_epoch, partition.zk_version)
-                reply = yield coord.SetData(path, coord.encode_data(state.to_data()), partition.zk_version)
+                reply = yield from coord.conditional_update(
+                    coord.SetData(path, coord.encode_data(state.to_data()), partition.zk_version))
                 if not partition.is_leader or partition.leader_epoch != epoch:
                     return  # the partition changed hands while the write was in flight
                 if reply.ok:
