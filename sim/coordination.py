@@ -342,6 +342,7 @@ class CoordinationClient:
     def connect(self) -> None:
         self.running = True
         self._generation += 1
+        self._ticks = 0
         self._create_session()
         self._schedule_ping(self._generation)
 
