@@ -194,3 +194,15 @@ def test_a_request_sent_while_the_link_to_the_store_is_cut_fails_with_connection
     assert cluster.wait_for(lambda: follower not in cluster.partition(leader).isr, 5000)
     assert [f["op"] for _, b, f in cluster.traced("coordination_request_retried") if b == leader] == ["SetData"]
     assert follower not in coord.decode_data(cluster.store.get(STATE))["isr"]
+
+
+def test_the_profiles_pick_the_registration_conflict_rule_and_a_bad_value_is_refused():
+    """0.8.2.2 ZkUtils.createEphemeralPathExpectConflictHandleZKBug retries; 2.7.0 (and
+    3.0.0) KafkaZkClient.checkedEphemeralCreate throws and startup fails."""
+    from broker_core.config import broker_config
+    from broker_core.errors import ConfigError
+    assert broker_config("kafka-0.8").registration_conflict == "retry"
+    assert broker_config("kafka-2.7").registration_conflict == "exit"
+    assert broker_config("kafka-3.0").registration_conflict == "exit"
+    with pytest.raises(ConfigError, match="must be one of retry, exit"):
+        broker_config("kafka-2.7", {"registration_conflict": "sometimes"})

@@ -123,3 +123,39 @@ def test_a_link_cut_past_the_session_timeout_expires_the_session_instead():
     rig.env.run(until=13000)
     assert [type(e).__name__ for e in rig.sessions[1:]] == ["CoordSessionExpired", "CoordSessionStarted"]
     assert rig.service.store.get("/brokers/ids/1") is None  # never applied: its socket was given up
+
+
+ZK_ANSWER_CUT = """
+name: zk-answer-cut
+cluster:
+  brokers: 3
+  config: {min.insync.replicas: 2, replica.lag.time.max.ms: 2000}
+  topics: [{name: t, partitions: 1, replication_factor: 3, assignment: {0: [1, 2, 3]}}]
+workload:
+  producers: [{topic: t, acks: all, rate: 100}]
+faults:
+  - {at: 5s, cut: {from: 3, to: 1}}             # the follower's fetches are lost: the leader shrinks the ISR
+  - {at: 6s, cut: {from: zk, to: 1}, for: 10s}  # ... and the answer to that write is lost
+duration: 30s
+"""
+
+
+def test_a_whole_run_where_the_answer_to_an_isr_write_is_cut_off_retries_it_and_takes_its_own_write(tmp_path):
+    """End to end, from a seed: the leader's ISR shrink (Kafka 2.7.0
+    ReplicationUtils.updateLeaderAndIsr) reaches the service, its answer does not; the
+    client gives the connection up, the core resends after the reconnect, the resend
+    answers BAD_VERSION and checkLeaderAndIsrZkData finds the leader's own data."""
+    from analysis.history import load_history
+    from scenarios.parse import parse_scenario
+    from scenarios.runner import run_scenario
+    result = run_scenario(parse_scenario(ZK_ANSWER_CUT, "zk-answer-cut.yaml"), 1, tmp_path)
+    events = [e for e in load_history(result.trace_path).events if e.node == "broker-1"]
+    kinds = [e.type for e in events if e.type.startswith("coordination_") or e.type.startswith("isr_")]
+    assert kinds[:4] == ["coordination_connection_lost", "coordination_request_retried",
+                         "coordination_reconnected", "isr_shrunk"]
+    lost = next(e for e in events if e.type == "coordination_connection_lost")
+    shrunk = next(e for e in events if e.type == "isr_shrunk")
+    assert lost["requests_lost"] == 1 and 16000 <= shrunk.t_ms < 16100  # after the cut ends at 16 s
+    assert shrunk["isr"] == [1, 2] and shrunk["zk_version"] == 1  # the first write's version: applied once
+    assert "isr_update_conflict" not in kinds
+    assert result.summary.missing == () and result.summary.settled
