@@ -26,7 +26,6 @@ from broker_core.types import NO_LEADER, TopicPartition
 HW_CHECKPOINT = "replication-offset-checkpoint"
 _PARTITION_REQUESTS = (ProduceRequest, FetchRequest, ListOffsetsRequest, OffsetsForLeaderEpochRequest,
                        LeaderAndIsrRequest)
-REGISTRATION_RETRY_MS = 1000
 CONTROLLED_SHUTDOWN_MAX_RETRIES = 3  # Kafka's controlled.shutdown.max.retries
 CONTROLLED_SHUTDOWN_RETRY_MS = 5000  # controlled.shutdown.retry.backoff.ms
 
@@ -58,6 +57,7 @@ class BrokerNode:
         self.topic_configs = dict(topic_configs or {})
         self.started = False
         self.session_id: int | None = None
+        self.registered_once = False  # a failed registration ends the process only at startup
         self.replicas = ReplicaManager(self.ctx, self.topic_configs, {})
         self.fetchers = ReplicaFetcherManager(self.ctx, self.replicas.partitions, on_append=self._on_follower_append)
         self.replicas.on_become_follower = self.fetchers.add_partition
@@ -152,23 +152,38 @@ class BrokerNode:
         self.ctx.tasks.cancel_all()  # ends any ISR write in flight, releasing its lock
 
     def _register(self):
+        """Create this broker's ephemeral /brokers/ids node. The node of a previous
+        incarnation whose session has not expired yet is a conflict: 0.8.2.2 (ZkUtils
+        createEphemeralPathExpectConflictHandleZKBug) backs off for the session timeout
+        and retries; 2.7.0 (KafkaZkClient.registerBroker, checkedEphemeralCreate) throws,
+        and KafkaServer.startup fails: the process exits."""
         # The session id marks this incarnation, so the controller can tell a bounce.
-        data = coord.encode_data({"broker_id": self.broker_id, "session": self.session_id})
+        session = self.session_id
+        data = coord.encode_data({"broker_id": self.broker_id, "session": session})
+        path = coord.broker_path(self.broker_id)
         while True:
-            reply = yield coord.Create(coord.broker_path(self.broker_id), data, ephemeral=True, make_parents=True)
+            reply = yield from coord.create_checked(coord.Create(path, data, ephemeral=True, make_parents=True), session)
             if reply.ok:
                 break
             if reply.error != coord.NODE_EXISTS:
                 return
-            # The previous incarnation's session has not expired yet (Kafka retries too).
-            yield coord.Sleep(REGISTRATION_RETRY_MS)
+            retry = self.config.registration_conflict == "retry"
+            self.ctx.trace("broker_registration_conflict", session_id=session, owner_session=reply.ephemeral_owner,
+                           action="retry" if retry else "exit")
+            if not retry:
+                if not self.registered_once:  # at startup the exception ends the process
+                    self.ctx.emit(Halt("broker registration failed: node exists", clean=True))
+                return  # later (after a session expiry) Kafka logs the error and goes on
+            yield coord.Sleep(self.config.zookeeper_session_timeout_ms)
+        self.registered_once = True
         self.ctx.trace("broker_registered")
         yield from self._elect_controller()
 
     def _elect_controller(self):
+        session = self.session_id
         while True:
-            reply = yield coord.Create(coord.CONTROLLER_PATH, coord.encode_data({"brokerid": self.broker_id}),
-                                       ephemeral=True)
+            reply = yield from coord.create_checked(coord.Create(
+                coord.CONTROLLER_PATH, coord.encode_data({"brokerid": self.broker_id}), ephemeral=True), session)
             if reply.ok:
                 break
             if reply.error != coord.NODE_EXISTS:
@@ -179,10 +194,12 @@ class BrokerNode:
         epoch_reply = yield coord.GetData(coord.CONTROLLER_EPOCH_PATH)
         if epoch_reply.ok:
             epoch = int(epoch_reply.value) + 1
-            written = yield coord.SetData(coord.CONTROLLER_EPOCH_PATH, coord.encode_data(epoch), epoch_reply.version)
+            written = yield from coord.conditional_update(
+                coord.SetData(coord.CONTROLLER_EPOCH_PATH, coord.encode_data(epoch), epoch_reply.version))
         else:
             epoch = 1
-            written = yield coord.Create(coord.CONTROLLER_EPOCH_PATH, coord.encode_data(epoch))
+            written = yield from coord.create_checked(
+                coord.Create(coord.CONTROLLER_EPOCH_PATH, coord.encode_data(epoch)), session)
         if not written.ok:
             yield coord.Delete(coord.CONTROLLER_PATH)
             return

@@ -27,8 +27,11 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable",
                        "failover_removes_dead_replicas", "unclean_empties_isr"})
-ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "failover_removes_dead_replicas",
-                         "unclean_empties_isr"})
+ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
+                         "failover_removes_dead_replicas", "unclean_empties_isr"})
+# What a starting broker does when its /brokers/ids node is held by another session:
+# 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
+REGISTRATION_CONFLICT_RULES = ("retry", "exit")
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class BrokerConfig:
         if self.log_flush_interval_ms is None:
             return self.log_flush_scheduler_interval_ms
         return self.log_flush_interval_ms
+    registration_conflict: str = "exit"
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
@@ -118,10 +122,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "isr_change_protocol": "zookeeper",
         "failover_removes_dead_replicas": False,
         "unclean_empties_isr": True,
+        "registration_conflict": "retry",
     },
 }
 
-_CHOICES = {"truncation": TRUNCATION_RULES, "isr_change_protocol": ISR_CHANGE_PROTOCOLS}
+_CHOICES = {"truncation": TRUNCATION_RULES, "isr_change_protocol": ISR_CHANGE_PROTOCOLS,
+            "registration_conflict": REGISTRATION_CONFLICT_RULES}
 
 _FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
 

@@ -322,8 +322,8 @@ class Controller:
         live = [r for r in replicas if r in self.live]
         leader = live[0] if live else NO_LEADER
         state = LeaderAndIsr(leader, 0, tuple(live) if live else replicas[:1], self.epoch)
-        reply = yield coord.Create(coord.partition_state_path(*tp), coord.encode_data(state.to_data()),
-                                   make_parents=True)
+        reply = yield from coord.create_checked(coord.Create(
+            coord.partition_state_path(*tp), coord.encode_data(state.to_data()), make_parents=True), None)
         if reply.ok:
             self.states[tp] = state
             self._trace_election(tp, state, "initial", unclean=False)
@@ -480,8 +480,9 @@ class Controller:
             new = decide(current)
             if new is None:
                 return None
-            reply = yield coord.SetData(path, coord.encode_data(new.to_data()), current.zk_version,
-                                        check_path=coord.CONTROLLER_EPOCH_PATH, check_version=self.epoch_zk_version)
+            reply = yield from coord.conditional_update(coord.SetData(
+                path, coord.encode_data(new.to_data()), current.zk_version,
+                check_path=coord.CONTROLLER_EPOCH_PATH, check_version=self.epoch_zk_version))
             if reply.ok:
                 new = replace(new, zk_version=reply.version)
                 self.states[tp] = new

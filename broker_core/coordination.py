@@ -9,6 +9,13 @@ A task is a generator that yields operations and receives their replies::
 The runner turns each yielded operation into a ``CoordRequest`` effect and resumes the
 generator when the runtime hands back ``CoordReplied``. ``Sleep`` pauses a task on a
 timer. Everything stays synchronous and deterministic.
+
+The service is as unkind as ZooKeeper: a request whose connection drops answers
+``CONNECTION_LOSS`` and may or may not have been applied. The runner sends it again
+(the runtime holds it until the client has reconnected), as Kafka's ZooKeeperClient
+does (2.7.0 KafkaZkClient.retryRequestsUntilConnected). A resent create may then
+answer NODE_EXISTS and a resent compare-and-set BAD_VERSION: ``create_checked`` and
+``conditional_update`` tell one's own earlier write from a real conflict.
 """
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
 
-from broker_core.effects import CancelTimer, CoordRequest, SetTimer
+from broker_core.effects import CancelTimer, CoordRequest, SetTimer, Trace
 
 # Reply errors, named as in ZooKeeper.
 NO_NODE = "no_node"
@@ -110,6 +117,7 @@ class Reply:
     data: bytes | None = None
     version: int = -1
     children: tuple[str, ...] = ()
+    ephemeral_owner: int = 0  # ZooKeeper's Stat.ephemeralOwner: the owning session, 0 if persistent
 
     @property
     def value(self) -> Any:
@@ -117,6 +125,44 @@ class Reply:
 
 
 Task = Generator[Any, Reply | None, None]
+
+
+def conditional_update(op: SetData):
+    """A compare-and-set that survives its own resend: on BAD_VERSION read the node, and
+    data identical to what this write carried means the first attempt was applied and
+    only its answer was lost. Kafka: ReplicationUtils.updateLeaderAndIsr with
+    checkLeaderAndIsrZkData (0.8.2.2, 2.7.0) via conditionalUpdatePath. Use as
+    ``reply = yield from conditional_update(SetData(...))``; a real conflict returns the
+    BAD_VERSION reply."""
+    reply = yield op
+    if reply.error != BAD_VERSION:
+        return reply
+    written = yield GetData(op.path)
+    if written.ok and written.data == op.data:
+        return Reply(True, data=written.data, version=written.version)
+    return reply
+
+
+def create_checked(op: Create, session_id: int | None):
+    """A create that survives its own resend: on NODE_EXISTS read the node; an ephemeral
+    node owned by this session (2.7.0 KafkaZkClient.CheckedEphemeral.getAfterNodeExists)
+    or a persistent node holding exactly this data (0.8.2.2 ZkUtils
+    createEphemeralPathExpectConflict compares the data) is this create's own. A node
+    that vanished meanwhile is created again. Another owner's node returns NODE_EXISTS
+    with that node's data and ``ephemeral_owner``."""
+    while True:
+        reply = yield op
+        if reply.error != NODE_EXISTS:
+            return reply
+        written = yield GetData(op.path)
+        if written.error == NO_NODE:
+            continue
+        if not written.ok:
+            return written
+        if (written.ephemeral_owner == session_id) if op.ephemeral else (written.data == op.data):
+            return Reply(True, data=written.data, version=written.version, ephemeral_owner=written.ephemeral_owner)
+        return Reply(False, NODE_EXISTS, data=written.data, version=written.version,
+                     ephemeral_owner=written.ephemeral_owner)
 
 
 class TaskRunner:
@@ -128,6 +174,7 @@ class TaskRunner:
         self._next_request_id = 1
         self._next_task_id = 1
         self._waiting_reply: dict[int, Task] = {}
+        self._ops: dict[int, Any] = {}
         self._sleeping: dict[tuple, Task] = {}
 
     def start(self, task: Task) -> None:
@@ -135,8 +182,16 @@ class TaskRunner:
 
     def on_reply(self, request_id: int, reply: Reply) -> None:
         task = self._waiting_reply.pop(request_id, None)
-        if task is not None:  # replies for cancelled tasks are ignored
-            self._advance(task, reply)
+        op = self._ops.pop(request_id, None)
+        if task is None:  # replies for cancelled tasks are ignored
+            return
+        if reply.error == CONNECTION_LOSS:
+            # Kafka retries until connected; the op may have been applied already.
+            self._emit(Trace("coordination_request_retried", {
+                "op": type(op).__name__, "path": op.path, "error": CONNECTION_LOSS}))
+            self._send(task, op)
+            return
+        self._advance(task, reply)
 
     def on_timer(self, key: tuple) -> None:
         task = self._sleeping.pop(key, None)
@@ -150,6 +205,7 @@ class TaskRunner:
         for key in sorted(self._sleeping, key=repr):
             self._emit(CancelTimer(key))
         self._waiting_reply.clear()
+        self._ops.clear()
         self._sleeping.clear()
 
     @property
@@ -167,7 +223,11 @@ class TaskRunner:
             self._sleeping[key] = task
             self._emit(SetTimer(key, self._now() + op.ms))
             return
+        self._send(task, op)
+
+    def _send(self, task: Task, op: Any) -> None:
         request_id = self._next_request_id
         self._next_request_id += 1
         self._waiting_reply[request_id] = task
+        self._ops[request_id] = op
         self._emit(CoordRequest(request_id, op))

@@ -74,7 +74,9 @@ class IsrChanger:
         path = coord.partition_state_path(partition.tp.topic, partition.tp.partition)
         reply = None
         try:
-            reply = yield coord.SetData(path, coord.encode_data(proposed.to_data()), proposed.zk_version)
+            # A resent write that had been applied answers BAD_VERSION with our own data.
+            reply = yield from coord.conditional_update(
+                coord.SetData(path, coord.encode_data(proposed.to_data()), proposed.zk_version))
         finally:
             # The write ended, or the session that carried it did: release the lock.
             partition.isr_locked = False

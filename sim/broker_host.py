@@ -42,6 +42,7 @@ class BrokerHost:
         self._trace = trace
         self.node: BrokerNode | None = None
         self.incarnation = 0
+        self.started_at = 0.0  # when the current (or last) process started
         self.paused = False
         self.clock_offset_ms = 0
         self.powered = True
@@ -54,7 +55,9 @@ class BrokerHost:
         self._timer_seq = 0
         self._paused_inputs: list[Any] = []
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
-                                        lambda m: network.send(self.name, SERVICE, m), self._input)
+                                        lambda m: network.send(self.name, SERVICE, m), self._input,
+                                        discard=lambda: network.discard_held(self.name, SERVICE),
+                                        trace=lambda type_, fields: trace(self.name, type_, fields))
         network.add_node(self.name, self._receive)
 
     @property
@@ -69,6 +72,7 @@ class BrokerHost:
         if self.node is not None:
             return
         self.incarnation += 1
+        self.started_at = self.env.now
         self.powered = True
         self._clients = set(self.network.clients())
         self._clear_timers()

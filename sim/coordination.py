@@ -3,7 +3,12 @@ compare-and-set (with a multi-op check), and one-shot watches. It is a node on t
 network, so partitions cut brokers off from it as they would from a real ensemble.
 
 The client half lives with each broker process, as kazoo would: it creates the
-session, pings, forwards the core's requests and hands back replies and watches.
+session, pings, forwards the core's requests and hands back replies and watches. Like
+ZooKeeper's client it declares the connection lost after two thirds of the session
+timeout without a word from the service: every request in flight then fails with
+CONNECTION_LOSS (it may or may not have been applied), and the client reconnects to the
+same session on a new connection. There is no answer cache: a request sent again is
+applied again.
 """
 from __future__ import annotations
 
@@ -40,10 +45,25 @@ class Pong:
 
 
 @dataclass(frozen=True)
+class Reconnect:
+    """Reattach a live session on a new connection (the old one is given up)."""
+    session_id: int
+    connection: int
+
+
+@dataclass(frozen=True)
+class Reconnected:
+    session_id: int
+    connection: int
+    alive: bool
+
+
+@dataclass(frozen=True)
 class Request:
     session_id: int
     request_id: int
     op: Any
+    connection: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,7 @@ class Session:
     owner: str
     timeout_ms: int
     last_heard: float
+    connection: int = 0  # the client's current connection; requests on older ones are dropped
 
 
 class CoordinationStore:
@@ -159,12 +180,14 @@ class CoordinationStore:
                 self._data_watches.setdefault(op.path, set()).add(sid)
             if node is None:
                 return coord.Reply(False, coord.NO_NODE)
-            return coord.Reply(True, data=node.data, version=node.version)
+            return coord.Reply(True, data=node.data, version=node.version, ephemeral_owner=node.ephemeral_owner or 0)
         if kind is coord.Exists:
             if op.watch:
                 self._data_watches.setdefault(op.path, set()).add(sid)
             node = self.znodes.get(op.path)
-            return coord.Reply(node is not None, None if node else coord.NO_NODE, version=node.version if node else -1)
+            if node is None:
+                return coord.Reply(False, coord.NO_NODE)
+            return coord.Reply(True, version=node.version, ephemeral_owner=node.ephemeral_owner or 0)
         if kind is coord.GetChildren:
             node = self.znodes.get(op.path)
             if node is None:
@@ -249,7 +272,6 @@ class CoordinationService:
         self.env = env
         self._send = send
         self.store = CoordinationStore(lambda owner, event: send(owner, event), trace)
-        self._replies: dict[tuple[int, int], coord.Reply] = {}
         self.tick_ms = tick_ms
         env.process(self._expiry_loop())
 
@@ -262,12 +284,17 @@ class CoordinationService:
             self._send(src, Pong(message.session_id, self.store.touch(message.session_id, now)))
         elif kind is CloseSession:
             self.store.expire(message.session_id, reason="closed")
+        elif kind is Reconnect:
+            session = self.store.sessions.get(message.session_id)
+            alive = self.store.touch(message.session_id, now)
+            if session is not None and message.connection > session.connection:
+                session.connection = message.connection  # the session moved: its old connection is closed
+            self._send(src, Reconnected(message.session_id, message.connection, alive))
         elif kind is Request:
-            key = (message.session_id, message.request_id)
-            reply = self._replies.get(key)
-            if reply is None:  # a resent request is answered again, not applied again
-                reply = self.store.request(message.session_id, message.op, now)
-                self._replies[key] = reply
+            session = self.store.sessions.get(message.session_id)
+            if session is not None and message.connection < session.connection:
+                return  # sent on a connection the session has left: ZooKeeper closed it
+            reply = self.store.request(message.session_id, message.op, now)
             self._send(src, Response(message.session_id, message.request_id, reply))
 
     def _expiry_loop(self):
@@ -282,10 +309,15 @@ def _parent(path: str) -> str:
 
 
 class CoordinationClient:
-    """The broker process's end of the session (what kazoo does for the real binding)."""
+    """The broker process's end of the session (what kazoo does for the real binding).
+
+    ``discard()`` drops what this client had sent on a cut link and not yet delivered:
+    the socket it gave up takes its unsent bytes with it. ``trace(type, fields)``
+    records connection losses and reconnects on the broker's node."""
 
     def __init__(self, env: simpy.Environment, owner: str, timeout_ms: int, send: Callable[[Any], None],
-                 deliver: Callable[[Any], None]):
+                 deliver: Callable[[Any], None], discard: Callable[[], None] = lambda: None,
+                 trace: Callable[[str, dict], None] = lambda type_, fields: None):
         from broker_core.inputs import CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired
         self._inputs = (CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired)
         self.env = env
@@ -293,17 +325,24 @@ class CoordinationClient:
         self.timeout_ms = timeout_ms
         self._send = send
         self._deliver = deliver
+        self._discard = discard
+        self._trace = trace
         self.session_id: int | None = None
+        self.connected = False
+        self.connection = 0
+        self.last_heard = 0.0
         self.running = False
         self._generation = 0
-        self._pending: list[Request] = []
-        self._in_flight: dict[int, tuple[Request, float]] = {}
+        self._pending: list[tuple[int, Any]] = []
+        self._in_flight: set[int] = set()
         self._create_sent_at = -1.0
+        self._ticks = 0
         self.paused = False  # a frozen process sends no pings
 
     def connect(self) -> None:
         self.running = True
         self._generation += 1
+        self._ticks = 0
         self._create_session()
         self._schedule_ping(self._generation)
 
@@ -315,6 +354,7 @@ class CoordinationClient:
         self.running = False
         self._generation += 1
         self.session_id = None
+        self.connected = False
         self.paused = False
         self._in_flight.clear()
         self._pending.clear()
@@ -325,41 +365,60 @@ class CoordinationClient:
             self._send(CloseSession(self.session_id))
 
     def request(self, request_id: int, op: Any) -> None:
-        if self.session_id is None:
-            self._pending.append(Request(-1, request_id, op))
+        if self.session_id is None or not self.connected:
+            self._pending.append((request_id, op))  # sent once (re)connected
             return
-        self._send_request(Request(self.session_id, request_id, op))
+        self._in_flight.add(request_id)
+        self._send(Request(self.session_id, request_id, op, self.connection))
 
-    def _send_request(self, request: Request) -> None:
-        self._in_flight[request.request_id] = (request, self.env.now)
-        self._send(request)
-
-    def _resend_overdue(self) -> None:
-        """A request or its answer lost on a cut link: send it again (the service answers
-        a repeat from its cache, so it takes effect once), as a reconnecting client would."""
-        limit = self.timeout_ms / 3
-        for request_id in sorted(self._in_flight):
-            request, sent_at = self._in_flight[request_id]
-            if self.env.now - sent_at >= limit:
-                self._send_request(request)
-
+    # The client wakes every sixth of the session timeout: it pings every third (every
+    # other tick), and gives the connection up at two thirds without a word from the
+    # service (ZooKeeper's read timeout), so that a dead link is noticed before the
+    # session expires at the service.
     def _schedule_ping(self, generation: int) -> None:
-        event = self.env.timeout(max(self.timeout_ms / 3, 1))
+        event = self.env.timeout(max(self.timeout_ms / 6, 1))
         event.callbacks.append(lambda _e: self._ping(generation))
 
     def _ping(self, generation: int) -> None:
         if generation != self._generation or not self.running:
             return
+        self._ticks += 1
         if self.paused:
             self._schedule_ping(generation)
             return
         if self.session_id is None:
             if self.env.now - self._create_sent_at >= self.timeout_ms:
                 self._create_session()  # the last attempt was lost
-        else:
-            self._send(Ping(self.session_id))
-            self._resend_overdue()
+        elif self.connected and self.env.now - self.last_heard >= self.timeout_ms * 2 / 3:
+            self._connection_lost()
+        elif self._ticks % 2 == 0:
+            if self.connected:
+                self._send(Ping(self.session_id))
+            else:
+                self._reconnect()  # the last attempt went unanswered
         self._schedule_ping(generation)
+
+    def _connection_lost(self) -> None:
+        self.connected = False
+        lost = sorted(self._in_flight)
+        self._in_flight.clear()
+        self._trace("coordination_connection_lost", {"session_id": self.session_id, "requests_lost": len(lost)})
+        replied = self._inputs[0]
+        for request_id in lost:
+            self._deliver(replied(request_id, coord.Reply(False, coord.CONNECTION_LOSS)))
+            if not self.running or self.connected or self.session_id is None:
+                return  # the core halted, or its answer already opened the next connection
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        self._discard()
+        self.connection += 1
+        self._send(Reconnect(self.session_id, self.connection))
+
+    def _flush_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        for request_id, op in pending:
+            self.request(request_id, op)
 
     def handle(self, message: Any) -> None:
         if not self.running:
@@ -370,18 +429,32 @@ class CoordinationClient:
             if self.session_id is not None:
                 return  # a duplicate answer to a retried CreateSession
             self.session_id = message.session_id
+            self.connected = True
+            self.last_heard = self.env.now
             self._deliver(started(message.session_id))
-            pending, self._pending = self._pending, []
-            for request in pending:
-                self._send_request(Request(self.session_id, request.request_id, request.op))
-        elif message.session_id != self.session_id:
+            self._flush_pending()
             return
-        elif kind is Pong:
+        if message.session_id != self.session_id:
+            return
+        if kind is Reconnected:
+            if message.connection != self.connection or self.connected:
+                return  # the answer to an attempt given up since
+            if not message.alive:
+                self._on_expired()
+                return
+            self.connected = True
+            self.last_heard = self.env.now
+            self._trace("coordination_reconnected", {"session_id": self.session_id, "connection": self.connection})
+            self._flush_pending()
+            return
+        self.last_heard = self.env.now
+        if kind is Pong:
             if not message.alive:
                 self._on_expired()
         elif kind is Response:
-            if self._in_flight.pop(message.request_id, None) is None:
-                return  # the answer to a request already answered
+            if message.request_id not in self._in_flight:
+                return  # answered on a connection already given up: the request failed with CONNECTION_LOSS
+            self._in_flight.discard(message.request_id)
             if message.reply.error == coord.SESSION_EXPIRED:
                 self._on_expired()
             else:
@@ -392,7 +465,9 @@ class CoordinationClient:
     def _on_expired(self) -> None:
         expired_id = self.session_id
         self.session_id = None
+        self.connected = False
         self._in_flight.clear()  # the core abandons every task of the old session
+        self._pending.clear()
         _, expired, _, _ = self._inputs
         self._deliver(expired(expired_id))
         if self.running:  # as Kafka does: start a new session and register again

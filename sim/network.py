@@ -111,6 +111,10 @@ class Network:
         insort(self._held.setdefault((src, dst), []),
                (seq, self.env.now, self.incarnation(src), self.incarnation(dst), message), key=lambda h: h[0])
 
+    def discard_held(self, src: str, dst: str) -> None:
+        """The sender gave its connection up: what waited on the cut link is gone with it."""
+        self._held.pop((src, dst), None)
+
     def _release(self) -> None:
         """Deliver what waited on links that work again, oldest first."""
         for key in sorted(self._held):

@@ -264,12 +264,22 @@ class World:
         deadline = started + final.max_wait_ms
         while self.env.now < deadline and not self.is_settled():
             yield self.env.timeout(SETTLE_POLL_MS)
+            self._restart_exited()
         self.settled = self.is_settled()
         self.trace("world", "cluster_settled" if self.settled else "cluster_not_settled",
                    {"waited_ms": int(self.env.now - started)})
         self._trace_replica_logs()
         yield from self.reader.run(self.env.now + final.max_wait_ms)
         yield from self._consumers_catch_up(self.env.now + final.max_wait_ms)
+
+    def _restart_exited(self) -> None:
+        """The final phase restarts a broker that exited on its own, as a supervisor
+        would, at most once per session timeout: a 2.7 broker restarted while its old
+        session still held its registration fails startup and exits."""
+        for broker in sorted(self.hosts):
+            host = self.hosts[broker]
+            if not host.alive and self.env.now - host.started_at >= host.config.zookeeper_session_timeout_ms:
+                self.faults.apply(fm.Restart((broker,)))
 
     def _consumers_catch_up(self, deadline: float):
         """Consumers keep polling until they reach what the final read found, so that a

@@ -1,6 +1,11 @@
 """A small synchronous runtime that drives real core nodes without simpy: a router
 with fixed latency, per-broker files (page cache only), timers, and the project's own
-coordination store. Tests use it to exercise replication rules directly."""
+coordination store. Tests use it to exercise replication rules directly.
+
+The coordination store is reached as through ZooKeeper's client: a request sent while
+the link to it is blocked, or whose answer is blocked, fails with CONNECTION_LOSS once
+the link works again (applied or not, as the block fell), and ``lose_answers`` makes a
+chosen request be applied with its answer lost. A ``Halt`` effect stops the process."""
 from __future__ import annotations
 
 import heapq
@@ -11,7 +16,7 @@ from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
 from broker_core.effects import (
-    CancelTimer, CoordRequest, DeleteFile, Fsync, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
+    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
     WriteBytes)
 from broker_core.errors import ErrorCode
 from broker_core.inputs import (
@@ -54,6 +59,8 @@ class Cluster:
         self.blocked: set[tuple] = set()
         self.responses: dict[int, Any] = {}
         self.traces: list[tuple[int, int, str, dict]] = []
+        self._lost: dict[int, list[int]] = {}  # requests whose connection dropped, per broker
+        self._lose_rules: list[list] = []
         self.store = CoordinationStore(self._notify)
         assignment = {str(p): list(r) for p, r in assignment.items()} if assignment else {
             str(p): [brokers[(p + r) % len(brokers)] for r in range(replication_factor)] for p in range(partitions)}
@@ -78,7 +85,25 @@ class Cluster:
     def crash(self, broker: int) -> None:
         self.nodes.pop(broker, None)
         self.sessions.pop(broker, None)
+        self._lost.pop(broker, None)
         self.incarnation[broker] += 1
+
+    def lose_answers(self, broker: int, op_type: type, path: str | None = None, count: int = 1, then=None) -> None:
+        """The next ``count`` requests of ``broker`` of this type (on this path) reach the
+        store and are applied, but their connection drops before the answer: the broker
+        gets CONNECTION_LOSS. ``then()`` runs at that moment (another writer may move
+        the node before the broker's retry)."""
+        self._lose_rules.append([broker, op_type, path, count, then])
+
+    def _answer_lost(self, broker: int, op) -> bool:
+        for rule in self._lose_rules:
+            target, op_type, path, count, then = rule
+            if target == broker and type(op) is op_type and path in (None, op.path) and count > 0:
+                rule[3] -= 1
+                if then is not None:
+                    then()
+                return True
+        return False
 
     def _open_session(self, broker: int) -> None:
         sid = self.store.create_session(f"broker-{broker}", self.config.zookeeper_session_timeout_ms, self.now)
@@ -127,12 +152,25 @@ class Cluster:
                 self.timers[broker].pop(e.key, None)
             elif kind is CoordRequest:
                 if (broker, ZK) in self.blocked:
+                    self._lost.setdefault(broker, []).append(e.request_id)  # never reached the store
                     continue
                 reply = self.store.request(self.sessions.get(broker, -1), e.op, self.now)
                 if reply.error == coord.SESSION_EXPIRED:
                     continue
-                if (ZK, broker) not in self.blocked:
+                if self._answer_lost(broker, e.op):
+                    self._push(self.now + 2 * self.latency, broker,
+                               CoordReplied(e.request_id, coord.Reply(False, coord.CONNECTION_LOSS)))
+                elif (ZK, broker) in self.blocked:
+                    self._lost.setdefault(broker, []).append(e.request_id)  # applied, answer lost
+                else:
                     self._push(self.now + 2 * self.latency, broker, CoordReplied(e.request_id, reply))
+            elif kind is Halt:
+                self.traces.append((self.now, broker, "broker_halted", {"reason": e.reason, "clean": e.clean}))
+                sid = self.sessions.get(broker)
+                if e.clean and sid is not None:
+                    self.store.expire(sid, reason="closed")
+                self.crash(broker)
+                return  # the process is gone: its remaining effects never happen
             elif kind is WriteBytes:
                 data = self.files[broker].setdefault(e.path, bytearray())
                 data[e.position:e.position + len(e.data)] = e.data
@@ -184,9 +222,14 @@ class Cluster:
             sid = self.sessions.get(broker)
             if sid is not None and not self.store.touch(sid, self.now):
                 del self.sessions[broker]
+                self._lost.pop(broker, None)
                 self._deliver(broker, CoordSessionExpired(sid))
                 if broker in self.nodes:
                     self._open_session(broker)
+            elif (ZK, broker) not in self.blocked and self._lost.get(broker):
+                # reconnected within the session: what was in flight failed with CONNECTION_LOSS
+                for request_id in self._lost.pop(broker):
+                    self._deliver(broker, CoordReplied(request_id, coord.Reply(False, coord.CONNECTION_LOSS)))
         self.store.expire_idle(self.now)
 
     def _dispatch(self, item: _Item) -> None:

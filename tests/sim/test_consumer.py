@@ -196,9 +196,11 @@ def test_fetch_carries_the_leader_epoch_from_kafka_2_1(tmp_path: Path, profile: 
     if profile == "kafka-0.8":
         assert fenced == []
         return
-    assert len(fenced) == 1
+    # Fenced at least once (again while the metadata it refreshes from is still stale),
+    # always at the same position, from which it then fetches on.
+    assert fenced and len({o.invoke["positions"]["t-0"] for o in fenced}) == 1
     position = fenced[0].invoke["positions"]["t-0"]
-    later = [o for o in history.of("poll") if o.outcome == "ok" and o.invoke.t_ms > fenced[0].completion.t_ms
+    later = [o for o in history.of("poll") if o.outcome == "ok" and o.invoke.t_ms > fenced[-1].completion.t_ms
              and o.completion["records"].get("t-0")]
     assert later[0].completion["records"]["t-0"][0][0] == position
 

