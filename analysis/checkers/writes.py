@@ -151,3 +151,32 @@ def check_produce_rates(index: RunIndex) -> list[CheckResult]:
                     f"{unknown} of {judged} sends ended unknown" if judged else "no sends with acks 1 or all",
                     (), dict(details)),
     ]
+
+
+def check_failed_but_present(index: RunIndex) -> CheckResult:
+    """Sends that completed ``fail`` (certainly not appended) of which a value is in the
+    final read of their partition. Values are unique in a run, so the value found is
+    the one the send carried: the client called a write failed that happened, which is
+    a bug in the client's classification or in the model, never a broker anomaly to
+    expect."""
+    found = Examples()
+    reads = index.reads
+    wanted: dict[str, set] = {}
+    for op in index.failed_sends:
+        wanted.setdefault(op.invoke.fields.get("partition"), set()).update(op.invoke.fields["values"])
+    present = {p: reads[p].places(v) for p, v in wanted.items() if p in reads}
+    records = 0
+    for op in index.failed_sends:
+        fields = op.invoke.fields
+        places = present.get(fields.get("partition"), {})
+        there = [[places[v][0], v] for v in fields["values"] if v in places]
+        if not there:
+            continue
+        records += len(there)
+        found.add({"t_ms": op.completion.t_ms, "process": op.process, "op": op.op,
+                   "partition": fields.get("partition"), "acks": ACKS_NAMES.get(fields.get("acks"), "other"),
+                   "error": op.completion.fields.get("error"), "reason": op.completion.fields.get("reason"),
+                   "present": there[:5], "values": len(fields["values"])})
+    return anomaly("failed_but_present", found, "sends completed fail whose records are in the final read",
+                   "no send completed fail has a record in the final read",
+                   {"records": records, "failed_sends": len(index.failed_sends)})
