@@ -44,15 +44,16 @@ CHECKER_NAMES = (
 # Checkers whose value is a mapping (partition -> number) rather than a number.
 MAPPING_CHECKERS = ("final_leader",)
 
-__all__ = ["CHECKER_NAMES", "MAPPING_CHECKERS", "MAX_EXAMPLES", "CheckResult", "LeadershipSamples", "RunIndex", "build_index",
-           "collector_paused", "run_checkers"]
+__all__ = ["CHECKER_NAMES", "MAPPING_CHECKERS", "MAX_EXAMPLES", "CheckResult", "LeadershipSamples", "RunIndex",
+           "build_index", "collector_paused", "run_checkers"]
 
 
 def run_checkers(history: History, replica_states: LeadershipSamples | Iterable[Event] | None = None,
                  index: RunIndex | None = None) -> dict[str, CheckResult]:
     """Every result in CHECKER_NAMES, by name. ``replica_states`` are the replica_state
-    events (which build_history leaves out) or their reduction; without them
-    unavailable_ms relies on leader_elected events alone."""
+    events (which build_history leaves out) or their reduction; unavailable_ms uses
+    them only for a trace without became_leader events (it replays leadership
+    otherwise), and then with leader_elected events alone if they are absent too."""
     if replica_states is not None and not isinstance(replica_states, LeadershipSamples):
         replica_states = LeadershipSamples.of(replica_states)
     with collector_paused():
