@@ -43,22 +43,22 @@ class History:
 def build_history(events: Iterable[Event], keep_internal: bool = True) -> History:
     history = History()
     open_ops: dict[tuple[str, int], Operation] = {}
+    operations, internal, resets = history.operations, history.events, history.resets
     for seq, event in enumerate(events):
-        if event.type == "invoke":
-            op = Operation(event.node, event["op"], event["f"], event, None, seq)
+        kind = event.type
+        if kind == "invoke":
+            op = Operation(event.node, event.fields["op"], event.fields["f"], event, None, seq)
             open_ops[(event.node, op.op)] = op
-            history.operations.append(op)
-        elif event.type in ("ok", "fail", "info"):
-            op = open_ops.pop((event.node, event["op"]), None)
+            operations.append(op)
+        elif kind == "ok" or kind == "fail" or kind == "info":
+            op = open_ops.pop((event.node, event.fields["op"]), None)
             if op is not None:
                 op.completion = event
-        elif event.type == "replica_state":
-            continue
-        else:
-            if event.type == "position_reset":
-                history.resets.append((seq, event))
+        elif kind != "replica_state":
+            if kind == "position_reset":
+                resets.append((seq, event))
             if keep_internal:
-                history.events.append(event)
+                internal.append(event)
     return history
 
 

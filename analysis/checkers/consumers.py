@@ -96,8 +96,10 @@ def check_consumer_order(index: RunIndex) -> list[CheckResult]:
     last: dict[tuple[str, str], int | None] = {}
     reads = index.reads
     irregular = index.irregular_polls
+    resets = stretches.resets
     for i, op in enumerate(index.polls):
-        stretches.apply_resets(op, i, last)
+        if resets:
+            stretches.apply_resets(op, i, last)
         fields = op.completion.fields
         process = op.process
         for partition, error in (fields.get("errors") or {}).items():
@@ -111,12 +113,13 @@ def check_consumer_order(index: RunIndex) -> list[CheckResult]:
             previous = last.get(key)
             low = records[0][0]
             # a result confirmed as one run of a gapless read has gapless offsets itself
-            if (process, op.op, partition) not in irregular and (previous is None or low > previous):
+            regular = (process, op.op, partition) not in irregular
+            if regular and (previous is None or low > previous):
                 if previous is not None and low > previous + 1:
                     found.gap(op, partition, previous, low, reads.get(partition))
             else:
                 found.judge(op, partition, records, previous, reads.get(partition))
-            if (process, op.op, partition) in irregular:
+            if not regular:
                 stretches.note(key, records, reads.get(partition))
             last[key] = records[-1][0]
     if stretches.wrong:

@@ -277,3 +277,16 @@ def test_failed_sends_absent_from_the_read_or_present_in_another_partition_are_f
     h.read(100, records(["a"]), partition="t-1")
     result = h.check()["failed_but_present"]
     assert result.value == 0 and result.valid
+
+
+def test_a_failed_value_among_many_confirmed_ones_is_found_by_the_flags():
+    """The fast path looks only at offsets no confirmed send explains."""
+    h = HistoryBuilder()
+    values = [f"v{i}" for i in range(20)]
+    for i, value in enumerate(values):
+        if i != 13:
+            h.send(i, [value], i)
+    op = h.send(13, ["v13"], outcome="fail", error="NOT_LEADER_OR_FOLLOWER")
+    h.read(100, records(values))
+    result = h.check()["failed_but_present"]
+    assert result.value == 1 and result.examples[0]["op"] == op and result.examples[0]["present"] == [[13, "v13"]]
