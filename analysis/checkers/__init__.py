@@ -77,8 +77,8 @@ def collector_paused() -> Iterator[None]:
 
 
 def _all_results(index: RunIndex, replica_states: LeadershipSamples | None, history: History) -> list[CheckResult]:
-    clients = clients_of({op.process for op in history.operations})
-    leadership = replay_leadership(index.events, clients, replica_states)
+    leadership = replay_leadership(index.events, lambda: clients_of({op.process for op in history.operations}),
+                                   replica_states)
     return [
         *check_lost_writes(index),
         check_duplicates(index),

@@ -14,7 +14,7 @@ and ``leader_elected`` with leader -1 until the next real leader."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Callable, Iterable
 
 from analysis.checkers.leadership import LeadershipReplay
 from analysis.checkers.result import CheckResult
@@ -95,7 +95,7 @@ class _LeaderlessIntervals:
         return self.gaps
 
 
-def replay_leadership(events: list[Event], clients: Iterable[str] = (),
+def replay_leadership(events: list[Event], clients: Iterable[str] | Callable[[], Iterable[str]] = (),
                       samples: "LeadershipSamples | None" = None) -> tuple[LeadershipReplay, dict[str, list[Interval]], int]:
     """One pass over the events: the replay at the end of the run, the leaderless
     intervals of each partition before the workload stopped, and that stop time."""

@@ -59,8 +59,11 @@ class LeadershipReplay:
     """Feed it events in trace order; ``on_change(t_ms, partitions)`` is called with the
     partitions whose served state may have changed."""
 
-    def __init__(self, clients: Iterable[str] = (), on_change: Callable[[int, Iterable[str]], None] | None = None):
-        self.clients = sorted(set(clients))
+    def __init__(self, clients: Iterable[str] | Callable[[], Iterable[str]] = (),
+                 on_change: Callable[[int, Iterable[str]], None] | None = None):
+        # the client nodes, or a function giving them: only network faults need them
+        self._clients = clients
+        self._client_list: list[str] | None = None
         self.on_change = on_change or (lambda t_ms, partitions: None)
         self.running: set[int] = set()
         self.paused: set[int] = set()
@@ -78,6 +81,13 @@ class LeadershipReplay:
             "leader_elected": self._leader_elected, "fault_started": self._fault_started,
             "fault_ended": self._fault_ended,
         }
+
+    @property
+    def clients(self) -> list[str]:
+        if self._client_list is None:
+            given = self._clients() if callable(self._clients) else self._clients
+            self._client_list = sorted(set(given))
+        return self._client_list
 
     def feed(self, event: Event) -> None:
         handler = self._handlers.get(event.type)
@@ -188,7 +198,7 @@ class LeadershipReplay:
         faults = [self.network[k] for k in sorted(self.network)]
         brokers = sorted(set(self.leads) | self.running)
         cut = set()
-        if self.clients and faults:
+        if faults and self.clients:
             for broker in brokers:
                 name = f"broker-{broker}"
                 if all(any(_blocks(f, c, name) or _blocks(f, name, c) for f in faults) for c in self.clients):
