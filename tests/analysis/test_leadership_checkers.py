@@ -34,7 +34,9 @@ def unavailable(h: HistoryBuilder, stop: int):
 
 def test_every_broker_down_is_unavailable_although_no_broker_samples():
     """The old sample-based measure saw nothing: no broker writes a sample while all are
-    down, and after the restart the first sample already has a leader."""
+    down, and after the restart the first sample already has a leader. (Kafka's
+    OfflinePartitionsCount, KafkaController.scala 2.7.0, has no controller to count
+    then either; the intervals do.)"""
     h = cluster()
     samples(h, 200, 1000, {1: "leader", 2: "follower", 3: "follower"})
     h.fault(1000, 1, "crash", brokers=[1, 2, 3], targets=[1, 2, 3])
@@ -149,6 +151,12 @@ def eventful() -> HistoryBuilder:
 
 
 def test_the_facts_count_what_the_trace_says_happened():
+    """The counts Kafka's own meters keep (2.7.0): UncleanLeaderElectionsPerSec, marked
+    in PartitionStateMachine.scala offlinePartitionLeaderElection when the leader comes
+    from outside the ISR; IsrShrinksPerSec / IsrExpandsPerSec, marked by Partition.scala
+    markShrink / markExpand (the leader's ISR writes; isrlab also counts the
+    controller's, split in the details); FailedIsrUpdatesPerSec (markFailed), which is
+    the stale ISR write isrlab counts as fenced."""
     results = eventful().check()
     assert results["unclean_elections"].value == 1
     assert results["unclean_elections"].examples[0]["leader"] == 3
