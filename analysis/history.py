@@ -17,6 +17,7 @@ class Operation:
     f: str
     invoke: Event
     completion: Event | None = None
+    seq: int = -1  # the invoke's place among the events built from, to order it against other events
 
     @property
     def outcome(self) -> str:
@@ -31,6 +32,9 @@ class Operation:
 class History:
     operations: list[Operation] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)  # the internal facts, in order
+    # (place among the events, event) of every position_reset: a consumer moved its position
+    # on purpose, so its order against the poll invokes matters
+    resets: list[tuple[int, Event]] = field(default_factory=list)
 
     def of(self, f: str) -> list[Operation]:
         return [o for o in self.operations if o.f == f]
@@ -39,17 +43,22 @@ class History:
 def build_history(events: Iterable[Event], keep_internal: bool = True) -> History:
     history = History()
     open_ops: dict[tuple[str, int], Operation] = {}
-    for event in events:
-        if event.type == "invoke":
-            op = Operation(event.node, event["op"], event["f"], event)
+    operations, internal, resets = history.operations, history.events, history.resets
+    for seq, event in enumerate(events):
+        kind = event.type
+        if kind == "invoke":
+            op = Operation(event.node, event.fields["op"], event.fields["f"], event, None, seq)
             open_ops[(event.node, op.op)] = op
-            history.operations.append(op)
-        elif event.type in ("ok", "fail", "info"):
-            op = open_ops.pop((event.node, event["op"]), None)
+            operations.append(op)
+        elif kind == "ok" or kind == "fail" or kind == "info":
+            op = open_ops.pop((event.node, event.fields["op"]), None)
             if op is not None:
                 op.completion = event
-        elif keep_internal and event.type != "replica_state":
-            history.events.append(event)
+        elif kind != "replica_state":
+            if kind == "position_reset":
+                resets.append((seq, event))
+            if keep_internal:
+                internal.append(event)
     return history
 
 

@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
-from analysis.checkers import CHECKER_NAMES, CheckResult, LeadershipSamples, collector_paused, run_checkers
+from analysis.checkers import (
+    CHECKER_NAMES, MAPPING_CHECKERS, CheckResult, LeadershipSamples, collector_paused, run_checkers)
 from analysis.history import History, build_history
 from analysis.trace import Event, read_events, read_header
 
 VERDICT_VERSION = 1
 EXPLANATION_WIDTH = 78
 
-__all__ = ["CHECKER_NAMES", "Verdict", "Expectation", "Evaluation", "check_trace", "check_events",
+__all__ = ["CHECKER_NAMES", "MAPPING_CHECKERS", "Verdict", "Expectation", "MappingExpectation", "Evaluation", "check_trace", "check_events",
            "check_history", "format_table", "format_evaluation", "parse_expectation",
            "parse_expectations", "evaluate"]
 
@@ -39,7 +40,7 @@ class Verdict:
     def __getitem__(self, name: str) -> CheckResult:
         return self.results[name]
 
-    def value(self, name: str) -> int | float:
+    def value(self, name: str) -> int | float | dict:
         return self.results[name].value
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +101,9 @@ def check_trace(path: str | Path) -> Verdict:
     return check_events(read_events(path), header["run_id"], header["seed"], header["binding"])
 
 
-def _format_value(value: int | float) -> str:
+def _format_value(value: int | float | dict) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -156,10 +159,38 @@ def _number(text: str) -> int | float | None:
     return None
 
 
-def parse_expectation(value: Any) -> Expectation:
-    """An int or float means equality; a string is a number with an optional comparison."""
-    if isinstance(value, Expectation):
+@dataclass(frozen=True)
+class MappingExpectation:
+    """An expectation on a checker whose value maps partitions to numbers
+    (``final_leader: {t-0: 1}``): each listed partition's number must satisfy its own
+    comparison; partitions not listed are not judged, a listed one missing fails."""
+    entries: tuple[tuple[str, Expectation], ...]
+
+    def matches(self, actual: Any) -> bool:
+        if not isinstance(actual, Mapping):
+            return False
+        return all(key in actual and e.matches(actual[key]) for key, e in self.entries)
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(f"{key}: {e}" for key, e in self.entries) + "}"
+
+
+def parse_expectation(value: Any, name: str | None = None) -> Expectation | MappingExpectation:
+    """An int or float means equality; a string is a number with an optional
+    comparison. For a checker in MAPPING_CHECKERS, a mapping of partition to either."""
+    if isinstance(value, (Expectation, MappingExpectation)):
         return value
+    if name in MAPPING_CHECKERS:
+        if not isinstance(value, Mapping) or not value:
+            raise ValueError(f"{name} takes a mapping of partition to expectation, such as {{t-0: 1}}, "
+                             f"not {value!r}")
+        return MappingExpectation(tuple((str(key), _scalar_expectation(v)) for key, v in value.items()))
+    if isinstance(value, Mapping):
+        raise ValueError(f"expectation {value!r} is a mapping; only {', '.join(MAPPING_CHECKERS)} take one")
+    return _scalar_expectation(value)
+
+
+def _scalar_expectation(value: Any) -> Expectation:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"expectation {value!r} is not a number or a comparison such as {_FORMS}")
     if isinstance(value, (int, float)):
@@ -179,15 +210,15 @@ def check_name(name: Any) -> str:
     return name
 
 
-def parse_expectations(expectations: Mapping[str, Any]) -> dict[str, Expectation]:
+def parse_expectations(expectations: Mapping[str, Any]) -> dict[str, Expectation | MappingExpectation]:
     """Validate names and values up front (a scenario loader can call this at load time)."""
-    return {check_name(name): parse_expectation(value) for name, value in expectations.items()}
+    return {check_name(name): parse_expectation(value, name) for name, value in expectations.items()}
 
 
 class Evaluation(NamedTuple):
     name: str
-    expectation: Expectation
-    actual: int | float
+    expectation: Expectation | MappingExpectation
+    actual: int | float | dict
     passed: bool
 
 

@@ -121,6 +121,8 @@ def _run_many(scenario, args) -> int:
 
 
 def _fmt(value) -> str:
+    if isinstance(value, dict):  # final_leader: partition -> broker
+        return ",".join(f"{k}:{_fmt(v)}" for k, v in value.items())
     return f"{value:.3f}" if isinstance(value, float) and not value.is_integer() else f"{int(value)}"
 
 

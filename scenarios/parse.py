@@ -52,7 +52,7 @@ def parse_scenario(text: str, filename: str) -> Scenario:
     faults = tuple(fault_parser.step(item, path) for item, path in zip(raw_faults, paths))
     check_contradictions(source, list(faults), paths, cluster.brokers)
     nemesis = fault_parser.nemesis(top.take("nemesis", "map"), ("nemesis",)) if top.has("nemesis") else None
-    expect, expect_lines = _expectations(source, top.take("expect", "map", {}))
+    expect, expect_lines = _expectations(source, top.take("expect", "map", {}), cluster)
     final = Fields(source, top.take("final", "map", {}), ("final",))
     final_phase = FinalPhase(final.take("max_wait", "duration", 120000),
                              final.take("restart", "str", "down",
@@ -201,20 +201,31 @@ def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:
     return names
 
 
-def _expectations(source: Source, data: Any) -> tuple[dict, dict]:
+def _expectations(source: Source, data: Any, cluster: ClusterSpec) -> tuple[dict, dict]:
     f = Fields(source, data, ("expect",))
     if not data:
         return {}, {}
-    from analysis.verdict import CHECKER_NAMES, parse_expectation
+    from analysis.verdict import CHECKER_NAMES, MAPPING_CHECKERS, parse_expectation
     expect, lines = {}, {}
     for name in list(data):
         if name not in CHECKER_NAMES:
             raise source.error(("expect", name), f"unknown checker {name!r}; checkers: {', '.join(CHECKER_NAMES)}")
         value = f.take(name, "any")
+        if name in MAPPING_CHECKERS and isinstance(value, dict):
+            _check_partitions(source, ("expect", name), value, cluster)
         try:
-            expect[name] = parse_expectation(value)
+            expect[name] = parse_expectation(value, name)
         except ValueError as exc:
             raise source.error(("expect", name), str(exc)) from None
         lines[name] = source.line(("expect", name))
     f.done()
     return expect, lines
+
+
+def _check_partitions(source: Source, path: tuple, value: dict, cluster: ClusterSpec) -> None:
+    """Keys of a per-partition expectation must name partitions of the scenario."""
+    known = [f"{t.name}-{i}" for t in cluster.topics for i in range(t.partitions)]
+    for key in value:
+        if str(key) not in known:
+            shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+            raise source.error(path + (key,), f"unknown partition {key!r}; partitions: {shown}")

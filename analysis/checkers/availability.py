@@ -1,13 +1,22 @@
 """How long each partition had no leader while the workload ran.
 
-Two sources, united: the brokers' replica_state samples (no live broker reporting the
-role "leader" for the partition; two brokers claiming it still counts as led), and the
-controller's leader_elected events with leader -1 (until the next real leader)."""
+From the leadership intervals the trace records (``analysis/checkers/leadership.py``):
+a partition is unavailable while no running, unpaused broker that clients can reach
+claims its leadership, or while the controller's last election found no leader
+(``leader_elected`` with leader -1). This holds when every broker is down, when no
+broker writes a sample at all. Each partition is measured from its first leadership
+fact (its first ``became_leader`` or leaderless election) until ``workload_stopped``.
+
+Traces without ``became_leader`` events (hand-built ones, or a binding that does not
+write them) fall back on two sources, united: the brokers' replica_state samples (no
+live broker reporting the role "leader"; two brokers claiming it still counts as led)
+and ``leader_elected`` with leader -1 until the next real leader."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Callable, Iterable
 
+from analysis.checkers.leadership import LeadershipReplay
 from analysis.checkers.result import CheckResult
 from analysis.trace import Event
 
@@ -17,6 +26,7 @@ DEFAULT_SAMPLE_INTERVAL_MS = 100
 CLAIM_LIFETIME_INTERVALS = 1.5
 
 Interval = tuple[int, int]
+_UNTRACKED = object()
 
 
 class LeadershipSamples:
@@ -50,16 +60,70 @@ class LeadershipSamples:
         return gaps.most_common(1)[0][0] if gaps else DEFAULT_SAMPLE_INTERVAL_MS
 
 
-def check_unavailable(events: list[Event], samples: LeadershipSamples | None) -> CheckResult:
+class _LeaderlessIntervals:
+    """Receives the replay's changes and keeps, per partition, the intervals before
+    ``stop`` in which it was not served."""
+
+    def __init__(self, stop: int):
+        self.stop = stop
+        self.replay: LeadershipReplay | None = None
+        self.down_since: dict[str, int | None] = {}
+        self.gaps: dict[str, list[Interval]] = {}
+
+    def changed(self, t_ms: int, partitions: Iterable[str]) -> None:
+        if t_ms >= self.stop:
+            return
+        replay = self.replay
+        for partition in partitions:
+            since = self.down_since.get(partition, _UNTRACKED)
+            served = replay.served(partition)
+            if since is _UNTRACKED:
+                if not replay.claims.get(partition) and partition not in replay.offline:
+                    continue  # no leadership fact yet: the partition does not exist so far
+                self.gaps.setdefault(partition, [])
+                self.down_since[partition] = None if served else t_ms
+            elif since is None and not served:
+                self.down_since[partition] = t_ms
+            elif since is not None and served:
+                self.gaps[partition].append((since, t_ms))
+                self.down_since[partition] = None
+
+    def close(self) -> dict[str, list[Interval]]:
+        for partition, since in self.down_since.items():
+            if since is not None:
+                self.gaps[partition].append((since, self.stop))
+        return self.gaps
+
+
+def replay_leadership(events: list[Event], clients: Iterable[str] | Callable[[], Iterable[str]] = (),
+                      samples: "LeadershipSamples | None" = None) -> tuple[LeadershipReplay, dict[str, list[Interval]], int]:
+    """One pass over the events: the replay at the end of the run, the leaderless
+    intervals of each partition before the workload stopped, and that stop time."""
     stop = _workload_end(events, samples)
+    intervals = _LeaderlessIntervals(stop)
+    replay = LeadershipReplay(clients, intervals.changed)
+    intervals.replay = replay
+    feed = replay.feed
+    for event in events:
+        feed(event)
+    return replay, intervals.close(), stop
+
+
+def check_unavailable(events: list[Event], samples: LeadershipSamples | None,
+                      leadership: tuple[LeadershipReplay, dict[str, list[Interval]], int] | None = None) -> CheckResult:
+    replay, leaderless, stop = leadership if leadership is not None else replay_leadership(events, (), samples)
     gaps: dict[str, list[Interval]] = {}
     sources = []
-    if samples is not None and samples.samples:
-        sources.append("replica_state")
-        _sample_gaps(samples, stop, gaps)
-    if any(e.type == "leader_elected" for e in events):
-        sources.append("leader_elected")
-        _election_gaps(events, stop, gaps)
+    if replay.saw_leadership:
+        sources.append("leadership")
+        gaps = leaderless
+    else:
+        if samples is not None and samples.samples:
+            sources.append("replica_state")
+            _sample_gaps(samples, stop, gaps)
+        if any(e.type == "leader_elected" for e in events):
+            sources.append("leader_elected")
+            _election_gaps(events, stop, gaps)
     if not sources:
         return CheckResult("unavailable_ms", 0, True, "no leadership facts in the trace", (),
                            {"per_partition_ms": {}, "sources": []})
@@ -76,7 +140,7 @@ def check_unavailable(events: list[Event], samples: LeadershipSamples | None) ->
     text = (f"longest time without a leader: {worst[1]} ms ({worst[0]})" if worst[1]
             else "every partition had a leader while the workload ran")
     details = {"per_partition_ms": per_partition, "sources": sources, "until_ms": stop}
-    if samples is not None and samples.samples:
+    if samples is not None and samples.samples and "replica_state" in sources:
         details["sample_interval_ms"] = samples.interval_ms()
     return CheckResult("unavailable_ms", worst[1], True, text, examples, details)
 

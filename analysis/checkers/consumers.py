@@ -1,10 +1,14 @@
 """Checkers about what consumers saw, per consumer process and partition, in the order
-their polls completed: offsets going backwards, committed records skipped, records read
-and later truncated, high watermarks going backwards."""
+their polls completed: offsets going backwards, committed records skipped (jumped over,
+or replaced under the consumer's position), records read and later truncated, high
+watermarks going backwards."""
 from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
 
 from analysis.checkers.index import ABSENT, FinalRead, RunIndex
 from analysis.checkers.result import CheckResult, Examples, anomaly
+from analysis.trace import Event
 
 MAX_MISSED_LISTED = 5
 
@@ -21,6 +25,7 @@ class _OrderFindings:
         self.backwards = Examples()
         self.skips = Examples()
         self.missed_total = 0
+        self.replaced_total = 0
 
     def judge(self, op, partition: str, records: list, previous: int | None, read: FinalRead | None) -> None:
         """Record by record: the slow path, for polls that are not one contiguous run."""
@@ -41,18 +46,66 @@ class _OrderFindings:
             self.skips.add(_skip_example(op, partition, low, high, missed, read))
 
 
+class _Stretches:
+    """Where each consumer's position last restarted, and the records it got since then
+    at an offset where the final read holds another value (the log under it was
+    replaced). A ``position_reset`` line restarts the position at its ``to_offset``;
+    in traces without such lines, an OFFSET_OUT_OF_RANGE error restarts it unknown."""
+
+    def __init__(self, index: RunIndex):
+        self.resets: dict[str, list[tuple[int, Event]]] = {}
+        for seq, event in index.resets:
+            self.resets.setdefault(event.node, []).append((seq, event))
+        self.applied: dict[str, int] = {}  # process -> how many of its resets were applied
+        self.start: dict[tuple[str, str], int] = {}  # (process, partition) -> first poll of its stretch
+        self.wrong: dict[tuple[str, str], dict[int, object]] = {}  # -> offset -> the value it got instead
+
+    def apply_resets(self, op, i: int, last: dict) -> None:
+        """The resets of op's consumer written before op was invoked."""
+        mine = self.resets.get(op.process)
+        if not mine:
+            return
+        done = self.applied.get(op.process, 0)
+        while done < len(mine) and mine[done][0] < op.seq:
+            event = mine[done][1]
+            key = (op.process, event["partition"])
+            last[key] = event["to_offset"] - 1  # a first record above to_offset is a jump
+            self.restart(key, i)
+            done += 1
+        self.applied[op.process] = done
+
+    def restart(self, key: tuple[str, str], i: int) -> None:
+        self.start[key] = i
+        self.wrong.pop(key, None)
+
+    def note(self, key: tuple[str, str], records: list, read: FinalRead | None) -> None:
+        """Records of a poll the final read did not confirm as a run."""
+        if read is None:
+            return
+        for offset, value in records:
+            final_value = read.value_at(offset)
+            if final_value is not ABSENT and final_value != value:
+                self.wrong.setdefault(key, {}).setdefault(offset, value)
+
+
 def check_consumer_order(index: RunIndex) -> list[CheckResult]:
-    """consumer_non_monotonic and consumer_skips, from one pass over the polls."""
+    """consumer_non_monotonic and consumer_skips, from one pass over the polls (and a
+    second over the polls of consumers that got replaced records, if any did)."""
     found = _OrderFindings()
+    stretches = _Stretches(index)
     last: dict[tuple[str, str], int | None] = {}
     reads = index.reads
     irregular = index.irregular_polls
-    for op in index.polls:
+    resets = stretches.resets
+    for i, op in enumerate(index.polls):
+        if resets:
+            stretches.apply_resets(op, i, last)
         fields = op.completion.fields
         process = op.process
         for partition, error in (fields.get("errors") or {}).items():
             if is_reset(error):
                 last[(process, partition)] = None
+                stretches.restart((process, partition), i + 1)
         for partition, records in (fields.get("records") or {}).items():
             if not records:
                 continue
@@ -60,24 +113,71 @@ def check_consumer_order(index: RunIndex) -> list[CheckResult]:
             previous = last.get(key)
             low = records[0][0]
             # a result confirmed as one run of a gapless read has gapless offsets itself
-            if (process, op.op, partition) not in irregular and (previous is None or low > previous):
+            regular = (process, op.op, partition) not in irregular
+            if regular and (previous is None or low > previous):
                 if previous is not None and low > previous + 1:
                     found.gap(op, partition, previous, low, reads.get(partition))
             else:
                 found.judge(op, partition, records, previous, reads.get(partition))
+            if not regular:
+                stretches.note(key, records, reads.get(partition))
             last[key] = records[-1][0]
+    if stretches.wrong:
+        _replaced_skips(index, stretches, found)
     return [
         anomaly("consumer_non_monotonic", found.backwards, "times a consumer got an offset at or below one it had",
                 "every consumer's offsets only went up (between resets)"),
-        anomaly("consumer_skips", found.skips, "jumps over records the final read has",
-                "no consumer jumped over a record the final read has", {"missed_records": found.missed_total}),
+        anomaly("consumer_skips", found.skips, "skips over records the final read has",
+                "no consumer skipped a record the final read has",
+                {"missed_records": found.missed_total, "replaced_records": found.replaced_total}),
     ]
+
+
+def _replaced_skips(index: RunIndex, stretches: _Stretches, found: _OrderFindings) -> None:
+    """Offsets below a consumer's position where it got a record, since its last reset,
+    but never the one the final read holds there: the log under its position was
+    replaced and its offsets never jumped, so only the values tell."""
+    wanted = {key: sorted(offsets) for key, offsets in stretches.wrong.items()}
+    got_final: dict[tuple[str, str], set[int]] = {key: set() for key in wanted}
+    last_op: dict[tuple[str, str], object] = {}
+    irregular = index.irregular_polls
+    for i, op in enumerate(index.polls):
+        for partition, records in (op.completion.fields.get("records") or {}).items():
+            key = (op.process, partition)
+            offsets = wanted.get(key)
+            if not records or offsets is None or i < stretches.start.get(key, 0):
+                continue
+            last_op[key] = op
+            lo = bisect_left(offsets, records[0][0])
+            hi = bisect_right(offsets, records[-1][0])
+            if lo == hi:
+                continue
+            if (op.process, op.op, partition) not in irregular:  # a confirmed run: the final values
+                got_final[key].update(offsets[lo:hi])
+            else:
+                read = index.reads[partition]
+                got_final[key].update(o for o, v in records if read.value_at(o) == v)
+    for key in sorted(wanted):
+        missed = [o for o in wanted[key] if o not in got_final[key]]
+        if missed:
+            found.replaced_total += len(missed)
+            found.missed_total += len(missed)
+            found.skips.add(_replaced_example(last_op[key], key[1], missed, stretches.wrong[key],
+                                              index.reads[key[1]]))
+
+
+def _replaced_example(op, partition: str, missed: list[int], got: dict, read: FinalRead) -> dict:
+    shown = missed[:MAX_MISSED_LISTED]
+    return {"t_ms": op.completion.t_ms, "process": op.process, "op": op.op, "partition": partition,
+            "kind": "replaced", "from_offset": missed[0], "to_offset": missed[-1] + 1,
+            "missed_count": len(missed), "missed": [[o, read.value_at(o)] for o in shown],
+            "read_instead": [[o, got[o]] for o in shown]}
 
 
 def _skip_example(op, partition: str, low: int, high: int, missed: int, read: FinalRead) -> dict:
     listed = read.offsets_between(low, high, MAX_MISSED_LISTED)
     return {"t_ms": op.completion.t_ms, "process": op.process, "op": op.op, "partition": partition,
-            "from_offset": low, "to_offset": high, "missed_count": missed,
+            "kind": "jump", "from_offset": low, "to_offset": high, "missed_count": missed,
             "missed": [[o, read.value_at(o)] for o in listed]}
 
 

@@ -29,6 +29,7 @@ class RunIndex:
     # outcomes of sends with acks 1 or all ("ok", "fail", "info"; no completion is "info")
     send_outcomes: dict[str, int] = field(default_factory=lambda: {"ok": 0, "fail": 0, "info": 0})
     acks_0_sends: int = 0
+    failed_sends: list[Operation] = field(default_factory=list)  # completed "fail"
     polls: list[Operation] = field(default_factory=list)  # completed ok, in completion order
     poll_count: int = 0  # every poll operation, whatever its outcome
     reads: dict[str, FinalRead] = field(default_factory=dict)
@@ -47,6 +48,7 @@ class RunIndex:
     acked_offsets: dict[str, bytearray] = field(default_factory=dict)
     polled_offsets: dict[str, bytearray] = field(default_factory=dict)
     polled_elsewhere: set = field(default_factory=set)  # values of irregular poll results
+    resets: list = field(default_factory=list)  # (place, position_reset event), in trace order
 
 
 def send_parts(op: Operation) -> tuple[str, int, list]:
@@ -56,7 +58,7 @@ def send_parts(op: Operation) -> tuple[str, int, list]:
 
 
 def build_index(history: History) -> RunIndex:
-    index = RunIndex(events=history.events)
+    index = RunIndex(events=history.events, resets=history.resets)
     reads: dict[str, Operation] = {}
     polls = index.polls
     for op in history.operations:
@@ -93,6 +95,8 @@ def _add_send(index: RunIndex, op: Operation) -> None:
     else:
         outcome = done.type if done is not None else "info"
         index.send_outcomes[outcome] = index.send_outcomes.get(outcome, 0) + 1
+        if outcome == "fail":
+            index.failed_sends.append(op)
     if done is not None and done.type == "ok" and done.fields.get("offset", -1) >= 0:
         index.acknowledged.append(op)
         index.acknowledged_records += len(fields["values"])

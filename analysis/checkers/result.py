@@ -13,7 +13,7 @@ class CheckResult:
     offset, value, ...) of the first offending records or operations, at most
     MAX_EXAMPLES; ``details`` holds counts and per-partition figures."""
     name: str
-    value: int | float
+    value: int | float | dict  # a dict (partition -> number) for final_leader
     valid: bool
     explanation: str
     examples: tuple[dict, ...] = ()

@@ -2,6 +2,7 @@
 values, and how often sends failed."""
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from analysis.checkers.index import ABSENT, FinalRead, RunIndex, poll_witness, send_parts, send_witness
@@ -9,6 +10,7 @@ from analysis.checkers.result import CheckResult, Examples, anomaly
 from analysis.history import Operation
 
 ACKS_NAMES = {-1: "all", 1: "1", 0: "0"}
+_second = itemgetter(1)
 
 
 def check_lost_writes(index: RunIndex) -> list[CheckResult]:
@@ -151,3 +153,53 @@ def check_produce_rates(index: RunIndex) -> list[CheckResult]:
                     f"{unknown} of {judged} sends ended unknown" if judged else "no sends with acks 1 or all",
                     (), dict(details)),
     ]
+
+
+def check_failed_but_present(index: RunIndex) -> CheckResult:
+    """Sends that completed ``fail`` (certainly not appended) of which a value is in the
+    final read of their partition. Values are unique in a run, so the value found is
+    the one the send carried: the client called a write failed that happened, which is
+    a bug in the client's classification or in the model, never a broker anomaly to
+    expect."""
+    found = Examples()
+    reads = index.reads
+    wanted: dict[str, set] = {}
+    for op in index.failed_sends:
+        wanted.setdefault(op.invoke.fields.get("partition"), set()).update(op.invoke.fields["values"])
+    # isdisjoint walks the read's values in C: a sound run never builds the places
+    present = {p: reads[p].places(v) for p, v in wanted.items()
+               if p in reads and not v.isdisjoint(_unconfirmed_values(index, p, reads[p]))}
+    records = 0
+    for op in index.failed_sends:
+        fields = op.invoke.fields
+        places = present.get(fields.get("partition"), {})
+        there = [[places[v][0], v] for v in fields["values"] if v in places]
+        if not there:
+            continue
+        records += len(there)
+        found.add({"t_ms": op.completion.t_ms, "process": op.process, "op": op.op,
+                   "partition": fields.get("partition"), "acks": ACKS_NAMES.get(fields.get("acks"), "other"),
+                   "error": op.completion.fields.get("error"), "reason": op.completion.fields.get("reason"),
+                   "present": there[:5], "values": len(fields["values"])})
+    return anomaly("failed_but_present", found, "sends completed fail whose records are in the final read",
+                   "no send completed fail has a record in the final read",
+                   {"records": records, "failed_sends": len(index.failed_sends)})
+
+
+
+def _unconfirmed_values(index: RunIndex, partition: str, read: FinalRead):
+    """The values of a read that no confirmed send put where they are: only there can a
+    failed send's value be (values are unique). In a run with acks 1 or all these are
+    few, and finding them by the flag bytes spares touching every record."""
+    flags = index.acked_offsets.get(partition)
+    if read.dense is None or flags is None:
+        return map(_second, read.records)
+    if 4 * (len(flags) - flags.count(1)) > len(flags):
+        return read.dense
+    dense = read.dense
+    out = []
+    i = flags.find(0)
+    while i >= 0:
+        out.append(dense[i])
+        i = flags.find(0, i + 1)
+    return out

@@ -40,9 +40,10 @@ class HistoryBuilder:
         return op
 
     def poll(self, t_ms: int, records: dict[str, list], high_watermarks: dict[str, int] | None = None,
-             errors: dict[str, str] | None = None, process: str = "consumer-0", outcome: str = "ok") -> int:
+             errors: dict[str, str] | None = None, process: str = "consumer-0", outcome: str = "ok",
+             positions: dict[str, int] | None = None) -> int:
         op = self._op(process)
-        self.add(t_ms, process, "invoke", f="poll", op=op, positions={})
+        self.add(t_ms, process, "invoke", f="poll", op=op, positions=positions or {})
         if outcome == "ok":
             fields = {"f": "poll", "op": op, "records": records,
                       "high_watermarks": high_watermarks if high_watermarks is not None else {}}
@@ -69,6 +70,19 @@ class HistoryBuilder:
     def state(self, t_ms: int, broker: int, roles: dict[str, str]) -> "HistoryBuilder":
         partitions = {tp: {"role": role, "leader": broker if role == "leader" else -1} for tp, role in roles.items()}
         return self.add(t_ms, f"broker-{broker}", "replica_state", partitions=partitions)
+
+    def reset(self, t_ms: int, to_offset: int, from_offset: int = 0, reason: str = "truncation_detected",
+              partition: str = "t-0", process: str = "consumer-0") -> "HistoryBuilder":
+        """A consumer's position_reset line (the contract of the simulated consumer)."""
+        return self.add(t_ms, process, "position_reset", partition=partition, from_offset=from_offset,
+                        to_offset=to_offset, reason=reason)
+
+    def broker(self, t_ms: int, broker: int, type_: str, **fields) -> "HistoryBuilder":
+        """An event a broker wrote (became_leader, broker_started, ...)."""
+        return self.add(t_ms, f"broker-{broker}", type_, **fields)
+
+    def fault(self, t_ms: int, fault_id: int, kind: str, **fields) -> "HistoryBuilder":
+        return self.add(t_ms, "nemesis", "fault_started", fault_id=fault_id, fault=kind, **fields)
 
     def history(self) -> History:
         return build_history(self.events)

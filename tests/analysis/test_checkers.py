@@ -1,6 +1,6 @@
 """The write-side checkers on hand-written histories: lost writes, duplicates,
 inconsistent offsets, unseen records and produce error rates."""
-from analysis.checkers import CHECKER_NAMES, MAX_EXAMPLES
+from analysis.checkers import CHECKER_NAMES, MAPPING_CHECKERS, MAX_EXAMPLES
 
 from tests.analysis.builders import HistoryBuilder, records
 
@@ -8,7 +8,7 @@ from tests.analysis.builders import HistoryBuilder, records
 def test_every_checker_answers_on_an_empty_history():
     results = HistoryBuilder().check()
     assert tuple(results) == CHECKER_NAMES
-    assert all(r.value == 0 for r in results.values())
+    assert all(r.value == (0 if name not in MAPPING_CHECKERS else {}) for name, r in results.items())
     assert results["unseen"].explanation == "no consumers"
 
 
@@ -248,3 +248,45 @@ def test_sends_below_a_trimmed_final_read_are_judged_by_value():
     assert results["lost_writes"].value == 0
     assert results["unseen"].examples == ({"t_ms": 12, "process": "producer-0", "op": op, "partition": "t-0",
                                            "offset": 3, "value": "a"},)
+
+
+# -- failed but present (issue 8, item 16) -------------------------------------------
+
+def test_a_failed_send_whose_record_is_in_the_final_read_is_failed_but_present():
+    """``fail`` means certainly not appended; its unique value in the final read proves
+    the client misclassified an error that may follow an append (acks=all and
+    NOT_LEADER_OR_FOLLOWER after the leader appended, say)."""
+    h = HistoryBuilder()
+    h.send(10, ["a"], 0)
+    op = h.send(20, ["b", "c"], outcome="fail", error="NOT_LEADER_OR_FOLLOWER")
+    h.send(30, ["d"], outcome="fail", error="NOT_ENOUGH_REPLICAS")
+    h.read(100, records(["a", "c"]))
+    result = h.check()["failed_but_present"]
+    assert result.value == 1 and not result.valid
+    assert result.examples == ({"t_ms": 21, "process": "producer-0", "op": op, "partition": "t-0", "acks": "all",
+                                "error": "NOT_LEADER_OR_FOLLOWER", "reason": None, "present": [[1, "c"]],
+                                "values": 2},)
+    assert result.details == {"records": 1, "failed_sends": 2}
+
+
+def test_failed_sends_absent_from_the_read_or_present_in_another_partition_are_fine():
+    h = HistoryBuilder()
+    h.send(10, ["a"], outcome="fail", error="NOT_ENOUGH_REPLICAS")
+    h.send(20, ["b"], outcome="info", error="REQUEST_TIMED_OUT")
+    h.read(100, records(["b"]))
+    h.read(100, records(["a"]), partition="t-1")
+    result = h.check()["failed_but_present"]
+    assert result.value == 0 and result.valid
+
+
+def test_a_failed_value_among_many_confirmed_ones_is_found_by_the_flags():
+    """The fast path looks only at offsets no confirmed send explains."""
+    h = HistoryBuilder()
+    values = [f"v{i}" for i in range(20)]
+    for i, value in enumerate(values):
+        if i != 13:
+            h.send(i, [value], i)
+    op = h.send(13, ["v13"], outcome="fail", error="NOT_LEADER_OR_FOLLOWER")
+    h.read(100, records(values))
+    result = h.check()["failed_but_present"]
+    assert result.value == 1 and result.examples[0]["op"] == op and result.examples[0]["present"] == [[13, "v13"]]

@@ -69,3 +69,32 @@ def test_a_lossy_run_reports_the_lost_writes_the_summary_counts(tmp_path: Path):
     assert {e["value"] for e in lost.examples} <= set(result.summary.missing)
     assert all(e["acks"] == "1" and e["partition"] == "t-0" for e in lost.examples)
     assert tuple(verdict.results) == CHECKER_NAMES
+
+
+# Every broker of the cluster is down for 19 s: no broker writes a sample meanwhile. (A
+# 2.7 broker restarted while its old session still holds its registration exits, so
+# the restart waits for the 18 s session timeout.)
+BLACKOUT = """
+name: checkers-blackout
+cluster:
+  brokers: 2
+  topics: [{name: t, partitions: 1, replication_factor: 2}]
+workload:
+  producers: [{topic: t, acks: all, rate: 100}]
+  consumers: [{topic: t}]
+faults:
+  - {at: 3s, crash: [1, 2]}
+  - {at: 22s, restart: [1, 2]}
+duration: 32s
+"""
+
+
+def test_a_whole_cluster_down_is_unavailable_for_at_least_its_outage(tmp_path: Path):
+    """Issue 8, item 18: the sample-based measure read about 0 here."""
+    _, verdict = run(BLACKOUT, tmp_path)
+    unavailable = verdict["unavailable_ms"]
+    assert 19000 <= unavailable.value < 29000, unavailable.examples
+    assert unavailable.examples[0]["from_ms"] == 3000
+    assert verdict.value("failed_but_present") == 0
+    assert verdict.value("leader_elections") >= 1
+    assert set(verdict.value("final_leader")) == {"t-0"} and verdict.value("final_leader")["t-0"] in (1, 2)

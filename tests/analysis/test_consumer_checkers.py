@@ -95,9 +95,9 @@ def test_jumping_over_records_the_final_read_has_is_a_skip():
     result = h.check()["consumer_skips"]
     assert result.value == 1 and not result.valid
     assert result.examples == ({"t_ms": 21, "process": "consumer-0", "op": op, "partition": "t-0",
-                                "from_offset": 1, "to_offset": 4, "missed_count": 2,
+                                "kind": "jump", "from_offset": 1, "to_offset": 4, "missed_count": 2,
                                 "missed": [[2, "c"], [3, "d"]]},)
-    assert result.details == {"missed_records": 2}
+    assert result.details == {"missed_records": 2, "replaced_records": 0}
 
 
 def test_a_gap_the_final_read_also_has_is_not_a_skip():
@@ -201,3 +201,96 @@ def test_a_skip_counts_only_the_offsets_the_final_read_has():
     h2.poll(20, {"t-0": [[9, "y"]]})  # a jump wholly past the read's end misses nothing
     h2.read(100, SIX)
     assert h2.check()["consumer_skips"].value == 0
+
+
+# -- skips by a replaced log (issue 8, item 17) --------------------------------------
+
+OLD = records(["a", "b", "old-c", "old-d"])
+NEW = records(["a", "b", "c", "d", "e", "f"])
+
+
+def test_records_replaced_under_a_consumers_position_are_skipped():
+    """The log under the consumer was truncated and rewritten (an unclean election, or
+    a 2.7 consumer without KIP-320's check): it read old-c, old-d at 2, 3, then e, f
+    at 4, 5, so its offsets never jumped, yet it never got c and d."""
+    h = HistoryBuilder()
+    h.poll(10, {"t-0": OLD})
+    op = h.poll(20, {"t-0": NEW[4:]})
+    h.read(100, NEW)
+    result = h.check()["consumer_skips"]
+    assert result.value == 1 and not result.valid
+    assert result.examples == ({"t_ms": 21, "process": "consumer-0", "op": op, "partition": "t-0",
+                                "kind": "replaced", "from_offset": 2, "to_offset": 4, "missed_count": 2,
+                                "missed": [[2, "c"], [3, "d"]], "read_instead": [[2, "old-c"], [3, "old-d"]]},)
+    assert result.details == {"missed_records": 2, "replaced_records": 2}
+
+
+def test_a_truncation_reset_then_reading_the_new_records_is_no_skip():
+    """KIP-320: the consumer detects the truncation and moves back to offset 2, written
+    as a position_reset line before its next fetch; it then reads c and d."""
+    h = HistoryBuilder()
+    h.poll(10, {"t-0": OLD}, positions={"t-0": 0})
+    h.reset(15, to_offset=2, from_offset=4)
+    h.poll(20, {"t-0": NEW[2:]}, positions={"t-0": 2})
+    h.read(100, NEW)
+    results = h.check()
+    assert results["consumer_skips"].value == 0
+    assert results["consumer_non_monotonic"].value == 0  # the reset excuses going back to 2
+
+
+def test_reading_the_final_record_elsewhere_in_the_same_stretch_is_no_skip():
+    """Going back without a reset is non-monotonic, but the record was read."""
+    h = HistoryBuilder()
+    h.poll(10, {"t-0": OLD})
+    h.poll(20, {"t-0": NEW[2:]})
+    h.read(100, NEW)
+    results = h.check()
+    assert results["consumer_skips"].value == 0
+    assert results["consumer_non_monotonic"].value == 1
+
+
+def test_records_replaced_before_the_last_reset_are_not_judged():
+    """Since its last reset: a consumer whose position restarted at 4 (out of range)
+    is not asked for what lies below 4."""
+    h = HistoryBuilder()
+    h.poll(10, {"t-0": OLD})
+    h.reset(15, to_offset=4, from_offset=4, reason="out_of_range")
+    h.poll(20, {"t-0": NEW[4:]})
+    h.read(100, NEW)
+    assert h.check()["consumer_skips"].value == 0
+
+
+def test_a_reset_that_comes_after_a_poll_was_invoked_does_not_apply_to_it():
+    """The fetch took its position when it was invoked; a reset written while it was in
+    flight restarts only the fetches after it."""
+    h = HistoryBuilder()
+    h.poll(10, {"t-0": OLD})
+    h.add(20, "consumer-0", "invoke", f="poll", op=2, positions={"t-0": 4})
+    h.reset(21, to_offset=2, from_offset=4)
+    h.add(22, "consumer-0", "ok", f="poll", op=2, records={"t-0": NEW[4:]}, high_watermarks={})
+    h.read(100, NEW)
+    assert h.check()["consumer_skips"].details["replaced_records"] == 2
+
+
+def test_a_first_record_above_the_reset_offset_is_a_jump():
+    """After a reset to 0 the consumer fetches at 0; getting offset 2 first means it
+    jumped over 0 and 1."""
+    h = HistoryBuilder()
+    h.reset(0, to_offset=0, reason="initial")
+    op = h.poll(10, {"t-0": NEW[2:]})
+    h.read(100, NEW)
+    result = h.check()["consumer_skips"]
+    assert result.value == 1
+    assert (result.examples[0]["kind"], result.examples[0]["op"], result.examples[0]["missed"]) == \
+           ("jump", op, [[0, "a"], [1, "b"]])
+
+
+def test_resets_of_one_consumer_or_partition_do_not_touch_another():
+    h = HistoryBuilder()
+    h.poll(10, {"t-0": OLD}, process="consumer-1")
+    h.reset(15, to_offset=2, process="consumer-0")
+    h.reset(15, to_offset=2, partition="t-1", process="consumer-1")
+    h.poll(20, {"t-0": NEW[4:]}, process="consumer-1")
+    h.read(100, NEW)
+    result = h.check()["consumer_skips"]
+    assert result.details["replaced_records"] == 2 and result.examples[0]["process"] == "consumer-1"

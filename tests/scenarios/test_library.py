@@ -10,6 +10,11 @@ from scenarios.runner import run_scenario
 
 LIBRARY = sorted((Path(__file__).resolve().parents[2] / "scenarios" / "library").glob("*.yaml"))
 
+def no_failed_but_present(stem: str, result) -> None:
+    """Issue 8, item 16: a write the client called failed must not be in the log."""
+    present = result.verdict["failed_but_present"]
+    assert present.value == 0, (stem, present.examples)
+
 
 def test_the_library_has_the_known_anomalies_and_their_fixes():
     names = {p.stem for p in LIBRARY}
@@ -30,6 +35,7 @@ def test_library_scenario_meets_its_expectations(path, tmp_path):
     result = run_scenario(scenario, 1, tmp_path)
     failed = [f"{e.name}: expected {e.expectation}, got {e.actual}" for e in result.evaluations if not e.passed]
     assert failed == [], f"{path.name}: {failed}; replay: {result.replay_command}"
+    no_failed_but_present(path.stem, result)
 
 
 @pytest.mark.parametrize("stem,checker", [("jepsen-2013-unclean", "lost_writes_acks_all"),
@@ -52,3 +58,4 @@ def test_the_safe_configuration_survives_the_seed_that_found_a_stale_controller_
     result = run_scenario(scenario, 7, tmp_path)
     assert result.passed, [f"{e.name}={e.actual}" for e in result.evaluations if not e.passed]
     assert result.summary.settled
+    no_failed_but_present("nemesis-safe", result)

@@ -126,6 +126,10 @@ def test_triggers_parse_with_comparisons():
     ("nemesis: {faults: [crash]}\n", "nemesis.interval", "required"),
     ("expect: {lost_writes: lots}\n", "expect.lost_writes", ""),
     ("expect: {lost_rights: 0}\n", "expect.lost_rights", "unknown checker"),
+    ("expect: {final_leader: 1}\n", "expect.final_leader", "takes a mapping of partition"),
+    ("expect:\n  final_leader:\n    t-7: 1\n", "expect.final_leader.t-7", "unknown partition 't-7'"),
+    ("expect: {final_leader: {t-0: leader}}\n", "expect.final_leader", "not a number"),
+    ("expect: {unclean_elections: {t-0: 1}}\n", "expect.unclean_elections", "only final_leader"),
 ])
 def test_rejections_name_the_field(tail, field, words):
     err = error(tail)
@@ -165,3 +169,14 @@ def test_a_preferred_replica_election_step_names_all_or_some_partitions():
         fm.PreferredReplicaElection(), fm.PreferredReplicaElection(),
         fm.PreferredReplicaElection(("t-0", "t-1")), fm.PreferredReplicaElection(("t-1",))]
     assert fm.kind_of(s.faults[0].fault) == "preferred_replica_election"
+
+
+def test_facts_and_the_final_leader_parse_in_expect():
+    """Issue 8, item 19: counts use the comparisons of every checker; final_leader
+    maps partitions of the scenario to a broker or a comparison."""
+    s = parse("expect: {unclean_elections: 0, isr_shrinks: '>0', fenced_requests: '>=1', failed_but_present: 0,\n"
+              "         leader_elections: '<=3', isr_expansions: 2, final_leader: {t-0: 1, t-1: '!=2'}}\n")
+    assert s.expect["isr_shrinks"].matches(1) and not s.expect["isr_shrinks"].matches(0)
+    assert s.expect["final_leader"].matches({"t-0": 1, "t-1": 3})
+    assert not s.expect["final_leader"].matches({"t-0": 1, "t-1": 2})
+    assert str(s.expect["final_leader"]) == "{t-0: == 1, t-1: != 2}"
