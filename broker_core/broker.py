@@ -19,7 +19,9 @@ from broker_core.log import PartitionLog
 from broker_core.messages import (
     ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse)
+    PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse,
+    InitProducerIdRequest)
+from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
 from broker_core.types import NO_LEADER, TopicPartition
 
@@ -61,6 +63,7 @@ class BrokerNode:
         self.replicas.on_become_follower = self.fetchers.add_partition
         self.replicas.on_become_leader = lambda p: self.fetchers.remove_partition(p.tp)
         self.controller = Controller(self.ctx, self._unclean_enabled)
+        self.producer_ids = ProducerIdManager(self.ctx)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -223,6 +226,8 @@ class BrokerNode:
             self.controller.handle_controlled_shutdown(src, message)
         elif kind is ControlledShutdownResponse:
             self._on_controlled_shutdown_response(message)
+        elif kind is InitProducerIdRequest:
+            self.producer_ids.handle_init_producer_id(src, message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
 
