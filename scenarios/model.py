@@ -53,6 +53,7 @@ class ProducerWorkload:
     delivery_timeout_ms: int = 120000
     start_ms: int = 0
     stop_ms: int | None = None
+    enable_idempotence: bool = False  # enable.idempotence, after the profile's default and its conditions
 
 
 @dataclass(frozen=True)
