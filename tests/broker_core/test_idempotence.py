@@ -144,3 +144,24 @@ def test_init_producer_id_blocks_reserved_by_two_brokers_at_once_do_not_overlap(
                for c in cids)
     again = cluster.request_and_wait(1, lambda cid: InitProducerIdRequest(cid))
     assert again.producer_id in (1, 1001)
+
+
+def test_a_version_conflict_on_the_next_block_makes_the_loser_read_again():
+    """Kafka 2.7.0 ProducerIdManager.scala getNewProducerIdBlock: the conditional update
+    of /latest_producer_id_block fails for the broker that read the older version."""
+    cluster = started()
+    assert cluster.request_and_wait(1, lambda cid: InitProducerIdRequest(cid)).producer_id == 0
+    cids = [cluster.send(b, InitProducerIdRequest(cluster.next_correlation_id())) for b in (2, 3)]
+    assert cluster.wait_for(lambda: all(c in cluster.responses for c in cids), 5000)
+    assert sorted(cluster.responses[c].producer_id for c in cids) == [1000, 2000]
+    reserved = sorted(f["block_start"] for _, _, f in cluster.traced("producer_id_block_reserved"))
+    assert reserved == [0, 1000, 2000]
+
+
+def test_a_transactional_init_producer_id_is_refused():
+    """Transactions are not modelled: isrlab answers COORDINATOR_NOT_AVAILABLE where
+    Kafka 2.7.0 TransactionCoordinator.handleInitProducerId would look up the
+    transactional id's coordinator."""
+    cluster = started()
+    response = cluster.request_and_wait(1, lambda cid: InitProducerIdRequest(cid, transactional_id="tx"))
+    assert response.error is ErrorCode.COORDINATOR_NOT_AVAILABLE and response.producer_id == -1
