@@ -107,7 +107,9 @@ class IdempotentSequences:
 
     def can_retry(self, batch: Any, error: ErrorCode) -> bool:
         """TransactionManager.canRetry for an idempotent producer (the caller checks
-        attempts and the delivery timeout)."""
+        attempts and the delivery timeout). Kafka also retries UNKNOWN_PRODUCER_ID
+        without a bump when the response has no log start offset; isrlab's responses
+        carry none and its brokers never send this error (Kafka's since 2.5 do not either)."""
         tp = batch.tp
         if error is ErrorCode.UNKNOWN_PRODUCER_ID:
             if not batch.sequence_reset:
@@ -127,7 +129,13 @@ class IdempotentSequences:
         self._remove_in_flight(batch)
         if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch):
             return
-        if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER or adjust_sequences:
+        if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            self.request_epoch_bump(batch.tp)
+        elif error is ErrorCode.UNKNOWN_PRODUCER_ID:
+            # The broker has no state for the producer: it accepts sequence 0 again.
+            self.partitions.pop(batch.tp, None)
+            self.unresolved.pop(batch.tp, None)
+        elif adjust_sequences:
             self.request_epoch_bump(batch.tp)
 
     def expired(self, batch: Any) -> None:

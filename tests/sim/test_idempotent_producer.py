@@ -183,3 +183,24 @@ def test_an_exhausted_epoch_asks_for_a_new_producer_id():
     sequences.set_producer_id(5, 32767)
     sequences.request_epoch_bump(TP)
     assert sequences.maybe_resolve_and_bump() is True and not sequences.has_producer_id
+
+
+def test_a_batch_that_finally_fails_closes_its_gap_by_an_epoch_bump_or_a_sequence_reset():
+    """Kafka 3.0.0 TransactionManager.handleFailedBatch: an out-of-order batch or one
+    failed with retries left bumps the epoch; UNKNOWN_PRODUCER_ID restarts the
+    partition's sequences at 0; a batch of an older epoch changes nothing."""
+    sequences = _sequences()
+    stale, gap, unknown = _batch(), _batch(), _batch()
+    sequences.assign(stale)
+    stale.producer_epoch = -7  # numbered under an earlier epoch
+    sequences.failed(stale, ErrorCode.INVALID_PRODUCER_EPOCH, adjust_sequences=True)
+    assert not sequences.epoch_bump_required
+    sequences.assign(gap)
+    sequences.failed(gap, ErrorCode.INVALID_PRODUCER_EPOCH, adjust_sequences=True)
+    assert sequences.epoch_bump_required
+    sequences.maybe_resolve_and_bump()
+    sequences.assign(unknown)
+    sequences.failed(unknown, ErrorCode.UNKNOWN_PRODUCER_ID, adjust_sequences=False)
+    fresh = _batch()
+    sequences.assign(fresh)
+    assert (fresh.producer_epoch, fresh.base_sequence) == (1, 0) and not sequences.epoch_bump_required
