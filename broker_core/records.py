@@ -117,10 +117,15 @@ class Records(Sequence[Record]):
         return f"Records({list(self)!r})"
 
     def payload_bytes(self) -> int:
-        """The bytes the records stand for: ``size_bytes`` where set, else key and value."""
+        """The bytes the records stand for: ``size_bytes`` where set, else key and
+        value; plus the headers' keys and values when there are headers."""
         if isinstance(self.sizes, int) and self.sizes:
-            return self.sizes * len(self.values)
-        return sum(size or len(key or "") + len(value or "") for key, value, size in self)
+            total = self.sizes * len(self.values)
+        else:
+            total = sum(size or len(key or "") + len(value or "") for key, value, size in self)
+        if self.headers is not None:
+            total += sum(len(k) + len(v or "") for pairs in self.headers for k, v in pairs)
+        return total
 
     def encode(self, batch_fields: dict | None = None) -> bytes:
         """The stored payload: the JSON array ``[keys, values, sizes]``, followed by an
