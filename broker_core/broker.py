@@ -19,7 +19,9 @@ from broker_core.log import PartitionLog
 from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse)
+    PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse,
+    InitProducerIdRequest)
+from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
 from broker_core.types import NO_LEADER, TopicPartition
 
@@ -66,6 +68,7 @@ class BrokerNode:
         self.replicas.isr.broker_epoch = lambda: self.session_id
         self.held: list[MessageReceived] = []  # requests waiting for a partition's lock
         self.controller = Controller(self.ctx, self._unclean_enabled)
+        self.producer_ids = ProducerIdManager(self.ctx)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -259,6 +262,8 @@ class BrokerNode:
             self.controller.handle_alter_isr(src, message)
         elif kind is AlterIsrResponse:
             self.replicas.isr.handle_response(message)
+        elif kind is InitProducerIdRequest:
+            self.producer_ids.handle_init_producer_id(src, message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
 

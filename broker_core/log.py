@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
+from broker_core.producer_state import ProducerStateManager
 from broker_core.records import DecodeError, Record, RecordBatch, decode_batch
 from broker_core.types import TopicPartition
 
@@ -47,6 +48,7 @@ class PartitionLog:
         self.log_end_offset = 0
         self.high_watermark = 0
         self.epochs = LeaderEpochCache()
+        self.producers = ProducerStateManager()  # idempotent producers' last batches
         self.durable_offset = 0  # log end offset covered by the last completed fsync
         self.unflushed_messages = 0
         self.last_flush_ms = 0
@@ -62,9 +64,20 @@ class PartitionLog:
         return f"{self.directory}/{EPOCH_CHECKPOINT}"
 
     # -- appends -------------------------------------------------------------------
-    def append_as_leader(self, records: Sequence[Record], leader_epoch: int) -> tuple[RecordBatch, list]:
-        batch = RecordBatch(self.log_end_offset, leader_epoch, records)
+    def append_as_leader(self, records: Sequence[Record] | RecordBatch, leader_epoch: int) -> tuple[RecordBatch, list]:
+        """Append records, or a client's batch (its producer fields kept), at the log end."""
+        if isinstance(records, RecordBatch):
+            batch = records.with_offsets(self.log_end_offset, leader_epoch)
+        else:
+            batch = RecordBatch(self.log_end_offset, leader_epoch, records)
         return batch, self._append(batch)
+
+    def batch_at(self, offset: int) -> RecordBatch | None:
+        """The stored batch holding ``offset``."""
+        index = bisect_right(self._bases, offset) - 1
+        if index < 0 or self.batches[index].next_offset <= offset:
+            return None
+        return self.batches[index]
 
     def append_as_follower(self, batch: RecordBatch) -> list:
         if batch.base_offset != self.log_end_offset:
@@ -88,6 +101,8 @@ class PartitionLog:
         segment.size_bytes += len(data)
         self.log_end_offset = batch.next_offset
         self.unflushed_messages += len(batch.records)
+        if batch.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
+            self.producers.record(batch)
         if batch.leader_epoch > self.epochs.latest_epoch:
             self.epochs.assign(batch.leader_epoch, batch.base_offset)
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
@@ -128,6 +143,10 @@ class PartitionLog:
         self.durable_offset = min(self.durable_offset, new_end)
         if self.epochs.truncate_from_end(new_end):
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
+        if self.producers:
+            # Kafka reloads producer state after a truncation (Log.truncateTo ->
+            # loadProducerState); the state must not remember batches the log lost.
+            self.producers.rebuild(self.batches)
         return effects
 
     def drop_epochs_at_log_end(self) -> list:
@@ -262,6 +281,9 @@ class PartitionLog:
             log.log_start_offset = log.batches[0].base_offset
         if not log.batches and log.segments:
             log.log_end_offset = log.log_start_offset = log.segments[0].base_offset
+        # Kafka loads its last producer snapshot and replays the log after it
+        # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
+        log.producers.rebuild(log.batches)
         # What a restarted process reads may be page cache only (after a crash, not a
         # power loss): nothing counts as durable until the first flush.
         log.durable_offset = log.log_start_offset

@@ -23,7 +23,25 @@ class ProduceRequest:
     correlation_id: int
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
-    partitions: Mapping[TopicPartition, Sequence[Record]]  # a Records, or Record tuples
+    # a Records, Record tuples, or a client's RecordBatch (offsets unset) carrying an
+    # idempotent producer's producer_id, producer_epoch and base_sequence
+    partitions: Mapping[TopicPartition, Sequence[Record] | RecordBatch]
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdRequest:
+    """Kafka's InitProducerId (API key 22), as an idempotent producer sends it."""
+    correlation_id: int
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResponse:
+    correlation_id: int
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from enum import Enum
 from typing import Sequence
 
 from broker_core.config import BrokerConfig
+from broker_core.effects import Trace
 from broker_core.errors import ErrorCode, InvariantViolation
 from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
@@ -111,13 +112,38 @@ class Partition:
         self.isr_locked = False
 
     # -- leader: appends -------------------------------------------------------------
-    def append_as_leader(self, records: Sequence[Record], acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
+    def append_as_leader(self, records: Sequence[Record] | RecordBatch,
+                         acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
+        """Append a client's records. A duplicate of one of an idempotent producer's last
+        five batches returns the stored original and appends nothing."""
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
         if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
             return ErrorCode.NOT_ENOUGH_REPLICAS, None, []
+        if isinstance(records, RecordBatch) and records.producer_id >= 0:
+            error, duplicate = self.log.producers.check_client_batch(records)
+            if error is not ErrorCode.NONE or duplicate is not None:
+                return self._producer_check_failed(records, error, duplicate)
         batch, effects = self.log.append_as_leader(records, self.leader_epoch)
         return ErrorCode.NONE, batch, effects
+
+    def _producer_check_failed(self, batch: RecordBatch, error: ErrorCode,
+                               duplicate) -> tuple[ErrorCode, RecordBatch | None, list]:
+        """Kafka's Log.append answers a duplicate with the original's offsets (it waits
+        for their replication like any append) and rejects a sequence out of order."""
+        fields = {"partition": str(self.tp), "producer_id": batch.producer_id,
+                  "producer_epoch": batch.producer_epoch, "base_sequence": batch.base_sequence,
+                  "last_sequence": batch.last_sequence}
+        if duplicate is not None:
+            original = self.log.batch_at(duplicate.first_offset)
+            if original is None or original.base_offset != duplicate.first_offset:
+                raise InvariantViolation(f"{self.tp}: producer state names offset {duplicate.first_offset}, "
+                                         f"which the log does not hold")
+            fields["offset"] = duplicate.first_offset
+            return ErrorCode.NONE, original, [Trace("produce_duplicate", fields)]
+        entry = self.log.producers.entries[batch.producer_id]
+        fields.update(error=error.name, expected_epoch=entry.producer_epoch, last_appended_sequence=entry.last_sequence)
+        return error, None, [Trace("produce_sequence_rejected", fields)]
 
     # -- leader: followers, ISR and high watermark -----------------------------------
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:

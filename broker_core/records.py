@@ -7,7 +7,13 @@ CRC-32C belongs to the real binding; this is the core's own segment format.)
 
 Records are held by column (``Records``: keys, values, sizes), as a simulated run makes
 hundreds of thousands of them and touches them only as a batch: a column is built,
-sized, encoded and read back with no Python work per record.
+sized, encoded and read back with no Python work per record. Per-record timestamps and
+headers are optional columns, None unless a client sent them.
+
+A batch also carries what the wire format's v2 batch header carries besides offsets:
+producer id, producer epoch, base sequence (idempotent producers), attributes and the
+first and max timestamps. A batch that leaves them all at their "none" values (-1, 0)
+is stored exactly as before they existed, so logs of non-idempotent runs keep their bytes.
 """
 from __future__ import annotations
 
@@ -20,6 +26,12 @@ from typing import Iterable, Iterator, NamedTuple, Sequence, overload
 _HEADER = struct.Struct(">qiiiI")
 HEADER_BYTES = _HEADER.size
 _RECORD_OVERHEAD_BYTES = 14  # a rough per-record framing cost, as in Kafka's varint format
+
+# Kafka's RecordBatch.NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE and NO_TIMESTAMP.
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
 
 
 class Record(NamedTuple):
@@ -37,12 +49,17 @@ class Record(NamedTuple):
 
 class Records(Sequence[Record]):
     """An immutable sequence of records stored by column: ``keys`` (None when no record
-    has a key), ``values``, and ``sizes`` (one int when every record has that size)."""
-    __slots__ = ("keys", "values", "sizes")
+    has a key), ``values``, and ``sizes`` (one int when every record has that size);
+    ``timestamps`` and ``headers`` (per record: a tuple of (key, value) pairs) are None
+    when unused, as in every simulated run."""
+    __slots__ = ("keys", "values", "sizes", "timestamps", "headers")
 
     def __init__(self, values: Sequence[str | None], keys: Sequence[str | None] | None = None,
-                 sizes: int | Sequence[int] = 0):
+                 sizes: int | Sequence[int] = 0, timestamps: Sequence[int] | None = None,
+                 headers: Sequence[Sequence[tuple[str, str | None]]] | None = None):
         self.values = tuple(values)
+        self.timestamps = None if timestamps is None else tuple(timestamps)
+        self.headers = None if headers is None else tuple(tuple((k, v) for k, v in h) for h in headers)
         self.keys = None if keys is None or not any(k is not None for k in keys) else tuple(keys)
         if not isinstance(sizes, int):
             sizes = tuple(sizes)
@@ -50,8 +67,9 @@ class Records(Sequence[Record]):
                 sizes = sizes[0]
         self.sizes: int | tuple[int, ...] = sizes
         if (self.keys is not None and len(self.keys) != len(self.values)) or (
-                not isinstance(self.sizes, int) and len(self.sizes) != len(self.values)):
-            raise ValueError("keys, values and sizes differ in length")
+                not isinstance(self.sizes, int) and len(self.sizes) != len(self.values)) or any(
+                column is not None and len(column) != len(self.values) for column in (self.timestamps, self.headers)):
+            raise ValueError("keys, values, sizes, timestamps and headers differ in length")
 
     @classmethod
     def of(cls, records: Iterable[Record]) -> Records:
@@ -73,7 +91,9 @@ class Records(Sequence[Record]):
     def __getitem__(self, index: int | slice) -> Record | Records:
         if isinstance(index, slice):
             return Records(self.values[index], None if self.keys is None else self.keys[index],
-                           self.sizes if isinstance(self.sizes, int) else self.sizes[index])
+                           self.sizes if isinstance(self.sizes, int) else self.sizes[index],
+                           None if self.timestamps is None else self.timestamps[index],
+                           None if self.headers is None else self.headers[index])
         return Record(None if self.keys is None else self.keys[index], self.values[index],
                       self.sizes if isinstance(self.sizes, int) else self.sizes[index])
 
@@ -84,7 +104,8 @@ class Records(Sequence[Record]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Records):
-            return (self.values, self.keys, self.sizes) == (other.values, other.keys, other.sizes)
+            return (self.values, self.keys, self.sizes, self.timestamps, self.headers) == (
+                other.values, other.keys, other.sizes, other.timestamps, other.headers)
         if isinstance(other, tuple):
             return tuple(self) == other
         return NotImplemented
@@ -96,52 +117,129 @@ class Records(Sequence[Record]):
         return f"Records({list(self)!r})"
 
     def payload_bytes(self) -> int:
-        """The bytes the records stand for: ``size_bytes`` where set, else key and value."""
+        """The bytes the records stand for: ``size_bytes`` where set, else key and
+        value; plus the headers' keys and values when there are headers."""
         if isinstance(self.sizes, int) and self.sizes:
-            return self.sizes * len(self.values)
-        return sum(size or len(key or "") + len(value or "") for key, value, size in self)
+            total = self.sizes * len(self.values)
+        else:
+            total = sum(size or len(key or "") + len(value or "") for key, value, size in self)
+        if self.headers is not None:
+            total += sum(len(k) + len(v or "") for pairs in self.headers for k, v in pairs)
+        return total
 
-    def encode(self) -> bytes:
-        """The stored payload: the JSON array ``[keys, values, sizes]``."""
+    def encode(self, batch_fields: dict | None = None) -> bytes:
+        """The stored payload: the JSON array ``[keys, values, sizes]``, followed by an
+        object of the batch's v2 header fields and optional columns when any is set."""
+        if self.timestamps is not None or self.headers is not None:
+            batch_fields = dict(batch_fields or {})
+            if self.timestamps is not None:
+                batch_fields["timestamps"] = self.timestamps
+            if self.headers is not None:
+                batch_fields["headers"] = self.headers
+        if batch_fields:
+            return _json_encode([self.keys, self.values, self.sizes, batch_fields]).encode()
         return _json_encode([self.keys, self.values, self.sizes]).encode()
 
     @classmethod
     def decode(cls, payload: bytes) -> Records:
-        keys, values, sizes = json.loads(payload)
+        return cls.decode_with_fields(payload)[0]
+
+    @classmethod
+    def decode_with_fields(cls, payload: bytes) -> tuple[Records, dict]:
+        """The records and the batch fields stored with them (empty for a plain batch)."""
+        decoded = json.loads(payload)
+        if not isinstance(decoded, list) or len(decoded) not in (3, 4):
+            raise ValueError("payload must be [keys, values, sizes] or [keys, values, sizes, fields]")
+        keys, values, sizes = decoded[:3]
+        fields = decoded[3] if len(decoded) == 4 else {}
+        if len(decoded) == 4 and (not isinstance(fields, dict) or not fields):
+            raise ValueError("batch fields must be a non-empty object")
         if not isinstance(values, list) or not all(_is_text(v) for v in values):
             raise ValueError("values must be a list of strings or nulls")
         if keys is not None and (not isinstance(keys, list) or not all(_is_text(k) for k in keys)):
             raise ValueError("keys must be null or a list of strings or nulls")
         if not (_is_size(sizes) or (isinstance(sizes, list) and all(_is_size(n) for n in sizes))):
             raise ValueError("sizes must be a non-negative int or a list of them")
-        return cls(values, keys, sizes)
+        timestamps = fields.pop("timestamps", None)
+        headers = fields.pop("headers", None)
+        if timestamps is not None and not (isinstance(timestamps, list) and all(_is_int(t) for t in timestamps)):
+            raise ValueError("timestamps must be a list of integers")
+        if headers is not None and not (isinstance(headers, list) and all(_is_headers(h) for h in headers)):
+            raise ValueError("headers must be a list of [key, value] pair lists")
+        return cls(values, keys, sizes, timestamps, headers), fields
 
 
 class RecordBatch:
     """Immutable by convention, and shared by every replica that stores it, so its
     size and encoding are computed once. A plain class with slots: the simulation
-    touches batches on every fetch, and attribute reads are its hottest path."""
-    __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "_encoded")
+    touches batches on every fetch, and attribute reads are its hottest path.
 
-    def __init__(self, base_offset: int, leader_epoch: int, records: Iterable[Record]):
+    Besides offsets and the leader epoch it carries the v2 header's producer_id,
+    producer_epoch, base_sequence (idempotent producers; -1 otherwise), attributes and
+    first/max timestamps. The size model does not depend on them: Kafka's v2 header
+    has these fields whether they are set or not."""
+    __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "_encoded",
+                 "producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp",
+                 "max_timestamp")
+
+    def __init__(self, base_offset: int, leader_epoch: int, records: Iterable[Record], *,
+                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+                 base_sequence: int = NO_SEQUENCE, attributes: int = 0,
+                 first_timestamp: int = NO_TIMESTAMP, max_timestamp: int = NO_TIMESTAMP):
         self.base_offset = base_offset
         self.leader_epoch = leader_epoch
         self.records = Records.of(records)
         self.next_offset = base_offset + len(self.records)
         self._size_bytes = -1
         self._encoded: bytes | None = None
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.attributes = attributes
+        self.first_timestamp = first_timestamp
+        self.max_timestamp = max_timestamp
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        """Kafka's DefaultRecordBatch.lastSequence: sequences wrap at 2**31 - 1."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + len(self.records) - 1) % _SEQUENCE_LIMIT
+
+    def producer_fields(self) -> dict:
+        """The v2 header fields other than offsets and leader epoch, where set."""
+        fields = {}
+        for name, unset in _PRODUCER_FIELDS:
+            value = getattr(self, name)
+            if value != unset:
+                fields[name] = value
+        return fields
+
+    def with_offsets(self, base_offset: int, leader_epoch: int) -> RecordBatch:
+        """The batch a leader stores for a client's batch: offsets and leader epoch
+        assigned, producer fields and records unchanged."""
+        return RecordBatch(base_offset, leader_epoch, self.records, producer_id=self.producer_id,
+                           producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+                           attributes=self.attributes, first_timestamp=self.first_timestamp,
+                           max_timestamp=self.max_timestamp)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RecordBatch):
             return NotImplemented
-        return (self.base_offset, self.leader_epoch, self.records) == (other.base_offset, other.leader_epoch,
-                                                                       other.records)
+        return (self.base_offset, self.leader_epoch, self.records, self.producer_fields()) == (
+            other.base_offset, other.leader_epoch, other.records, other.producer_fields())
 
     def __hash__(self) -> int:
         return hash((self.base_offset, self.leader_epoch, self.records))
 
     def __repr__(self) -> str:
-        return f"RecordBatch(base_offset={self.base_offset}, leader_epoch={self.leader_epoch}, records={self.records!r})"
+        extra = "".join(f", {k}={v}" for k, v in self.producer_fields().items())
+        return (f"RecordBatch(base_offset={self.base_offset}, leader_epoch={self.leader_epoch}, "
+                f"records={self.records!r}{extra})")
 
     @property
     def size_bytes(self) -> int:
@@ -152,13 +250,18 @@ class RecordBatch:
 
     def encode(self) -> bytes:
         if self._encoded is None:
-            payload = self.records.encode()
+            payload = self.records.encode(self.producer_fields())
             count = len(self.records)
             head = struct.pack(">qii", self.base_offset, self.leader_epoch, count)
             crc = zlib.crc32(struct.pack(">i", len(payload)) + payload, zlib.crc32(head))
             self._encoded = _HEADER.pack(self.base_offset, self.leader_epoch, count, len(payload), crc) + payload
         return self._encoded
 
+
+_SEQUENCE_LIMIT = 2**31  # sequence numbers are int32 and wrap to 0 after 2**31 - 1
+_PRODUCER_FIELDS = (("producer_id", NO_PRODUCER_ID), ("producer_epoch", NO_PRODUCER_EPOCH),
+                    ("base_sequence", NO_SEQUENCE), ("attributes", 0),
+                    ("first_timestamp", NO_TIMESTAMP), ("max_timestamp", NO_TIMESTAMP))
 
 _json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
@@ -185,16 +288,35 @@ def decode_batch(data: bytes | bytearray | memoryview, position: int) -> tuple[R
     if zlib.crc32(struct.pack(">i", payload_len) + payload, zlib.crc32(head)) != crc:
         raise DecodeError("crc mismatch")
     try:
-        records = Records.decode(payload)
+        records, fields = Records.decode_with_fields(payload)
+        batch = RecordBatch(base_offset, leader_epoch, records, **_checked_producer_fields(fields))
     except (ValueError, TypeError, UnicodeDecodeError) as exc:  # a CRC collision on garbage
         raise DecodeError(f"bad records: {exc}") from exc
     if len(records) != count:
         raise DecodeError("records do not match the header")
-    return RecordBatch(base_offset, leader_epoch, records), end_header + payload_len
+    return batch, end_header + payload_len
+
+
+def _checked_producer_fields(fields: dict) -> dict:
+    known = {name for name, _ in _PRODUCER_FIELDS}
+    for name, value in fields.items():
+        if name not in known or not _is_int(value):
+            raise ValueError(f"unknown or non-integer batch field {name!r}")
+    return fields
 
 
 def _is_text(value: object) -> bool:
     return value is None or isinstance(value, str)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_headers(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and _is_text(pair[1])
+        for pair in value)
 
 
 def _is_size(value: object) -> bool:

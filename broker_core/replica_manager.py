@@ -131,6 +131,9 @@ class ReplicaManager:
             op = DelayedProduce(self.purgatory.next_id(), src, request.correlation_id, required, bases, results)
             self.purgatory.park_produce(op)
             ctx.set_timer(op.timer_key, request.timeout_ms)
+            # Kafka's tryCompleteElseWatch: a duplicate of an idempotent producer's batch
+            # waits for an append the high watermark may already have passed.
+            self._try_complete_produce(op)
         elif request.acks != 0:  # acks=0: the producer expects no answer at all
             ctx.send(src, ProduceResponse(request.correlation_id, results))
         for partition in appended:

@@ -54,6 +54,7 @@ class ProducerWorkload:
     start_ms: int = 0
     stop_ms: int | None = None
     partitioner: str | None = None  # keyless records: round_robin or sticky; None: the profile's
+    enable_idempotence: bool = False  # enable.idempotence, after the profile's default and its conditions
 
 
 @dataclass(frozen=True)

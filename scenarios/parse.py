@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from broker_core.config import broker_config, topic_config, PROFILES
+from broker_core.config import broker_config, client_defaults, topic_config, PROFILES
 from broker_core.errors import ConfigError
 from broker_core.partitioner import PARTITIONERS
 from scenarios.parse_faults import FaultParser, check_contradictions
@@ -40,7 +40,7 @@ def parse_scenario(text: str, filename: str) -> Scenario:
     duration_ms = top.take("duration", "duration", check=lambda v: None if v > 0 else "must be more than 0")
     workload = Fields(source, top.take("workload", "map", {}), ("workload",))
     topics = {t.name for t in cluster.topics}
-    producers = tuple(_producer(source, item, ("workload", "producers", i), topics)
+    producers = tuple(_producer(source, item, ("workload", "producers", i), topics, cluster.profile)
                       for i, item in enumerate(workload.take("producers", "list", [])))
     consumers = tuple(_consumer(source, item, ("workload", "consumers", i), topics)
                       for i, item in enumerate(workload.take("consumers", "list", [])))
@@ -152,10 +152,36 @@ def _acks(source: Source, path: tuple, value: Any) -> int:
     return ACKS[key]
 
 
-def _producer(source: Source, data: Any, path: tuple, topics: set[str]) -> ProducerWorkload:
+JAVA_DEFAULT_RETRIES = 2**31 - 1  # the Java producer's retries default (since 2.1)
+
+
+def _idempotence(source: Source, f: Fields, path: tuple, profile: str, acks: int) -> tuple[bool, int | None]:
+    """``enable.idempotence`` and the retries it implies. Kafka 2.7.0/3.0.1
+    ProducerConfig: set explicitly, it requires acks=all and retries > 0 (retries then
+    default to Integer.MAX_VALUE); taken from the profile's default (true from 3.0,
+    KIP-679), it is dropped silently when acks or retries conflict. 0.8 has none."""
+    explicit = f.has("enable.idempotence")
+    key_path = path + ("enable.idempotence",)
+    enabled = f.take("enable.idempotence", "bool", client_defaults(profile).enable_idempotence)
+    retries_given = f.has("retries")
+    retries = f.take("retries", "int", None, lambda v: None if v >= 0 else "must not be negative")
+    if not enabled:
+        return False, retries
+    if explicit and profile == "kafka-0.8":
+        raise source.error(key_path, "kafka-0.8 has no idempotent producer (it came with Kafka 0.11)")
+    conflict = "acks must be all" if acks != -1 else "retries must not be 0" if retries_given and retries == 0 else None
+    if conflict is None:
+        return True, retries if retries_given else JAVA_DEFAULT_RETRIES
+    if explicit:
+        raise source.error(key_path, f"the idempotent producer needs acks=all and retries > 0: {conflict}")
+    return False, retries
+
+
+def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile: str) -> ProducerWorkload:
     f = Fields(source, data, path, "a producer")
     topic = f.take("topic", "str", check=lambda v: None if v in topics else f"unknown topic; topics: {sorted(topics)}")
     acks = _acks(source, path + ("acks",), f.take("acks", "any", "all"))
+    idempotent, retries = _idempotence(source, f, path, profile, acks)
     positive = lambda v: None if v > 0 else "must be more than 0"
     workload = ProducerWorkload(
         topic, acks,
@@ -163,7 +189,7 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str]) -> Produ
         record_bytes=f.take("record_bytes", "int", 100, positive),
         linger_ms=f.take("linger", "duration", 10, positive),
         keys=f.take("keys", "int", None, positive),
-        retries=f.take("retries", "int", 0, lambda v: None if v >= 0 else "must not be negative"),
+        retries=0 if retries is None else retries,
         retry_backoff_ms=f.take("retry_backoff", "duration", 100),
         request_timeout_ms=f.take("request_timeout", "duration", 30000, positive),
         delivery_timeout_ms=f.take("delivery_timeout", "duration", 120000, positive),
@@ -171,6 +197,7 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str]) -> Produ
         stop_ms=f.take("stop", "duration", None),
         partitioner=f.take("partitioner", "str", None,
                            lambda v: None if v in PARTITIONERS else f"must be one of {', '.join(PARTITIONERS)}"),
+        enable_idempotence=idempotent,
     )
     f.done()
     return workload

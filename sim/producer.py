@@ -10,10 +10,11 @@ from typing import Any
 from broker_core.errors import ErrorCode, is_definite_produce_failure
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.partitioner import make_partition_for_key, make_partitioner
-from broker_core.records import Records
+from broker_core.records import RecordBatch, Records
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
 from sim.clients import SimClient
+from sim.idempotence import NO_SEQUENCE, IdempotentSends, IdempotentSequences
 
 
 @dataclass
@@ -28,14 +29,24 @@ class PendingBatch:
     invoked: bool = False
     unknown: bool = False  # an earlier attempt may have been appended
     _records: Records | None = None
+    # idempotent producers (sim.idempotence): set when the batch is first drained
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = NO_SEQUENCE
+    sequence_reset: bool = False
 
     def records(self, size_bytes: int) -> Records:
         if self._records is None:  # built once: a retry resends the same records
             self._records = Records(self.values, self.keys, size_bytes)
         return self._records
 
+    def client_batch(self, size_bytes: int) -> RecordBatch:
+        """The batch an idempotent producer sends: offsets unset, its sequence numbered."""
+        return RecordBatch(0, -1, self.records(size_bytes), producer_id=self.producer_id,
+                           producer_epoch=self.producer_epoch, base_sequence=self.base_sequence)
 
-class SimProducer(SimClient):
+
+class SimProducer(IdempotentSends, SimClient):
     """A Kafka producer: records accumulate per partition for ``linger_ms``, then one
     request per leader carries every ready batch, at most MAX_IN_FLIGHT per broker.
 
@@ -58,6 +69,10 @@ class SimProducer(SimClient):
         self._seq = 0
         self._credit = 0.0
         self.acknowledged = 0
+        # enable.idempotence: producer id, epoch and per-partition sequences
+        self.sequences = IdempotentSequences() if getattr(spec, "enable_idempotence", False) else None
+        self._init_in_flight = False
+        self._init_not_before = 0.0
         self.produce_requests = 0  # requests sent (bench/sim_speed.py reports them)
         env.process(self._run())
 
@@ -139,11 +154,16 @@ class SimProducer(SimClient):
 
     def _expire_and_send(self) -> None:
         now = self.now()
+        sequences = self.sequences
+        if sequences is not None:
+            self._idempotence_tick()
         by_broker: dict[int, list[PendingBatch]] = {}
         for tp in self.partitions:
             queue = self._ready[tp]
             while queue and now - queue[0].created_ms >= self.spec.delivery_timeout_ms:
                 batch = queue.popleft()  # delivery.timeout.ms: give up; unknown if a try may have landed
+                if sequences is not None:
+                    sequences.expired(batch)
                 self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
                              reason="delivery_timeout", expired=True)
             leader = self.leaders.get(tp, NO_LEADER)
@@ -155,7 +175,8 @@ class SimProducer(SimClient):
             batches = []
             for tp in self.partitions:
                 queue = self._ready[tp]
-                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= self.env.now:
+                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= self.env.now and (
+                        sequences is None or sequences.may_drain(queue[0])):
                     batches.append(queue.popleft())
             if batches:
                 self._send(broker, batches)
@@ -167,7 +188,13 @@ class SimProducer(SimClient):
         for batch in batches:
             self._invoke(batch)
             batch.attempts += 1
-        partitions = {b.tp: b.records(spec.record_bytes) for b in batches}
+        if self.sequences is not None:
+            for batch in batches:
+                if batch.base_sequence == NO_SEQUENCE:
+                    self.sequences.assign(batch)
+            partitions = {b.tp: b.client_batch(spec.record_bytes) for b in batches}
+        else:
+            partitions = {b.tp: b.records(spec.record_bytes) for b in batches}
         self.produce_requests += 1
         if spec.acks == 0:
             self.network.send(self.name, broker_name(broker),
@@ -180,6 +207,9 @@ class SimProducer(SimClient):
                      (broker, {b.tp: b for b in batches}))
 
     def on_response(self, context, message: ProduceResponse) -> None:
+        if context == self.INIT_PRODUCER_ID:
+            self._on_init_producer_id(message)
+            return
         broker, batches = context
         self._in_flight[broker] -= 1
         refresh = False
@@ -190,8 +220,13 @@ class SimProducer(SimClient):
                 self._retry_or_finish(batch, ErrorCode.NETWORK_EXCEPTION, unknown=True)
                 continue
             if result.error is ErrorCode.NONE:
+                if self.sequences is not None:
+                    self.sequences.completed(batch)
                 self.acknowledged += len(batch.values)
                 self._finish(batch, "ok", None, offset=result.base_offset)
+                continue
+            if result.error is ErrorCode.DUPLICATE_SEQUENCE_NUMBER and self.sequences is not None:
+                self._duplicate_sequence(batch)
                 continue
             refresh = refresh or result.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
                                                   ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH)
@@ -202,6 +237,10 @@ class SimProducer(SimClient):
             self.refresh_metadata()
 
     def on_timeout(self, context, reason: str = "client_timeout") -> None:
+        if context == self.INIT_PRODUCER_ID:
+            self._init_in_flight = False
+            self._init_not_before = self.env.now + self.spec.retry_backoff_ms
+            return
         broker, batches = context
         self._in_flight[broker] -= 1
         error = ErrorCode.NETWORK_EXCEPTION if reason == "connection_reset" else ErrorCode.REQUEST_TIMED_OUT
@@ -213,10 +252,12 @@ class SimProducer(SimClient):
     def _retry_or_finish(self, batch: PendingBatch, error: ErrorCode, unknown: bool, reason: str | None = None) -> None:
         batch.unknown = batch.unknown or unknown
         within = self.now() - batch.created_ms < self.spec.delivery_timeout_ms
-        if error.is_retriable and batch.attempts <= self.spec.retries and within and self.running:
+        if batch.attempts <= self.spec.retries and within and self.running and self._can_retry(batch, error):
             batch.not_before = self.env.now + self.spec.retry_backoff_ms
-            self._ready[batch.tp].appendleft(batch)
+            self._requeue(batch)
             return
+        if self.sequences is not None:
+            self.sequences.failed(batch, error, adjust_sequences=batch.attempts <= self.spec.retries)
         self._finish(batch, "info" if batch.unknown else "fail", error, reason=reason)
 
     def _invoke(self, batch: PendingBatch) -> None:
@@ -226,12 +267,15 @@ class SimProducer(SimClient):
                                     "values": batch.values, "acks": self.spec.acks})
 
     def on_refused(self, context) -> None:
+        if context == self.INIT_PRODUCER_ID:
+            self.on_timeout(context)
+            return
         broker, batches = context
         self._in_flight[broker] -= 1
         for tp in sorted(batches, reverse=True):
             batch = batches[tp]
             batch.attempts -= 1  # it never left: not an attempt
-            self._ready[tp].appendleft(batch)
+            self._requeue(batch)
         self.refresh_metadata()
 
     def _finish(self, batch: PendingBatch, outcome: str, error: ErrorCode | None, offset: int | None = None,

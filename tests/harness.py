@@ -311,3 +311,19 @@ class Cluster:
     def traced(self, type_: str, **match) -> list[tuple[int, int, dict]]:
         return [(t, b, f) for t, b, ty, f in self.traces
                 if ty == type_ and all(f.get(k) == v for k, v in match.items())]
+
+    def send(self, broker: int, request) -> int:
+        """Send any client request (its correlation id must come from next_correlation_id)."""
+        if (CLIENT, broker) not in self.blocked:
+            self._push(self.now + self.latency, broker, MessageReceived(CLIENT, request))
+        return request.correlation_id
+
+    def next_correlation_id(self) -> int:
+        self._correlation += 1
+        return self._correlation
+
+    def request_and_wait(self, broker: int, build, wait_ms: int = 40000):
+        """Send ``build(correlation_id)`` and return the response, or None."""
+        cid = self.send(broker, build(self.next_correlation_id()))
+        self.wait_for(lambda: cid in self.responses, wait_ms, step_ms=1)
+        return self.responses.get(cid)

@@ -62,3 +62,47 @@ def test_a_record_count_that_disagrees_with_the_header_is_a_decode_error():
     data = _stored(json.dumps([None, ["a", "b"], 1]).encode(), 3)
     with pytest.raises(DecodeError, match="header"):
         decode_batch(data, 0)
+
+
+@given(records, st.integers(0, 2**40), st.integers(0, 2**20), st.integers(0, 2**40), st.integers(0, 32767),
+       st.integers(0, 2**31 - 1), st.integers(0, 255), st.integers(0, 2**41))
+def test_the_v2_batch_fields_and_optional_columns_survive_encoding(rows, base, epoch, producer_id, producer_epoch,
+                                                                   sequence, attributes, timestamp):
+    """Kafka's RecordBatch v2 (DefaultRecordBatch.java, 2.7.0) carries producer id, epoch,
+    base sequence, attributes and first/max timestamps; records carry timestamps and headers."""
+    columns = Records([r.value for r in rows], [r.key for r in rows], [r.size_bytes for r in rows],
+                      timestamps=[timestamp + i for i in range(len(rows))],
+                      headers=[[("h", str(i))] if i % 2 else [] for i in range(len(rows))])
+    batch = RecordBatch(base, epoch, columns, producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=sequence, attributes=attributes, first_timestamp=timestamp,
+                        max_timestamp=timestamp + len(rows) - 1)
+    decoded, _ = decode_batch(batch.encode(), 0)
+    assert decoded == batch
+    assert decoded.producer_fields() == batch.producer_fields()
+    assert decoded.records.timestamps == columns.timestamps and decoded.records.headers == columns.headers
+    assert decoded.last_sequence == (sequence + len(rows) - 1) % 2**31
+    header_bytes = sum(1 + len(str(i)) for i in range(len(rows)) if i % 2)
+    assert decoded.size_bytes == batch.size_bytes == HEADER_BYTES + sum(r.wire_bytes for r in rows) + header_bytes
+
+
+def test_a_batch_without_producer_fields_is_stored_as_before_they_existed():
+    """Logs of runs without idempotent producers keep their bytes (and traces their sizes)."""
+    batch = RecordBatch(3, 1, (Record("k", "v", 100),))
+    assert batch.encode().endswith(b'[["k"],["v"],100]')
+    assert batch.producer_fields() == {} and batch.last_sequence == -1
+
+
+def test_a_client_batch_takes_the_leaders_offsets_and_keeps_its_producer_fields():
+    client = RecordBatch(0, -1, (Record(None, "a"), Record(None, "b")), producer_id=9, producer_epoch=2,
+                         base_sequence=40)
+    stored = client.with_offsets(100, 7)
+    assert (stored.base_offset, stored.next_offset, stored.leader_epoch) == (100, 102, 7)
+    assert stored.producer_fields() == {"producer_id": 9, "producer_epoch": 2, "base_sequence": 40}
+    assert stored.records is client.records
+
+
+def test_malformed_batch_fields_are_a_decode_error():
+    for payload in ([None, ["a"], 1, {}], [None, ["a"], 1, {"producer_id": "x"}], [None, ["a"], 1, {"what": 1}],
+                    [None, ["a"], 1, {"timestamps": ["x"]}], [None, ["a"], 1, {"headers": [[["k"]]]}]):
+        with pytest.raises(DecodeError):
+            decode_batch(_stored(json.dumps(payload).encode(), 1), 0)

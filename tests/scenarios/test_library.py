@@ -20,7 +20,8 @@ def test_the_library_has_the_known_anomalies_and_their_fixes():
     names = {p.stem for p in LIBRARY}
     for pair in (("jepsen-2013-unclean", "jepsen-2013-safe"), ("kip-101-scenario-1-hw", "kip-101-scenario-1-epoch"),
                  ("kip-101-scenario-2-hw", "kip-101-scenario-2-epoch"), ("zombie-leader-acks1", "zombie-leader-acks-all"),
-                 ("kip-279-kip101", "kip-279-epoch")):
+                 ("kip-279-kip101", "kip-279-epoch"),
+                 ("retries-duplicate-on-failover", "idempotent-producer-failover")):
         assert set(pair) <= names
     assert {"controller-and-leader-failover", "rolling-restart", "nemesis-safe",
             "bounce-hidden-by-controller-failover"} <= names
@@ -42,7 +43,8 @@ def test_library_scenario_meets_its_expectations(path, tmp_path):
                                           ("kip-101-scenario-1-hw", "lost_writes_acks_all"),
                                           ("kip-101-scenario-2-hw", "divergence"),
                                           ("kip-279-kip101", "divergence"),
-                                          ("zombie-leader-acks1", "lost_writes_acks_1")])
+                                          ("zombie-leader-acks1", "lost_writes_acks_1"),
+                                          ("retries-duplicate-on-failover", "duplicates")])
 def test_unsafe_configurations_are_reported_on_other_seeds_too(stem, checker, tmp_path):
     scenario = load_scenario(next(p for p in LIBRARY if p.stem == stem))
     for seed in (2, 3):

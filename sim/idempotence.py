@@ -1,0 +1,254 @@
+"""The idempotent producer's sequence bookkeeping, as the Java client keeps it for a
+producer without a transactional id.
+
+Follows Kafka 3.0.0 clients/src/main/java/org/apache/kafka/clients/producer/internals/
+TransactionManager.java (sequenceNumber, addInFlightBatch, handleCompletedBatch,
+handleFailedBatch, canRetry, requestEpochBumpForPartition, bumpIdempotentProducerEpoch,
+startSequencesAtBeginning, maybeUpdateProducerIdAndEpoch, markSequenceUnresolved,
+maybeResolveSequences), RecordAccumulator.shouldStopDrainBatchesForPartition and
+insertInSequenceOrder, and Sender.completeBatch (DUPLICATE_SEQUENCE_NUMBER is a success
+without an offset). The 2.7.0 client differs in one way that is not modelled: it has no
+per-partition epoch (maybeUpdateProducerIdAndEpoch came later), so after an epoch bump a
+partition that did not ask for it costs one more OUT_OF_ORDER_SEQUENCE_NUMBER round
+trip before its sequences restart at 0; the records written are the same.
+
+A batch here is the producer's PendingBatch: this module reads and sets its
+``producer_id``, ``producer_epoch``, ``base_sequence``, ``sequence_reset``, ``values``
+and ``attempts``.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker_core.errors import ErrorCode
+from broker_core.messages import InitProducerIdRequest
+from broker_core.types import TopicPartition
+
+NO_SEQUENCE = -1
+NO_LAST_ACKED_SEQUENCE = -1
+MAX_PRODUCER_EPOCH = 32767  # Short.MAX_VALUE: past it the producer asks for a new id
+
+
+@dataclass
+class PartitionSequences:
+    """TransactionManager.TopicPartitionEntry, with the producer id and epoch its
+    sequences belong to (3.0's TopicPartitionEntry.producerIdAndEpoch)."""
+    producer_id: int
+    producer_epoch: int
+    next_sequence: int = 0
+    last_acked_sequence: int = NO_LAST_ACKED_SEQUENCE
+    in_flight: list[Any] = field(default_factory=list)  # batches by base sequence
+
+
+def last_sequence(batch: Any) -> int:
+    return batch.base_sequence + len(batch.values) - 1
+
+
+class IdempotentSequences:
+    def __init__(self) -> None:
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.partitions: dict[TopicPartition, PartitionSequences] = {}
+        self.epoch_bump_required = False
+        self.partitions_to_rewrite: set[TopicPartition] = set()
+        self.unresolved: dict[TopicPartition, int] = {}  # partition -> next sequence once resolved
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.partitions = {}  # a new id starts every partition's sequences at 0
+        self.unresolved = {}
+
+    def _entry(self, tp: TopicPartition) -> PartitionSequences:
+        entry = self.partitions.get(tp)
+        if entry is None:
+            entry = self.partitions[tp] = PartitionSequences(self.producer_id, self.producer_epoch)
+        return entry
+
+    # -- draining --------------------------------------------------------------------
+    def may_drain(self, batch: Any) -> bool:
+        """shouldStopDrainBatchesForPartition, negated: a new batch waits while older
+        epochs are in flight or sequences are unresolved; a retried batch goes only
+        when it is the partition's first in flight."""
+        if not self.has_producer_id:
+            return False
+        entry = self._entry(batch.tp)
+        if batch.base_sequence == NO_SEQUENCE:
+            first = entry.in_flight[0] if entry.in_flight else None
+            if first is not None and (first.producer_id, first.producer_epoch) != (self.producer_id, self.producer_epoch):
+                return False
+            return batch.tp not in self.unresolved
+        return not entry.in_flight or entry.in_flight[0].base_sequence == batch.base_sequence
+
+    def assign(self, batch: Any) -> None:
+        """Give a batch drained for the first time its producer id, epoch and sequence."""
+        entry = self._entry(batch.tp)
+        if (entry.producer_id, entry.producer_epoch) != (self.producer_id, self.producer_epoch) and not entry.in_flight:
+            self._start_at_beginning(batch.tp)  # maybeUpdateProducerIdAndEpoch
+        batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+        batch.base_sequence = entry.next_sequence
+        entry.next_sequence = (entry.next_sequence + len(batch.values)) % 2**31
+        entry.in_flight.append(batch)
+        entry.in_flight.sort(key=lambda b: b.base_sequence)
+
+    # -- outcomes --------------------------------------------------------------------
+    def completed(self, batch: Any) -> None:
+        """handleCompletedBatch."""
+        entry = self._entry(batch.tp)
+        entry.last_acked_sequence = max(entry.last_acked_sequence, last_sequence(batch))
+        self._remove_in_flight(batch)
+        if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch) and not entry.in_flight:
+            self._start_at_beginning(batch.tp)
+
+    def can_retry(self, batch: Any, error: ErrorCode) -> bool:
+        """TransactionManager.canRetry for an idempotent producer (the caller checks
+        attempts and the delivery timeout). Kafka also retries UNKNOWN_PRODUCER_ID
+        without a bump when the response has no log start offset; isrlab's responses
+        carry none and its brokers never send this error (Kafka's since 2.5 do not either)."""
+        tp = batch.tp
+        if error is ErrorCode.UNKNOWN_PRODUCER_ID:
+            if not batch.sequence_reset:
+                self.request_epoch_bump(tp)
+            return True
+        if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            if tp not in self.unresolved and (batch.sequence_reset or not self._is_next_sequence(tp, batch.base_sequence)):
+                return True  # an earlier batch failed: this one follows it back
+            if tp not in self.unresolved or self.unresolved[tp] == batch.base_sequence:
+                self.request_epoch_bump(tp)  # a real gap: restart the partition's sequences
+            return True
+        return error.is_retriable
+
+    def failed(self, batch: Any, error: ErrorCode, adjust_sequences: bool) -> None:
+        """handleFailedBatch: a batch that certainly failed while retries remained
+        leaves a gap, closed by an epoch bump."""
+        self._remove_in_flight(batch)
+        if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch):
+            return
+        if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            self.request_epoch_bump(batch.tp)
+        elif error is ErrorCode.UNKNOWN_PRODUCER_ID:
+            # The broker has no state for the producer: it accepts sequence 0 again.
+            self.partitions.pop(batch.tp, None)
+            self.unresolved.pop(batch.tp, None)
+        elif adjust_sequences:
+            self.request_epoch_bump(batch.tp)
+
+    def expired(self, batch: Any) -> None:
+        """A batch given up on after being sent (Sender: markSequenceUnresolved)."""
+        self._remove_in_flight(batch)
+        if batch.base_sequence != NO_SEQUENCE and batch.attempts > 0:
+            following = last_sequence(batch) + 1
+            self.unresolved[batch.tp] = max(self.unresolved.get(batch.tp, following), following)
+
+    def request_epoch_bump(self, tp: TopicPartition) -> None:
+        self.epoch_bump_required = True
+        self.partitions_to_rewrite.add(tp)
+
+    # -- the sender loop -------------------------------------------------------------
+    def maybe_resolve_and_bump(self) -> bool:
+        """maybeResolveSequences, then bumpIdempotentEpochAndResetIdIfNeeded. Returns
+        True when the epoch is exhausted and a new producer id is needed."""
+        for tp in sorted(self.unresolved):
+            entry = self._entry(tp)
+            if entry.in_flight:
+                continue
+            if entry.next_sequence - entry.last_acked_sequence != 1:
+                self.request_epoch_bump(tp)
+            del self.unresolved[tp]
+        if not self.epoch_bump_required:
+            return False
+        self.epoch_bump_required = False
+        if self.producer_epoch >= MAX_PRODUCER_EPOCH:
+            self.producer_id = self.producer_epoch = -1
+            self.partitions_to_rewrite.clear()
+            return True
+        self.producer_epoch += 1
+        for tp in sorted(self.partitions_to_rewrite):
+            self._start_at_beginning(tp)
+            self.unresolved.pop(tp, None)
+        self.partitions_to_rewrite.clear()
+        return False
+
+    def _start_at_beginning(self, tp: TopicPartition) -> None:
+        """startSequencesAtBeginning: in-flight batches are renumbered from 0 under the
+        current producer id and epoch."""
+        entry = self._entry(tp)
+        sequence = 0
+        for batch in entry.in_flight:
+            batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+            batch.base_sequence = sequence
+            batch.sequence_reset = True
+            sequence += len(batch.values)
+        entry.producer_id, entry.producer_epoch = self.producer_id, self.producer_epoch
+        entry.next_sequence = sequence
+        entry.last_acked_sequence = NO_LAST_ACKED_SEQUENCE
+
+    def _is_next_sequence(self, tp: TopicPartition, sequence: int) -> bool:
+        return sequence - self._entry(tp).last_acked_sequence == 1
+
+    def _remove_in_flight(self, batch: Any) -> None:
+        entry = self.partitions.get(batch.tp)
+        if entry is not None:  # by identity: two batches never share a PendingBatch
+            entry.in_flight = [b for b in entry.in_flight if b is not batch]
+
+
+def insert_in_sequence_order(queue: deque, batch: Any) -> None:
+    """RecordAccumulator.insertInSequenceOrder: a retried batch goes back ahead of every
+    queued batch without a sequence or with a higher one."""
+    for index, queued in enumerate(queue):
+        if queued.base_sequence == NO_SEQUENCE or queued.base_sequence > batch.base_sequence:
+            queue.insert(index, batch)
+            return
+    queue.append(batch)
+
+
+class IdempotentSends:
+    """The producer's side of InitProducerId and its Sender-loop bookkeeping; mixed into
+    sim.clients.SimProducer (``sequences``, ``_init_in_flight``, ``_init_not_before``)."""
+    INIT_PRODUCER_ID = "init_producer_id"  # the context of an InitProducerId request
+
+    def _can_retry(self, batch: Any, error: ErrorCode) -> bool:
+        if self.sequences is None:
+            return error.is_retriable
+        return self.sequences.can_retry(batch, error)
+
+    def _requeue(self, batch: Any) -> None:
+        """A retried batch goes back first; an idempotent one in sequence order."""
+        if self.sequences is not None and batch.base_sequence != NO_SEQUENCE:
+            insert_in_sequence_order(self._ready[batch.tp], batch)
+        else:
+            self._ready[batch.tp].appendleft(batch)
+
+    def _idempotence_tick(self) -> None:
+        """The Sender loop's bookkeeping: resolve sequences, bump the epoch if asked,
+        and get a producer id when there is none."""
+        if self.sequences.maybe_resolve_and_bump() or not self.sequences.has_producer_id:
+            self._init_producer_id()
+
+    def _init_producer_id(self) -> None:
+        if self._init_in_flight or not self.running or self.env.now < self._init_not_before:
+            return
+        candidates = [b for b in self.brokers if self.reachable(b)] or self.brokers
+        broker = candidates[self._bootstrap_index % len(candidates)]
+        self._bootstrap_index += 1
+        self._init_in_flight = True
+        self.request(broker, InitProducerIdRequest, self.INIT_PRODUCER_ID)
+
+    def _on_init_producer_id(self, message: Any) -> None:
+        self._init_in_flight = False
+        if message.error is ErrorCode.NONE:
+            self.sequences.set_producer_id(message.producer_id, message.producer_epoch)
+        else:
+            self._init_not_before = self.env.now + self.spec.retry_backoff_ms
+
+    def _duplicate_sequence(self, batch: Any) -> None:
+        """Sender.completeBatch: the broker no longer knows the original's offset; the
+        send succeeded, with no offset to report."""
+        self.sequences.completed(batch)
+        self.acknowledged += len(batch.values)
+        self._finish(batch, "ok", None, offset=-1, reason="duplicate_sequence_number")
