@@ -284,7 +284,7 @@ class BrokerNode:
         """Ask the controller to move leadership away; after max retries, stop anyway."""
         if self.shutdown_attempts >= CONTROLLED_SHUTDOWN_MAX_RETRIES:
             self.ctx.trace("controlled_shutdown_gave_up", attempts=self.shutdown_attempts)
-            self.ctx.emit(Halt("controlled shutdown gave up", clean=True))
+            self.ctx.emit(Halt("controlled shutdown gave up", clean=True, requested=True))
             return
         self.shutdown_attempts += 1
         self.ctx.set_timer(("shutdown-retry",), CONTROLLED_SHUTDOWN_RETRY_MS)
@@ -301,7 +301,7 @@ class BrokerNode:
         if response.error is ErrorCode.NONE and not response.remaining_partitions:
             self.ctx.cancel_timer(("shutdown-retry",))
             self.ctx.trace("controlled_shutdown_completed", attempts=self.shutdown_attempts)
-            self.ctx.emit(Halt("controlled shutdown", clean=True))
+            self.ctx.emit(Halt("controlled shutdown", clean=True, requested=True))
 
     def _handle_update_metadata(self, src, request: UpdateMetadataRequest) -> None:
         if request.controller_epoch < self.replicas.controller_epoch:

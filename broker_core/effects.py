@@ -67,7 +67,11 @@ class Trace:
 
 @dataclass(frozen=True, slots=True)
 class Halt:
-    """Stop the process now (after a controlled shutdown, or when the log directory
-    failed). ``clean``: close the coordination session instead of letting it expire."""
+    """Stop the process now (after a controlled shutdown, when the log directory failed,
+    or when startup failed). ``clean``: close the coordination session instead of
+    letting it expire. ``requested``: the stop someone asked for (a controlled
+    shutdown), as opposed to an exit on the broker's own account, which a process
+    supervisor restarts."""
     reason: str
     clean: bool = False
+    requested: bool = False

@@ -23,6 +23,9 @@ class ClusterSpec:
     profile: str
     config: dict[str, Any]  # Kafka broker config names
     topics: tuple[TopicSpec, ...]
+    # A process supervisor (systemd's Restart=on-failure, a Kubernetes restart policy)
+    # restarts a broker that exited on its own after this long; None: nothing does.
+    supervisor_restart_ms: int | None = None
 
 
 @dataclass(frozen=True)

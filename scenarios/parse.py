@@ -90,8 +90,14 @@ def _cluster(source: Source, data: Any) -> ClusterSpec:
         topics.append(_topic(source, item, path + ("topics", i), brokers, base))
     if len({t.name for t in topics}) != len(topics):
         raise source.error(path + ("topics",), "topic names must be distinct")
+    supervisor = f.take("supervisor", "map", None)
+    restart_ms = None
+    if supervisor is not None:
+        s = Fields(source, supervisor, path + ("supervisor",), "a supervisor")
+        restart_ms = s.take("restart_after", "duration", check=lambda v: None if v > 0 else "must be more than 0")
+        s.done()
     f.done()
-    return ClusterSpec(brokers, profile, dict(config), tuple(topics))
+    return ClusterSpec(brokers, profile, dict(config), tuple(topics), restart_ms)
 
 
 def _topic(source: Source, data: Any, path: tuple, brokers: tuple[int, ...], base) -> TopicSpec:

@@ -54,6 +54,8 @@ class BrokerHost:
         self._waking = False
         self._timer_seq = 0
         self._paused_inputs: list[Any] = []
+        self.exited = False  # the process stopped on its own account (not killed, not asked to)
+        self.on_exit: Callable[[int], None] = lambda broker: None
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
                                         lambda m: network.send(self.name, SERVICE, m), self._input,
                                         discard=lambda: network.discard_held(self.name, SERVICE),
@@ -73,6 +75,7 @@ class BrokerHost:
             return
         self.incarnation += 1
         self.started_at = self.env.now
+        self.exited = False
         self.powered = True
         self._clients = set(self.network.clients())
         self._clear_timers()
@@ -88,6 +91,7 @@ class BrokerHost:
         if self.node is None:
             return
         self.node = None
+        self.exited = False
         self.incarnation += 1
         self._clear_timers()
         self.coord.stop()
@@ -167,6 +171,9 @@ class BrokerHost:
                 if effect.clean:
                     self.coord.close()
                 self.crash()
+                if not effect.requested:
+                    self.exited = True
+                    self.on_exit(self.broker_id)
             else:
                 raise TypeError(f"unknown effect {kind.__name__}")
 

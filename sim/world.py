@@ -138,6 +138,8 @@ class World:
         for broker in cluster.brokers:
             disk = SimDisk(self.env, scenario.disk.fsync_ms, derive(seed, f"disk-{broker}"))
             self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, self.trace)
+            if cluster.supervisor_restart_ms is not None:
+                self.hosts[broker].on_exit = self._supervise
         for topic in cluster.topics:
             assignment = {str(p): list(r) for p, r in sorted(topic.assignment.items())}
             self.service.store.put(coord.topic_path(topic.name), coord.encode_data({"partitions": assignment}))
@@ -271,6 +273,18 @@ class World:
         self._trace_replica_logs()
         yield from self.reader.run(self.env.now + final.max_wait_ms)
         yield from self._consumers_catch_up(self.env.now + final.max_wait_ms)
+
+    def _supervise(self, broker: int) -> None:
+        """A process supervisor: a broker that exited on its own (a 2.7 broker whose
+        registration its old session still held, a failed log directory) is started
+        again after ``cluster.supervisor.restart_after``, and again after each exit."""
+        def restart_later():
+            yield self.env.timeout(self.scenario.cluster.supervisor_restart_ms)
+            host = self.hosts[broker]
+            if host.exited and not host.alive:
+                self.trace("world", "supervisor_restarted", {"broker": broker})
+                self.faults.apply(fm.Restart((broker,)))
+        self.env.process(restart_later())
 
     def _restart_exited(self) -> None:
         """The final phase restarts a broker that exited on its own, as a supervisor

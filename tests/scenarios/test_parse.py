@@ -134,3 +134,14 @@ def test_client_keys_parse_and_default_to_the_profile():
 def test_bad_client_keys_name_their_field(change, field, words):
     err = error_of(CLIENTS.replace(*change))
     assert err.field == field and words in err.message and err.line is not None
+
+
+@pytest.mark.parametrize("supervisor,field", [("{restart_after: 0s}", "restart_after"),
+                                              ("{restart_after: 5s, also: 1}", "also"),
+                                              ("{}", "restart_after")])
+def test_a_bad_supervisor_names_its_field(supervisor, field):
+    text = ("name: s\ncluster:\n  brokers: 3\n  supervisor: " + supervisor +
+            "\n  topics: [{name: t}]\nduration: 10s\n")
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, "s.yaml")
+    assert "s.yaml:4" in str(info.value) and field in str(info.value)

@@ -61,3 +61,46 @@ def test_a_0_8_broker_restarted_within_the_session_timeout_retries_and_registers
     registered = [e.t_ms for e in events if e.type == "broker_registered" and e.t_ms > 5000]
     assert registered and 11000 <= registered[0] < 20000  # after the old session (6 s) expired
     assert result.summary.settled
+
+
+SUPERVISED = """
+name: supervised
+cluster:
+  brokers: 3
+  supervisor: {{restart_after: 5s}}
+  topics: [{{name: t, partitions: 1, replication_factor: 3}}]
+workload:
+  producers: [{{topic: t, acks: all, rate: 50}}]
+faults:
+  - {{at: 3s, {stop}: 2}}
+  - {{at: 5s, restart: 2}}
+duration: 40s
+"""
+
+
+def supervised_events(tmp_path: Path, stop: str):
+    result = run_scenario(parse_scenario(SUPERVISED.format(stop=stop), "supervised.yaml"), 1, tmp_path)
+    events = load_history(result.trace_path).events
+    return result, [(e.t_ms, e.type) for e in events if e.type in (
+        "supervisor_restarted", "broker_halted", "broker_registered") and e.node in ("broker-2", "world")]
+
+
+def test_a_supervisor_restarts_a_broker_that_exited_until_its_registration_succeeds(tmp_path):
+    """A 2.7 broker restarted while its old session lives exits (KafkaServer.startup,
+    2.7.0); under a supervisor (systemd Restart=on-failure) it is started again every
+    ``restart_after`` until the old session (18 s) has expired and it registers."""
+    result, events = supervised_events(tmp_path, "crash")
+    kinds = [k for _, k in events]
+    assert kinds[0] == "broker_registered"  # the first start
+    restarts = [t for t, k in events if k == "supervisor_restarted"]
+    assert len(restarts) >= 2 and all(b - a >= 5000 for a, b in zip(restarts, restarts[1:]))
+    assert kinds[-1] == "broker_registered" and kinds.count("broker_halted") == len(restarts)
+    assert events[-1][0] >= 18000, "registered only once the old session (last heard before 3 s) expired"
+    assert result.summary.settled
+
+
+def test_a_supervisor_leaves_a_broker_stopped_on_request(tmp_path):
+    """A controlled shutdown is a stop someone asked for (exit 0): not restarted."""
+    _, events = supervised_events(tmp_path, "shutdown")
+    assert ("supervisor_restarted" not in [k for _, k in events])
+    assert [k for _, k in events].count("broker_halted") == 1
