@@ -6,7 +6,7 @@ membership. Each function returns the new leader or None, never raising.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, Hashable, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def reassignment_leader(target_assigned: Sequence[int], isr: Collection[int], li
     return Election(None)
 
 
-def imbalanced_partitions(assignments: Mapping[Hashable, Sequence[int]], leaders: Mapping[Hashable, int],
+def imbalanced_partitions(assignments: Mapping[Any, Sequence[int]], leaders: Mapping[Any, int],
                           percentage: int) -> list:
     """KafkaController.checkAndTriggerAutoLeaderRebalance (2.7.0; checkAndTriggerPartitionRebalance
     in 0.8.2.2): group the partitions by their preferred replica AR[0]; for each such broker,

@@ -148,8 +148,8 @@ class StickyPartitioner:
         elif len(available) == 1:
             new = available[0]
         else:
-            new = old
-            while new is None or new == old:
+            new = available[self._rng.randrange(len(available))]
+            while new == old:
                 new = available[self._rng.randrange(len(available))]
         self._current = new
         return new

@@ -295,15 +295,6 @@ class Cluster:
             return None
         return response.partitions[TopicPartition(self.topic, p)].error
 
-    def send(self, broker: int, message, src=CLIENT) -> None:
-        """Deliver ``message`` to ``broker`` as if ``src`` sent it (answers to CLIENT are
-        kept in ``responses`` by correlation id)."""
-        self._push(self.now + self.latency, broker, MessageReceived(src, message))
-
-    def next_correlation_id(self) -> int:
-        self._correlation += 1
-        return self._correlation
-
     def controller(self) -> int | None:
         active = [b for b in sorted(self.nodes) if self.nodes[b].controller.active]
         return active[-1] if active else None
@@ -312,10 +303,12 @@ class Cluster:
         return [(t, b, f) for t, b, ty, f in self.traces
                 if ty == type_ and all(f.get(k) == v for k, v in match.items())]
 
-    def send(self, broker: int, request) -> int:
-        """Send any client request (its correlation id must come from next_correlation_id)."""
-        if (CLIENT, broker) not in self.blocked:
-            self._push(self.now + self.latency, broker, MessageReceived(CLIENT, request))
+    def send(self, broker: int, request, src=CLIENT) -> int:
+        """Deliver any request to ``broker`` as if ``src`` sent it, unless that link is
+        blocked (its correlation id must come from next_correlation_id; answers to
+        CLIENT are kept in ``responses`` by correlation id)."""
+        if (src, broker) not in self.blocked:
+            self._push(self.now + self.latency, broker, MessageReceived(src, request))
         return request.correlation_id
 
     def next_correlation_id(self) -> int:
