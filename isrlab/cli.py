@@ -50,10 +50,19 @@ def parse_seeds(text: str) -> list[int]:
         if last < first:
             raise UsageError(f"--seeds: {part.strip()!r} ends before it starts")
         seeds.extend(range(first, last + 1))
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise UsageError(f"--seeds: seed {', '.join(map(str, repeated))} is listed more than once "
+                         "(each seed runs once, into its own folder)")
     return seeds
 
 
-def _print_run(result, file_arg: str) -> None:
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} is a file, not a folder; name a folder (it is created if missing)")
+
+
+def _print_run(result) -> None:
     from analysis.verdict import format_evaluation, format_table
     s = result.summary
     print(f"scenario {result.scenario.name}  seed {result.seed}  ({result.wall_seconds:.2f}s wall, {result.events} events)")
@@ -79,20 +88,25 @@ def _print_run(result, file_arg: str) -> None:
     for plot in result.plots:
         print(f"  timeline:  {plot}")
     print(f"  outcome:   {'PASS' if result.passed else 'FAIL'}")
-    print(f"  replay:    isrlab run {file_arg} --seed {result.seed}")
+    print(f"  replay:    {result.replay_command}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.parse import load_scenario
     from scenarios.runner import run_scenario
+    if args.seeds and args.seed is not None:
+        raise UsageError("--seed and --seeds do not go together: give one seed with --seed, or many with --seeds")
     scenario = load_scenario(args.file)
+    if args.out:
+        _check_out(Path(args.out))
     if args.seeds:
         return _run_many(scenario, args)
+    args.seed = 1 if args.seed is None else args.seed
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{args.seed}"
     result = run_scenario(scenario, args.seed, out, progress=_progress_printer(sys.stderr), plot=not args.no_plot)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 60 + "\r")
-    _print_run(result, args.file)
+    _print_run(result)
     return EXIT_OK if result.passed else EXIT_FAILED
 
 
@@ -116,7 +130,7 @@ def _run_many(scenario, args) -> int:
         print(f"{r.seed:>6}  {'PASS' if r.passed else 'FAIL':<7}  {r.summary.acknowledged:>7}  {values}")
     print(f"\n{len(rows) - len(failed)} of {len(rows)} seeds passed; traces under {base}")
     for r in failed:
-        print(f"  replay seed {r.seed}: isrlab run {args.file} --seed {r.seed}   (timelines: {r.trace_path.parent})")
+        print(f"  replay seed {r.seed}: {r.replay_command}")
     return EXIT_OK if not failed else EXIT_FAILED
 
 
@@ -166,14 +180,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("isrlab")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="isrlab", description="A simulation-first testbed for Kafka-style replicated logs.")
+    parser.add_argument("--version", action="version", version=f"isrlab {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = sub.add_parser("run", help="run a scenario and judge it",
                          description="Run a scenario in the simulated cluster, write its trace, verdict and "
                                      "timelines, and check its expectations. Exit 1 when one fails.")
     run.add_argument("file", help="a scenario YAML file (see docs/scenarios.md)")
-    run.add_argument("--seed", type=int, default=1, help="the run's seed: the same seed gives the same trace (default 1)")
+    run.add_argument("--seed", type=int, help="the run's seed: the same seed gives the same trace (default 1)")
     run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
     run.add_argument("--out", help="output directory (default runs/NAME-seedN, or runs/NAME-seeds)")
     run.add_argument("--no-plot", action="store_true", help="skip the timeline PNGs of a single run")

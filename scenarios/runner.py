@@ -3,6 +3,9 @@ the scenario's expectations, and the timelines."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import shlex
+import sys
 import time
 import traceback
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -19,12 +22,28 @@ TRACE_FILE = "trace.jsonl"
 VERDICT_FILE = "verdict.json"
 
 
+def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | None = None) -> str:
+    """The command that runs ``seed`` again, pasteable in a fresh shell from where this one
+    runs: the isrlab script beside this Python (a virtual environment's bin/), by the
+    shortest path, and the same output folder."""
+    script = Path(sys.executable).parent / "isrlab"
+    if script.exists():
+        relative = os.path.relpath(script)
+        program = shlex.quote(relative if os.sep in relative else f".{os.sep}{relative}")
+    else:
+        program = f"{shlex.quote(sys.executable)} -m isrlab"
+    command = f"{program} run {shlex.quote(str(scenario_path))} --seed {seed}"
+    if out_dir is not None:
+        command += f" --out {shlex.quote(str(out_dir))}"
+    return command
+
+
 class SimulationFailed(Exception):
     """The simulation itself raised: a bug in isrlab, never a verdict on the scenario."""
 
     def __init__(self, scenario: Scenario, seed: int, out_dir: Path, cause: BaseException):
         self.seed = seed
-        self.replay_command = f"isrlab run {scenario.path} --seed {seed}"
+        self.replay_command = replay_command(scenario.path, seed, out_dir)
         self.traceback_path = out_dir / "error.txt"
         super().__init__(f"{scenario.name} seed {seed}: {type(cause).__name__}: {cause}")
 
@@ -60,7 +79,7 @@ class RunResult:
 
     @property
     def replay_command(self) -> str:
-        return f"isrlab run {self.scenario.path} --seed {self.seed}"
+        return replay_command(self.scenario.path, self.seed, self.trace_path.parent)
 
 
 def run_id(scenario: Scenario, seed: int) -> str:

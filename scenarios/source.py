@@ -20,7 +20,14 @@ class ScenarioError(Exception):
 
 
 def load_yaml(text: str, filename: str) -> tuple[Any, dict[tuple, int]]:
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a NUL or another control character
+        before = text[:exc.position]
+        line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        code = ord(exc.character) if isinstance(exc.character, str) else exc.character
+        raise ScenarioError(filename, line, "", f"column {column}: the file holds the control character "
+                                                f"U+{code:04X}, which a scenario may not contain") from None
     try:
         node = loader.get_single_node()
         if node is None:

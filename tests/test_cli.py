@@ -89,7 +89,7 @@ def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
     wrong.write_text(TINY + "expect: {lost_writes: '>0'}\n")
     failing = isrlab("run", str(wrong), "--seeds", "4,6", "--out", str(tmp_path / "f"))
     assert failing.returncode == 1 and "0 of 2 seeds passed" in failing.stdout
-    assert f"replay seed 6: isrlab run {wrong} --seed 6" in failing.stdout
+    assert f"isrlab run {wrong} --seed 6 --out " in next(l for l in failing.stdout.splitlines() if "replay seed 6: " in l)
     assert (tmp_path / "f" / "seed-6" / "timeline-t-0.png").exists(), "a failing seed gets its timelines"
     assert not (tmp_path / "many" / "seed-1" / "timeline-t-0.png").exists()
     bad_range = isrlab("run", str(ROOT / "scenarios/library/leader-crash.yaml"), "--seeds", "5-2")
@@ -127,3 +127,48 @@ def test_plot_draws_an_existing_trace(tmp_path):
     garbage.write_text("not json\n")
     broken = isrlab("plot", str(garbage))
     assert broken.returncode == 2 and "garbage.jsonl:1" in broken.stderr and "Traceback" not in broken.stderr
+
+
+TINY = ("cluster: {brokers: 1, topics: [{name: t, partitions: 1, replication_factor: 1}]}\n"
+        "workload: {producers: [{topic: t, acks: 1, rate: 50}]}\nduration: 2s\n")
+
+
+def test_version():
+    result = isrlab("--version")
+    assert result.returncode == 0 and result.stdout.startswith("isrlab ") and result.stdout.split()[1][0].isdigit()
+
+
+def test_contradictory_or_repeated_seeds_and_a_file_as_out_exit_2_without_a_traceback(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    both = isrlab("run", str(scenario), "--seed", "3", "--seeds", "1-2")
+    assert both.returncode == 2 and "--seed and --seeds" in both.stderr
+    twice = isrlab("run", str(scenario), "--seeds", "1,1", "--out", str(tmp_path / "o"))
+    assert twice.returncode == 2 and "seed 1 is listed more than once" in twice.stderr
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    out = isrlab("run", str(scenario), "--out", str(afile))
+    assert out.returncode == 2 and "is a file, not a folder" in out.stderr
+    assert all("Traceback" not in r.stderr for r in (both, twice, out))
+
+
+def test_a_control_character_in_a_scenario_names_the_file_and_the_position(tmp_path):
+    scenario = tmp_path / "nul.yaml"
+    scenario.write_text("name: x\ncluster:\n  brokers: 3\x00\n")
+    for command in ("run", "validate"):
+        result = isrlab(command, str(scenario))
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert f"{scenario}:3: column 13: the file holds the control character U+0000" in result.stderr
+
+
+def test_the_printed_replay_command_works_pasted_in_a_fresh_shell_from_the_project_root(tmp_path):
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    first = isrlab("run", str(scenario), "--seed", "5", "--out", str(tmp_path / "first"), "--no-plot")
+    replay = next(line.split("replay:", 1)[1].strip() for line in first.stdout.splitlines() if "replay:" in line)
+    assert f"--out {tmp_path / 'first'}" in replay
+    (tmp_path / "first" / "trace.jsonl").rename(tmp_path / "trace-1.jsonl")
+    again = subprocess.run(["/bin/sh", "-c", replay], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "first" / "trace.jsonl").read_bytes() == (tmp_path / "trace-1.jsonl").read_bytes()

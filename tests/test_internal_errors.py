@@ -31,7 +31,8 @@ def test_an_exception_in_the_simulation_names_the_seed_and_the_replay_command(tm
     broken = replace(scenario, producers=(ProducerWorkload("no-such-topic"),))
     with pytest.raises(SimulationFailed) as info:
         run_scenario(broken, 42, tmp_path)
-    assert "seed 42" in str(info.value) and info.value.replay_command == "isrlab run boom.yaml --seed 42"
+    assert "seed 42" in str(info.value) and info.value.replay_command.endswith(
+        f"isrlab run boom.yaml --seed 42 --out {tmp_path}")
     assert "no-such-topic" in info.value.traceback_path.read_text()
 
 
@@ -41,7 +42,7 @@ def test_a_failing_seed_in_a_parallel_sweep_is_reported_as_in_a_single_run(tmp_p
     with pytest.raises(SimulationFailed) as info:
         run_seeds(broken, [7, 8, 9], tmp_path, jobs=2)
     failure = info.value
-    assert failure.seed == 7 and failure.replay_command == f"isrlab run boom.yaml --seed {failure.seed}"
+    assert failure.seed == 7 and f"isrlab run boom.yaml --seed {failure.seed} --out " in failure.replay_command
     assert failure.traceback_path == tmp_path / f"seed-{failure.seed}" / "error.txt"
     assert "no-such-topic" in failure.traceback_path.read_text()
     copy = pickle.loads(pickle.dumps(failure))
