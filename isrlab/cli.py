@@ -170,11 +170,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
     trace = Path(args.trace)
     if not trace.is_file():
         raise UsageError(f"{trace}: no such trace file")
+    if trace.stat().st_size == 0:
+        raise UsageError(f"{trace}: the trace is empty: nothing to draw")
     try:
         lost = set(summarize(trace).missing)
         plots = plot_trace(trace, Path(args.out) if args.out else trace.parent, lost)
     except TraceError as exc:
         raise UsageError(str(exc)) from None
+    if not plots:
+        raise UsageError(f"{trace}: the trace has no partition to draw (no broker or client event names one)")
     for plot in plots:
         print(plot)
     return EXIT_OK

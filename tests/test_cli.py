@@ -172,3 +172,15 @@ def test_the_printed_replay_command_works_pasted_in_a_fresh_shell_from_the_proje
                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "first" / "trace.jsonl").read_bytes() == (tmp_path / "trace-1.jsonl").read_bytes()
+
+
+def test_plot_of_an_empty_trace_or_one_without_partitions_exits_2(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = isrlab("plot", str(empty))
+    assert result.returncode == 2 and "the trace is empty" in result.stderr
+    lonely = tmp_path / "lonely.jsonl"
+    lonely.write_text('{"schema_version":1,"run_id":"r","seed":1,"binding":"sim","t_ms":0,"node":"world",'
+                      '"type":"run_started"}\n')
+    result = isrlab("plot", str(lonely))
+    assert result.returncode == 2 and "no partition to draw" in result.stderr and "Traceback" not in result.stderr
