@@ -171,13 +171,20 @@ def convert(source: Source, path: tuple, value: Any, kind: str) -> Any:
     if kind == "duration":
         if isinstance(value, bool):
             raise source.error(path, "must be a duration such as 500ms, 10s or 2m")
-        if isinstance(value, int):
+        if isinstance(value, (int, float)):
             if value < 0:
                 raise source.error(path, "must not be negative")
-            return value
+            if value == 0:
+                return 0
+            raise source.error(path, f"{value} needs a unit: {value}s or {value}ms? (durations are written "
+                                     "500ms, 10s, 2m or 1h)")
         match = _DURATION.match(value) if isinstance(value, str) else None
         if not match:
-            raise source.error(path, f"must be a duration such as 500ms, 10s or 2m (a bare number is ms), not {value!r}")
+            raise source.error(path, f"must be a duration such as 500ms, 10s or 2m, not {value!r}")
+        if match.group(2) is None and float(match.group(1)) != 0:
+            number = match.group(1)
+            raise source.error(path, f"{number} needs a unit: {number}s or {number}ms? (durations are written "
+                                     "500ms, 10s, 2m or 1h)")
         return int(round(float(match.group(1)) * _UNIT_MS[match.group(2)]))
     if kind == "any":
         return value

@@ -30,7 +30,7 @@ faults:
     crash: 1
   - at: 2500ms
     partition: [[1, 2], [3, zk]]
-  - at: 3000
+  - at: 3000ms
     heal: true
 duration: 1m
 """
@@ -145,3 +145,18 @@ def test_a_bad_supervisor_names_its_field(supervisor, field):
     with pytest.raises(ScenarioError) as info:
         parse_scenario(text, "s.yaml")
     assert "s.yaml:4" in str(info.value) and field in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["60", "'60'", "2.5"])
+def test_a_duration_without_a_unit_is_an_error_that_suggests_one(value):
+    """Issue 10: ``duration: 60`` used to run 60 ms; a bare number (but 0) now names its
+    file, line and field and asks which unit was meant."""
+    err = error_of(GOOD.replace("duration: 1m", f"duration: {value}"))
+    number = value.strip("'")
+    assert err.field == "duration" and err.line == 25
+    assert f"{number} needs a unit: {number}s or {number}ms?" in str(err)
+
+
+def test_zero_needs_no_unit():
+    s = parse_scenario(GOOD.replace("  - at: 2s\n", "  - at: 0\n"), "ok.yaml")
+    assert s.faults[0].at_ms == 0
