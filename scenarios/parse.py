@@ -40,7 +40,7 @@ def parse_scenario(text: str, filename: str) -> Scenario:
     duration_ms = top.take("duration", "duration", check=lambda v: None if v > 0 else "must be more than 0")
     workload = Fields(source, top.take("workload", "map", {}), ("workload",))
     topics = {t.name for t in cluster.topics}
-    producers = tuple(_producer(source, item, ("workload", "producers", i), topics, cluster.profile)
+    producers = tuple(_producer(source, item, ("workload", "producers", i), topics, cluster.profile, duration_ms)
                       for i, item in enumerate(workload.take("producers", "list", [])))
     consumers = tuple(_consumer(source, item, ("workload", "consumers", i), topics)
                       for i, item in enumerate(workload.take("consumers", "list", [])))
@@ -183,7 +183,8 @@ def _idempotence(source: Source, f: Fields, path: tuple, profile: str, acks: int
     return False, retries
 
 
-def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile: str) -> ProducerWorkload:
+def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile: str,
+              duration_ms: int) -> ProducerWorkload:
     f = Fields(source, data, path, "a producer")
     topic = f.take("topic", "str", check=lambda v: None if v in topics else f"unknown topic; topics: {sorted(topics)}")
     acks = _acks(source, path + ("acks",), f.take("acks", "any", "all"))
@@ -199,8 +200,10 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile:
         retry_backoff_ms=f.take("retry_backoff", "duration", 100),
         request_timeout_ms=f.take("request_timeout", "duration", 30000, positive),
         delivery_timeout_ms=f.take("delivery_timeout", "duration", 120000, positive),
-        start_ms=f.take("start", "duration", 0),
-        stop_ms=f.take("stop", "duration", None),
+        start_ms=(start := f.take("start", "duration", 0, lambda v: None if v < duration_ms else
+                                  "is not before the end of the run (duration): the producer would send nothing")),
+        stop_ms=f.take("stop", "duration", None,
+                       lambda v: None if v > start else f"is not after start ({start} ms): the producer would send nothing"),
         partitioner=f.take("partitioner", "str", None,
                            lambda v: None if v in PARTITIONERS else f"must be one of {', '.join(PARTITIONERS)}"),
         enable_idempotence=idempotent,

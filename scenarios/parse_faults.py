@@ -83,7 +83,8 @@ class FaultParser:
                                         f"{', '.join(fm.KINDS)} (with at, when, after, delay, for)")
             raise self.source.error(path, f"needs exactly one of: {', '.join(fm.KINDS)}")
         kind = actions[0]
-        within = lambda v: None if v <= self.duration_ms else "is after the end of the run (duration)"
+        # A fault due at the end of the run would never start: faults stop starting then.
+        within = lambda v: None if v < self.duration_ms else "is not before the end of the run (duration)"
         when = None
         if f.has("when"):
             when = self.condition(path + ("when",), f.take("when", "map"))

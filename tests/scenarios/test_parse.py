@@ -160,3 +160,22 @@ def test_a_duration_without_a_unit_is_an_error_that_suggests_one(value):
 def test_zero_needs_no_unit():
     s = parse_scenario(GOOD.replace("  - at: 2s\n", "  - at: 0\n"), "ok.yaml")
     assert s.faults[0].at_ms == 0
+
+
+@pytest.mark.parametrize("producer,field,message", [
+    ("{topic: t, start: 10s, stop: 5s}", "stop", "is not after start (10000 ms)"),
+    ("{topic: t, start: 5s, stop: 5s}", "stop", "is not after start (5000 ms)"),
+    ("{topic: t, start: 2m}", "start", "is not before the end of the run"),
+])
+def test_a_producer_that_would_send_nothing_is_rejected(producer, field, message):
+    """Issue 10: a producer stopping before it starts ran, produced nothing and passed."""
+    text = (f"cluster: {{brokers: 1, topics: [{{name: t}}]}}\nworkload:\n  producers: [{producer}]\n"
+            "duration: 1m\n")
+    err = error_of(text)
+    assert err.field == f"workload.producers[0].{field}" and err.line == 3 and message in str(err)
+
+
+def test_a_fault_due_at_the_end_of_the_run_is_rejected():
+    """Faults stop starting when the workload stops: one due then would never happen."""
+    err = error_of(GOOD.replace("  - at: 3000ms\n", "  - at: 1m\n"))
+    assert err.field == "faults[2].at" and "is not before the end of the run" in str(err)

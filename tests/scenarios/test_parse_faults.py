@@ -90,7 +90,7 @@ def test_triggers_parse_with_comparisons():
     ("faults:\n  - {at: 1s, crash: 1, bogus: 2}\n", "faults[0].bogus", "unknown key"),
     ("faults:\n  - {at: 1s}\n", "faults[0]", "exactly one"),
     ("faults:\n  - {at: 1s, restart: 1, for: 2s}\n", "faults[0].for", "no duration"),
-    ("faults:\n  - {at: 2m, crash: 1}\n", "faults[0].at", "after the end"),
+    ("faults:\n  - {at: 2m, crash: 1}\n", "faults[0].at", "not before the end"),
     ("faults:\n  - {at: 1s, link: {between: [1, 2]}}\n", "faults[0].link", "changes nothing"),
     ("faults:\n  - {at: 1s, link: {between: [1, 2], loss: 2}}\n", "faults[0].link.loss", "between 0 and 1"),
     ("faults:\n  - {at: 1s, bit_flip: {broker: 1, partition: t-7}}\n", "faults[0].bit_flip.partition", "unknown partition"),
