@@ -78,9 +78,13 @@ def _print_run(result) -> None:
     if result.verdict is not None:
         print()
         print(format_table(result.verdict))
+    if result.verdict is not None:
+        _print_happened(result.verdict)
     if result.evaluations:
         print("\nexpectations:")
         print(format_evaluation(result.evaluations))
+    for reason in result.untested:
+        print(f"\n  NOT TESTED: {reason}")
     print()
     out = result.trace_path.parent
     print(f"  trace:     {result.trace_path}")
@@ -89,6 +93,31 @@ def _print_run(result) -> None:
         print(f"  timeline:  {plot}")
     print(f"  outcome:   {'PASS' if result.passed else 'FAIL'}")
     print(f"  replay:    {result.replay_command}")
+
+
+def _targets(targets) -> str:
+    """broker-1 | broker-2,broker-3 for groups; 1,2 for a list."""
+    if isinstance(targets, list) and targets and all(isinstance(t, list) for t in targets):
+        return " | ".join(",".join(map(str, group)) for group in targets)
+    if isinstance(targets, list):
+        return ",".join(map(str, targets))
+    return str(targets)
+
+
+def _print_happened(verdict) -> None:
+    """The faults as applied, with their resolved targets, and the workload's counts."""
+    results = verdict.results
+    faults = results["faults_applied"].details.get("faults", [])
+    print("\nwhat happened:")
+    for fault in faults[:20]:
+        end = "" if fault["end_ms"] is None or fault["end_ms"] == fault["start_ms"] else f"-{fault['end_ms'] / 1000:g}s"
+        print(f"  {fault['start_ms'] / 1000:g}s{end}  {fault['fault']}  {_targets(fault.get('targets', ''))}".rstrip())
+    if len(faults) > 20:
+        print(f"  ... and {len(faults) - 20} more faults (verdict.json)")
+    for never in results["triggers_never_fired"].examples:
+        print(f"  trigger on line {never['line']} never fired: {never['when']}")
+    print(f"  records: {results['produced'].value} produced, {results['acknowledged'].value} acknowledged, "
+          f"{results['consumed'].value} consumed; {results['leader_elections'].value} leader elections")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -80,6 +80,7 @@ class FaultStep:
     delay_ms: int = 0
     for_ms: int | None = None
     line: int | None = None
+    optional: bool = False  # a trigger that may never fire without failing the run
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from scenarios.source import Fields, Source, convert
 SERVICE_NODE = "zk"
 NEMESIS_KINDS = ("crash", "power_loss", "pause", "shutdown", "isolate", "random_halves", "bridge",
                  "expire_session", "slow_fsync", "clock", "crash_controller", "isolate_controller", "link")
-STEP_KEYS = ("at", "when", "after", "delay", "for")
+STEP_KEYS = ("at", "when", "after", "delay", "for", "optional")
 
 
 class FaultParser:
@@ -100,8 +100,11 @@ class FaultParser:
         for_ms = f.take("for", "duration", None, lambda v: None if v > 0 else "must be more than 0")
         if for_ms is not None and type(fault) not in fm.UNDOABLE:
             raise self.source.error(path + ("for",), f"a {kind} has no duration to end")
+        optional = f.take("optional", "bool", False)
+        if optional and when is None:
+            raise self.source.error(path + ("optional",), "only a triggered (when:) fault may not happen")
         f.done()
-        return FaultStep(fault, at, when, delay, for_ms, self.source.line(path))
+        return FaultStep(fault, at, when, delay, for_ms, self.source.line(path), optional)
 
     def fault(self, kind: str, value: Any, path: tuple) -> fm.Fault:
         if kind in ("crash", "power_loss", "restart", "shutdown", "pause", "resume", "expire_session",

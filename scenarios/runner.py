@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from analysis.checkers import UNTESTED_NAMES
 from analysis.summary import Summary, summarize_events
 from analysis.trace import TraceWriter, read_events
 from analysis.verdict import Evaluation, Verdict, check_events, evaluate
@@ -71,8 +72,21 @@ class RunResult:
     plots: tuple[Path, ...] = field(default_factory=tuple)
 
     @property
+    def untested(self) -> list[str]:
+        """Why the run tested nothing (a trigger never fired, nothing acknowledged), unless
+        the scenario expects exactly that."""
+        if self.verdict is None:
+            return []
+        named = {e.name for e in self.evaluations}
+        return [self.verdict.results[n].explanation for n in UNTESTED_NAMES
+                if n not in named and not self.verdict.results[n].valid]
+
+    @property
     def passed(self) -> bool:
-        """Expectations hold; without ``expect:``, every checker must be satisfied."""
+        """Expectations hold and the run tested something; without ``expect:``, every
+        checker must be satisfied."""
+        if self.untested:
+            return False
         if self.evaluations:
             return all(e.passed for e in self.evaluations)
         return self.verdict is None or self.verdict.valid

@@ -215,7 +215,10 @@ class World:
         if step.when is not None:
             while not step.when.holds(self.cluster_view()):
                 if self.env.now >= self.scenario.duration_ms:
-                    self.trace("nemesis", "trigger_never_fired", {"line": step.line, "when": step.when.describe()})
+                    fields = {"line": step.line, "when": step.when.describe()}
+                    if step.optional:
+                        fields["optional"] = True
+                    self.trace("nemesis", "trigger_never_fired", fields)
                     return
                 yield self.env.timeout(TRIGGER_POLL_MS)
             self.trace("nemesis", "trigger_fired", {"line": step.line, "when": step.when.describe()})

@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 from analysis.checkers.availability import LeadershipSamples, check_unavailable, replay_leadership
 from analysis.checkers.consumers import check_consumer_order, check_hw_regressions, check_truncated_reads
 from analysis.checkers.facts import FACT_NAMES, check_facts
+from analysis.checkers.happened import HAPPENED_NAMES, UNTESTED_NAMES, check_happened
 from analysis.checkers.index import RunIndex, build_index
 from analysis.checkers.leadership import clients_of
 from analysis.checkers.replicas import check_divergence
@@ -40,11 +41,12 @@ CHECKER_NAMES = (
     "hw_regressions",
     "failed_but_present",
     *FACT_NAMES,
+    *HAPPENED_NAMES,
 )
 # Checkers whose value is a mapping (partition -> number) rather than a number.
 MAPPING_CHECKERS = ("final_leader",)
 
-__all__ = ["CHECKER_NAMES", "MAPPING_CHECKERS", "MAX_EXAMPLES", "CheckResult", "LeadershipSamples", "RunIndex",
+__all__ = ["CHECKER_NAMES", "MAPPING_CHECKERS", "UNTESTED_NAMES", "MAX_EXAMPLES", "CheckResult", "LeadershipSamples", "RunIndex",
            "build_index", "collector_paused", "run_checkers"]
 
 
@@ -92,4 +94,5 @@ def _all_results(index: RunIndex, replica_states: LeadershipSamples | None, hist
         check_hw_regressions(index),
         check_failed_but_present(index),
         *check_facts(index.events, leadership[0]),
+        *check_happened(index.events, history),
     ]
