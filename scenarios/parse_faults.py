@@ -101,8 +101,6 @@ class FaultParser:
         if for_ms is not None and type(fault) not in fm.UNDOABLE:
             raise self.source.error(path + ("for",), f"a {kind} has no duration to end")
         optional = f.take("optional", "bool", False)
-        if optional and when is None:
-            raise self.source.error(path + ("optional",), "only a triggered (when:) fault may not happen")
         f.done()
         return FaultStep(fault, at, when, delay, for_ms, self.source.line(path), optional)
 

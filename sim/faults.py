@@ -15,6 +15,7 @@ from sim.broker_host import broker_name
 class SimFaultExecutor:
     def __init__(self, world, rng):
         self.world = world
+        self.step = None  # the scenario step being applied, if any
         self.rng = rng
         self._next_id = 0
         self.active: dict[int, fm.Fault] = {}
@@ -44,11 +45,19 @@ class SimFaultExecutor:
                 out.append(node)
         return out
 
-    def _start(self, fault: fm.Fault, instant: bool = False, **extra) -> int:
+    def _start(self, fault: fm.Fault, instant: bool = False, no_effect: str | None = None, **extra) -> int:
+        """``no_effect`` says why the fault changed nothing (it is traced, so that a
+        scripted fault that never took effect fails the run)."""
         self._next_id += 1
         fault_id = self._next_id
-        self.world.trace("nemesis", "fault_started", {"fault_id": fault_id, "fault": fm.kind_of(fault),
-                                                      **fm.describe(fault), **extra})
+        fields = {"fault_id": fault_id, "fault": fm.kind_of(fault), **fm.describe(fault), **extra}
+        if self.step is not None:  # a scenario's step, not the nemesis or the final phase
+            fields["line"] = self.step.line
+            if self.step.optional:
+                fields["optional"] = True
+        if no_effect is not None:
+            fields["no_effect"] = no_effect
+        self.world.trace("nemesis", "fault_started", fields)
         if instant:
             self._end(fault_id, fault)
         else:
@@ -62,10 +71,15 @@ class SimFaultExecutor:
             self.world.trace("nemesis", "fault_ended", {"fault_id": fault_id, "fault": fm.kind_of(fault)})
 
     # -- apply -----------------------------------------------------------------------
-    def apply(self, fault: fm.Fault) -> int | None:
-        """Start a fault; returns its id when it lasts (so that it can be undone)."""
+    def apply(self, fault: fm.Fault, step=None) -> int | None:
+        """Start a fault (of the scenario's ``step``, if it is one); returns its id when
+        it lasts (so that it can be undone)."""
         handler = getattr(self, "_apply_" + fm.kind_of(fault))
-        return handler(fault)
+        self.step = step
+        try:
+            return handler(fault)
+        finally:
+            self.step = None
 
     def undo(self, fault_id: int | None) -> None:
         """End a lasting fault early (a scenario's ``for:`` or the nemesis)."""
@@ -104,7 +118,8 @@ class SimFaultExecutor:
     def _take_down(self, fault, brokers: list[int], action) -> int | None:
         """Start a fault that stops processes; it lasts until every one restarts (and
         ends at once when there was nothing left to stop)."""
-        fault_id = self._start(fault, instant=not brokers, targets=brokers)
+        fault_id = self._start(fault, instant=not brokers, targets=brokers,
+                               no_effect=None if brokers else "no running broker to stop")
         for broker in brokers:
             action(self.world.hosts[broker])
             self._down.setdefault(broker, []).append(fault_id)
@@ -139,7 +154,8 @@ class SimFaultExecutor:
 
     def _apply_pause(self, fault: fm.Pause) -> int | None:
         brokers = [b for b in self.resolve(fault.brokers) if self.world.hosts[b].alive and not self.world.hosts[b].paused]
-        fault_id = self._start(fault, instant=not brokers, targets=brokers)
+        fault_id = self._start(fault, instant=not brokers, targets=brokers,
+                               no_effect=None if brokers else "no running broker to pause")
         for broker in brokers:
             self.world.hosts[broker].pause()
             self._paused[broker] = fault_id
@@ -154,8 +170,10 @@ class SimFaultExecutor:
             if fault_id is not None and fault_id not in self._paused.values():
                 self._end(fault_id)
 
-    def _network_fault(self, fault, edges, **extra) -> int:
-        fault_id = self._start(fault, **extra)
+    def _network_fault(self, fault, edges, no_effect: str | None = None, **extra) -> int:
+        if not edges and no_effect is None:
+            no_effect = "cuts no link"
+        fault_id = self._start(fault, no_effect=no_effect, **extra)
         self.world.network.add_cuts(fault_id, edges)
         return fault_id
 
@@ -165,6 +183,11 @@ class SimFaultExecutor:
 
     def _apply_partition(self, fault: fm.Split) -> int:
         groups = [self._resolve_nodes(g) for g in fault.groups]
+        seen: dict[str, int] = {}
+        twice = sorted({n for i, g in enumerate(groups) for n in g if seen.setdefault(n, i) != i})
+        if twice:  # `controller` resolved to a broker another group names: cut nothing
+            return self._network_fault(fault, set(), targets=groups,
+                                       no_effect=f"{', '.join(twice)} resolved into two groups")
         return self._network_fault(fault, self.world.network.split_edges(groups), targets=groups)
 
     def _apply_random_halves(self, fault: fm.RandomHalves) -> int:

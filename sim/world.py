@@ -226,7 +226,7 @@ class World:
             yield self.env.timeout(step.delay_ms)
         if self.env.now > self.scenario.duration_ms or self.final_phase:
             return
-        fault_id = self.faults.apply(step.fault)
+        fault_id = self.faults.apply(step.fault, step)
         if step.for_ms is not None and fault_id is not None:
             yield self.env.timeout(step.for_ms)
             if not self.final_phase:

@@ -4,10 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
-from scenarios.parse import parse_scenario
-from scenarios.source import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,8 +63,32 @@ def test_what_happened_lists_each_fault_with_its_targets(tmp_path):
     assert "2s-5s  crash  1" in block and "acknowledged" in block
 
 
-def test_optional_goes_only_with_a_trigger():
-    with pytest.raises(ScenarioError) as info:
-        parse_scenario("cluster: {brokers: 3, topics: [{name: t}]}\nfaults:\n  - {at: 1s, crash: 1, optional: true}\n"
-                       "duration: 5s\n", "o.yaml")
-    assert info.value.field == "faults[0].optional" and info.value.line == 3
+def test_a_scripted_fault_that_changed_nothing_fails_the_run_unless_optional(tmp_path):
+    """The controller's broker named in a partition group beside the broker it resolves
+    to ends up in both groups: nothing is cut. It used to print PASS."""
+    step = "  - {{at: 1s, partition: [[controller], [1, 2, 3]], for: 500ms{optional}}}\n"
+    result, verdict = run(tmp_path, trigger=step.format(optional=""))
+    assert result.returncode == 1, result.stdout
+    [example] = verdict["faults_without_effect"]["examples"]
+    assert example["line"] == 11 and "resolved into two groups" in example["why"]
+    assert "NOT TESTED: 1 scripted faults changed nothing; line 11: partition" in result.stdout
+    optional, verdict = run(tmp_path, trigger=step.format(optional=", optional: true"))
+    assert optional.returncode == 0 and verdict["faults_without_effect"]["value"] == 0
+
+
+def test_only_the_scenarios_own_steps_count_as_faults_without_effect():
+    """A nemesis or final-phase fault (no ``line``) that changed nothing is not the
+    scenario's promise; an optional step's is excused."""
+    from analysis.checkers.happened import check_happened
+    from analysis.history import build_history
+    from analysis.trace import Event
+    started = [Event(1000, "nemesis", "fault_started", {"fault_id": 1, "fault": "crash", "targets": [],
+                                                          "no_effect": "no running broker to stop"}),
+               Event(2000, "nemesis", "fault_started", {"fault_id": 2, "fault": "pause", "targets": [], "line": 9,
+                                                          "optional": True, "no_effect": "no running broker to pause"}),
+               Event(3000, "nemesis", "fault_started", {"fault_id": 3, "fault": "crash", "targets": [], "line": 12,
+                                                          "no_effect": "no running broker to stop"})]
+    results = {r.name: r for r in check_happened(started, build_history(started))}
+    assert results["faults_applied"].value == 3
+    without = results["faults_without_effect"]
+    assert without.value == 1 and not without.valid and without.examples[0]["line"] == 12

@@ -9,20 +9,26 @@ from analysis.checkers.result import CheckResult
 from analysis.history import History
 from analysis.trace import Event
 
-HAPPENED_NAMES = ("faults_applied", "triggers_never_fired", "produced", "acknowledged", "consumed")
+HAPPENED_NAMES = ("faults_applied", "faults_without_effect", "triggers_never_fired", "produced", "acknowledged",
+                  "consumed")
 # Results that say the run tested nothing when invalid (the runner fails such a run
 # unless the scenario expects them).
-UNTESTED_NAMES = ("triggers_never_fired", "acknowledged")
-_FAULT_FIELDS = ("targets", "brokers", "nodes", "groups", "line")
+UNTESTED_NAMES = ("faults_without_effect", "triggers_never_fired", "acknowledged")
+_FAULT_FIELDS = ("targets", "brokers", "nodes", "groups", "line", "no_effect")
 
 
 def check_happened(events: list[Event], history: History) -> list[CheckResult]:
     faults: dict[int, dict] = {}
     never: list[dict] = []
+    ineffective: list[dict] = []
     for event in events:
         if event.type == "fault_started":
             faults[event["fault_id"]] = {"fault": event["fault"], "start_ms": event.t_ms, "end_ms": None,
                                          **{k: event.fields[k] for k in _FAULT_FIELDS if k in event.fields}}
+            # a scenario's own step (it has a line) that changed nothing, unless optional
+            if "no_effect" in event.fields and "line" in event.fields and not event.get("optional"):
+                ineffective.append({"line": event["line"], "fault": event["fault"], "t_ms": event.t_ms,
+                                    "why": event["no_effect"]})
         elif event.type == "fault_ended" and event.get("fault_id") in faults:
             faults[event["fault_id"]]["end_ms"] = event.t_ms
         elif event.type == "trigger_never_fired" and not event.get("optional"):
@@ -38,6 +44,9 @@ def check_happened(events: list[Event], history: History) -> list[CheckResult]:
     return [
         CheckResult("faults_applied", len(listed), True, f"{len(listed)} faults started", tuple(listed[:50]),
                     {"faults": listed}),
+        CheckResult("faults_without_effect", len(ineffective), not ineffective,
+                    f"{len(ineffective)} scripted faults changed nothing" + "".join(
+                        f"; line {f['line']}: {f['fault']} {f['why']}" for f in ineffective[:3]), tuple(ineffective)),
         CheckResult("triggers_never_fired", len(never), not never,
                     f"{len(never)} triggers never fired" + (f" ({lines}): their faults never happened" if never
                                                               else ""), tuple(never)),
