@@ -275,15 +275,15 @@ class ZooKeeperCoordination:
             finish(_failed(exc))
 
     def _complete(self, seq: int, session: int, events: list) -> None:
+        # Handed over under the lock: an answer kazoo refused at once (the driver's
+        # thread) and one from kazoo's worker must not pass each other.
         with self._order_lock:
             self._done[seq] = (session, events)
-            ready = []
             while self._next_out in self._done:
-                ready.append(self._done.pop(self._next_out))
+                session_of, events_of = self._done.pop(self._next_out)
                 self._next_out += 1
-        for session_of, events_of in ready:
-            for event in events_of:
-                self._emit(session_of, event)
+                for event in events_of:
+                    self._emit(session_of, event)
 
 
 def _may_chain(op: Any) -> bool:
@@ -311,14 +311,15 @@ def _carry_out(client: KazooClient, op: Any, watcher: _Watcher, finish: Callable
 
     def on(result, convert: Callable[[Any], coord.Reply], on_error=None) -> None:
         def done(async_result) -> None:
+            # Every request must be answered, or the replies after it wait forever.
             try:
-                value = async_result.get()
-            except KazooException as exc:
+                reply = convert(async_result.get())
+            except Exception as exc:  # noqa: BLE001 - named by error_name
                 if on_error is not None and on_error(exc):
                     return
                 finish(_failed(exc))
                 return
-            finish(convert(value))
+            finish(reply)
         result.rawlink(done)
 
     if kind is coord.Create:
@@ -341,7 +342,7 @@ def _carry_out(client: KazooClient, op: Any, watcher: _Watcher, finish: Callable
             def armed(async_result) -> None:
                 try:
                     stat = async_result.get()
-                except KazooException as exists_exc:
+                except Exception as exists_exc:  # noqa: BLE001 - named by error_name
                     finish(_failed(exists_exc))
                     return
                 created = (CoordWatchFired(op.path, "created"),) if stat is not None else ()
