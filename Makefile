@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast bench install clean
+.PHONY: demo test test-fast bench install zookeeper clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The real-I/O tests start a local ZooKeeper from Debian's package (and java, which it
+# pulls in). Installed when missing; CI runs as root, elsewhere sudo is used if present.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
+zookeeper:
+	@if dpkg -s zookeeper >/dev/null 2>&1 && command -v java >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "installing Debian's zookeeper package (the real-I/O tests run it)"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q zookeeper; \
+	else \
+		echo "no apt-get here: install ZooKeeper by hand; the ZooKeeper tests skip without it"; \
+	fi
 
 # A known Kafka data-loss bug and the configuration that prevents it, side by side.
 demo: $(STAMP)
@@ -28,11 +40,11 @@ demo: $(STAMP)
 	@echo "            $(DEMO_OUT)/jepsen-2013-safe/timeline-t-0.png"
 	@echo "  verdicts: $(DEMO_OUT)/jepsen-2013-unclean/verdict.json, $(DEMO_OUT)/jepsen-2013-safe/verdict.json"
 
-test: $(STAMP)
+test: $(STAMP) zookeeper
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
-test-fast: $(STAMP)
+test-fast: $(STAMP) zookeeper
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)

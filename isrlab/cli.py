@@ -39,6 +39,12 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
 def parse_seeds(text: str) -> list[int]:
     """``7``, ``1-200`` or ``1,5,9-12``."""
     seeds: list[int] = []
@@ -221,6 +227,21 @@ def _version() -> str:
         return "(not installed)"
 
 
+def cmd_zk(args: argparse.Namespace) -> int:
+    from real_io import zk_server
+    try:
+        if args.action == "start":
+            server = zk_server.start(args.dir, args.port)
+            print(f"ZooKeeper listening on {server.hosts} (pid {server.pid}); files in {server.directory}")
+            print(f"  stop it with: isrlab zk stop --dir {args.dir}")
+        else:
+            server = zk_server.stop(args.dir)
+            print(f"ZooKeeper on {server.hosts} (pid {server.pid}) stopped")
+    except zk_server.ZooKeeperError as exc:
+        raise UsageError(f"zk {args.action}: {exc}") from None
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="isrlab", description="A simulation-first testbed for Kafka-style replicated logs.")
     parser.add_argument("--version", action="version", version=f"isrlab {_version()}")
@@ -248,6 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("trace", help="a trace.jsonl written by isrlab run")
     plot.add_argument("--out", help="directory for the PNGs (default: beside the trace)")
     plot.set_defaults(func=cmd_plot)
+    zk = sub.add_parser("zk", help="start or stop a local ZooKeeper for the real-I/O binding",
+                        description="Run a standalone ZooKeeper (Debian's zookeeper package) on 127.0.0.1, "
+                                    "with its config, data, log and pid file in --dir.")
+    zk.add_argument("action", choices=("start", "stop"))
+    zk.add_argument("--dir", default="runs/zookeeper", help="the server's directory (default runs/zookeeper)")
+    zk.add_argument("--port", type=_port, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
+    zk.set_defaults(func=cmd_zk)
     return parser
 
 

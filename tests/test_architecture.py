@@ -16,6 +16,17 @@ LAYERS = {  # package -> packages it must not import
     "spark_reports": {"isrlab"},
 }
 
+# The libraries that tie code to one way of running: only their binding may import them
+# (ARCHITECTURE.md: the core and everything shared run under either binding).
+ONLY_IN = {
+    "simpy": "sim",
+    "asyncio": "real_io", "socket": "real_io", "selectors": "real_io", "kazoo": "real_io",
+    "pyspark": "spark_reports",
+}
+# Every package of the project. bench/ and tests/ are not packages of the product:
+# bench/sim_speed.py times bare simpy as a reference, and tests drive both bindings.
+PACKAGES = sorted(set(LAYERS) | {"isrlab"})
+
 
 def imports_of(package: str):
     for path in sorted((ROOT / package).rglob("*.py")):
@@ -50,4 +61,16 @@ def test_imports_point_down_only():
 
 def test_nothing_imports_the_command_line_package():
     bad = [f"{p}:{line}" for package in LAYERS for p, line, name in imports_of(package) if name == "isrlab"]
+    assert bad == []
+
+
+def test_simpy_asyncio_sockets_kazoo_and_pyspark_are_imported_only_by_their_binding():
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {name}" for package in PACKAGES
+           for p, line, name in imports_of(package) if name in ONLY_IN and ONLY_IN[name] != package]
+    assert bad == []
+
+
+def test_the_two_bindings_never_import_each_other():
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {name}" for package, other in (("sim", "real_io"), ("real_io", "sim"))
+           for p, line, name in imports_of(package) if name == other]
     assert bad == []

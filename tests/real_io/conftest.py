@@ -1,0 +1,48 @@
+"""A real ZooKeeper for the real-I/O tests: started once per test session through
+real_io.zk_server on a free 127.0.0.1 port in a temporary directory, stopped at the end.
+Each test gets its own chroot, so tests sharing the server never see each other's nodes."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from kazoo.client import KazooClient
+
+from real_io import zk_server
+
+# A short tick lets sessions be short (ZooKeeper allows 2 to 20 ticks), so that losing
+# a connection is noticed in well under a second.
+TICK_MS = 250
+_chroots = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    missing = zk_server.server_available()
+    if missing is not None:
+        pytest.skip(f"no ZooKeeper to test against: {missing} (make test installs it)")
+    server = zk_server.start(tmp_path_factory.mktemp("zookeeper"), zk_server.free_port(), tick_time_ms=TICK_MS)
+    yield server
+    zk_server.stop(server.directory)
+
+
+@pytest.fixture
+def zk_hosts(zookeeper, request):
+    """A connect string rooted at a fresh chroot of the shared server."""
+    root = f"/test-{next(_chroots)}-{request.node.name.split('[')[0]}"
+    admin = KazooClient(hosts=zookeeper.hosts)
+    admin.start(timeout=10)
+    admin.create(root)
+    admin.stop()
+    admin.close()
+    return zookeeper.hosts + root
+
+
+@pytest.fixture
+def admin(zk_hosts):
+    """A second client on the test's chroot: the other writers the core must live with."""
+    client = KazooClient(hosts=zk_hosts)
+    client.start(timeout=10)
+    yield client
+    client.stop()
+    client.close()

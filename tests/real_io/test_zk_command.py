@@ -1,0 +1,59 @@
+"""``isrlab zk start|stop`` as a user runs it: a ZooKeeper on 127.0.0.1 that answers,
+a pid file that ``stop`` follows, and clear refusals."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from real_io import zk_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def isrlab(*args):
+    return subprocess.run([sys.executable, "-m", "isrlab", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture
+def installed():
+    missing = zk_server.server_available()
+    if missing is not None:
+        pytest.skip(f"no ZooKeeper to run: {missing} (make test installs it)")
+
+
+def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
+    port = zk_server.free_port()
+    started = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port))
+    try:
+        assert started.returncode == 0, started.stderr
+        assert f"ZooKeeper listening on 127.0.0.1:{port}" in started.stdout
+        assert zk_server.four_letter_word("127.0.0.1", port, "ruok") == "imok"
+        assert "clientPortAddress=127.0.0.1" in (tmp_path / "zk" / "zoo.cfg").read_text()
+
+        again = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port))
+        assert again.returncode == 2 and "already running" in again.stderr
+        taken = isrlab("zk", "start", "--dir", str(tmp_path / "other"), "--port", str(port))
+        assert taken.returncode == 2 and f"port {port} on 127.0.0.1 is taken" in taken.stderr
+    finally:
+        stopped = isrlab("zk", "stop", "--dir", str(tmp_path / "zk"))
+    assert stopped.returncode == 0, stopped.stderr
+    assert zk_server.four_letter_word("127.0.0.1", port, "ruok") is None
+    assert not (tmp_path / "zk" / zk_server.PID_FILE).exists()
+    nothing = isrlab("zk", "stop", "--dir", str(tmp_path / "zk"))
+    assert nothing.returncode == 2 and "no ZooKeeper started from" in nothing.stderr
+
+
+def test_a_missing_package_is_named_with_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(zk_server, "JAR_CANDIDATES", (tmp_path / "absent.jar",))
+    with pytest.raises(zk_server.ZooKeeperError, match="apt-get install -y zookeeper"):
+        zk_server.start(tmp_path / "zk", zk_server.free_port())
+    assert "apt-get install -y zookeeper" in zk_server.server_available()
+
+
+def test_a_bad_port_is_refused():
+    result = isrlab("zk", "start", "--port", "70000")
+    assert result.returncode == 2 and "is not a port number" in result.stderr
