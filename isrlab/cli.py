@@ -145,28 +145,54 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.passed else EXIT_FAILED
 
 
+PER_SEED_ROWS = 50  # larger sweeps list only their failing seeds one by one
+
+
 def _run_many(scenario, args) -> int:
-    from scenarios.runner import run_seeds
+    from scenarios.runner import run_seeds, write_sweep_summary
     seeds = parse_seeds(args.seeds)
     jobs = args.jobs if args.jobs is not None else min(len(seeds), _usable_cpus())
     base = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds"
     _bar(0, len(seeds), f"{jobs} at once" if jobs > 1 else "")
-    rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots,
+    rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots, keep=args.keep, fail_fast=args.fail_fast,
                      on_done=lambda seed, finished: _bar(finished, len(seeds), f"seed {seed}"))
     failed = [r for r in rows if not r.passed]
-    _bar(len(seeds), len(seeds), "done")
+    _bar(len(rows), len(seeds), "done" if len(rows) == len(seeds) else "stopped at a failing seed")
     sys.stderr.write("\n")
     names = list(scenario.expect) or ["lost_writes", "divergence", "inconsistent_offsets", "duplicates"]
     widths = [max(len(n), 8) for n in names]
     header = f"{'seed':>6}  {'outcome':<7}  {'acked':>7}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))
     print(header)
-    for r in rows:
+    for r in rows if len(rows) <= PER_SEED_ROWS else failed:
         values = "  ".join(f"{_fmt(r.verdict.value(n)):>{w}}" for n, w in zip(names, widths))
         print(f"{r.seed:>6}  {'PASS' if r.passed else 'FAIL':<7}  {r.summary.acknowledged:>7}  {values}")
-    print(f"\n{len(rows) - len(failed)} of {len(rows)} seeds passed; traces under {base}")
+    print()
+    _print_metric_ranges(rows)
+    summary_json, summary_csv = write_sweep_summary(rows, base)
+    skipped = len(seeds) - len(rows)
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} seeds passed"
+          + (f" ({skipped} not run: --fail-fast)" if skipped else "")
+          + f"; verdicts under {base}, traces kept for {args.keep} seeds")
+    print(f"  summary: {summary_json}, {summary_csv}")
+    if failed:
+        print(f"  failed seeds: {', '.join(str(r.seed) for r in failed)}")
     for r in failed:
         print(f"  replay seed {r.seed}: {r.replay_command}")
     return EXIT_OK if not failed else EXIT_FAILED
+
+
+def _print_metric_ranges(rows) -> None:
+    """min / median / max of every numeric verdict metric over the seeds."""
+    import statistics
+    if not rows or rows[0].verdict is None:
+        return
+    names = [n for n, r in rows[0].verdict.results.items() if not isinstance(r.value, dict)]
+    width = max(len(n) for n in names)
+    print(f"  {'metric':<{width}}  {'min':>10}  {'median':>10}  {'max':>10}")
+    for name in names:
+        values = [r.verdict.value(name) for r in rows]
+        print(f"  {name:<{width}}  {_fmt(min(values)):>10}  {_fmt(statistics.median(values)):>10}  "
+              f"{_fmt(max(values)):>10}")
 
 
 def _fmt(value) -> str:
@@ -259,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "each seed's trace is the same whatever N is")
     run.add_argument("--plots", action="store_true",
                      help="with --seeds: draw timelines for every seed (failing seeds always get them)")
+    run.add_argument("--keep", choices=("failing", "all", "none"), default="failing",
+                     help="with --seeds: whose trace and timelines stay on disk (default failing); every seed's "
+                          "verdict and the summary always do")
+    run.add_argument("--fail-fast", action="store_true", help="with --seeds: stop at the first seed that fails")
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check scenario files without running them",
                               description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")

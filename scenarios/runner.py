@@ -130,35 +130,49 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots)
 
 
-def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool) -> RunResult:
-    """One seed of a sweep; a failing seed always gets its timelines."""
+KEEP_CHOICES = ("failing", "all", "none")
+
+
+def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: str = "all") -> RunResult:
+    """One seed of a sweep; a failing seed always gets its timelines. ``keep`` says whose
+    trace and timelines stay on disk (``failing``, ``all``, ``none``); the verdict stays."""
     result = run_scenario(scenario, seed, out_dir, plot=plots)
     if not result.passed and not result.plots:
         from analysis.timeline import plot_trace
         result = replace(result, plots=tuple(plot_trace(result.trace_path, out_dir, set(result.summary.missing))))
+    if keep == "none" or (keep == "failing" and result.passed):
+        for path in (result.trace_path, *result.plots):
+            path.unlink(missing_ok=True)
+        result = replace(result, plots=())
     return result
 
 
 def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jobs: int = 1, plots: bool = False,
-              on_done: Callable[[int, int], None] | None = None) -> list[RunResult]:
+              on_done: Callable[[int, int], None] | None = None, keep: str = "all",
+              fail_fast: bool = False) -> list[RunResult]:
     """Run each seed into ``base_dir/seed-N``, in ``jobs`` worker processes at once.
 
     Results come back in the order of ``seeds``. Every seed's run is independent, so
     its trace is byte-identical whatever ``jobs`` is. ``on_done(seed, finished)`` is
     called as each seed ends. A SimulationFailed stops the sweep: the seeds not yet
-    started are dropped, and the failure of the lowest seed is raised.
+    started are dropped, and the failure of the lowest seed is raised. With
+    ``fail_fast`` the first seed that does not pass stops it the same way (the results
+    of the seeds that ended are returned).
     """
     base = Path(base_dir)
     if jobs <= 1 or len(seeds) <= 1:
         results = []
         for seed in seeds:
-            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots))
+            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots, keep))
             if on_done:
                 on_done(seed, len(results))
+            if fail_fast and not results[-1].passed:
+                break
         return results
     # spawn: workers import the project afresh instead of inheriting this process's state
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots): seed for seed in seeds}
+        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots, keep): seed
+                   for seed in seeds}
         pending, finished = set(futures), 0
         while pending:
             done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -166,7 +180,9 @@ def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jo
                 finished += 1
                 if on_done:
                     on_done(futures[future], finished)
-            if any(f.exception() is not None for f in done):
+            stop = any(f.exception() is not None for f in done) or (
+                fail_fast and any(not f.result().passed for f in done))
+            if stop:
                 for future in pending:
                     future.cancel()
                 wait(pending)
@@ -175,4 +191,33 @@ def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jo
                       key=futures.__getitem__)
     if failures:
         raise failures[0].exception()  # type: ignore[misc]
-    return [future.result() for future in futures]
+    return [future.result() for future in futures if future.done() and not future.cancelled()]
+
+
+def sweep_rows(results: Sequence[RunResult]) -> list[dict]:
+    """One row per seed: outcome, every verdict metric and the replay command."""
+    rows = []
+    for r in results:
+        row = {"seed": r.seed, "outcome": "PASS" if r.passed else "FAIL"}
+        if r.verdict is not None:
+            row.update({name: result.value for name, result in r.verdict.results.items()})
+        row["replay"] = r.replay_command
+        rows.append(row)
+    return rows
+
+
+def write_sweep_summary(results: Sequence[RunResult], base_dir: str | Path) -> tuple[Path, Path]:
+    """``summary.json`` and ``summary.csv`` in ``base_dir`` (a mapping value, such as
+    final_leader, is a JSON string in the CSV)."""
+    import csv
+    import json
+    base = Path(base_dir)
+    rows = sweep_rows(results)
+    json_path, csv_path = base / "summary.json", base / "summary.csv"
+    json_path.write_text(json.dumps(rows, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    with open(csv_path, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else ["seed"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, dict) else v for k, v in row.items()})
+    return json_path, csv_path

@@ -84,7 +84,8 @@ def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
     assert [row.split()[0] for row in rows] == ["1", "2", "3"]
     assert all("PASS" in row for row in rows)
     assert "3 of 3 seeds passed" in result.stdout
-    assert sorted(p.name for p in (tmp_path / "many").iterdir()) == ["seed-1", "seed-2", "seed-3"]
+    assert sorted(p.name for p in (tmp_path / "many").iterdir()) == [
+        "seed-1", "seed-2", "seed-3", "summary.csv", "summary.json"]
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(TINY + "expect: {lost_writes: '>0'}\n")
     failing = isrlab("run", str(wrong), "--seeds", "4,6", "--out", str(tmp_path / "f"))
@@ -98,12 +99,12 @@ def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
 
 def test_seeds_run_in_parallel_give_the_same_table_and_traces_as_one_at_a_time(tmp_path):
     scenario = str(ROOT / "scenarios/library/zombie-leader-acks1.yaml")
-    serial = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "1", "--out", str(tmp_path / "serial"))
-    parallel = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "2", "--out", str(tmp_path / "parallel"))
+    serial = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "1", "--keep", "all", "--out", str(tmp_path / "serial"))
+    parallel = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "2", "--keep", "all", "--out", str(tmp_path / "parallel"))
     assert serial.returncode == parallel.returncode == 0, serial.stderr + parallel.stderr
     assert "2 at once" in parallel.stderr
-    table = [line for line in serial.stdout.splitlines() if "traces under" not in line]
-    assert table == [line for line in parallel.stdout.splitlines() if "traces under" not in line]
+    table = serial.stdout.replace(str(tmp_path / "serial"), "OUT")
+    assert table == parallel.stdout.replace(str(tmp_path / "parallel"), "OUT")
     for seed in (2, 3, 4):
         for name in ("trace.jsonl", "verdict.json"):
             assert (tmp_path / "serial" / f"seed-{seed}" / name).read_bytes() == \
@@ -184,3 +185,38 @@ def test_plot_of_an_empty_trace_or_one_without_partitions_exits_2(tmp_path):
                       '"type":"run_started"}\n')
     result = isrlab("plot", str(lonely))
     assert result.returncode == 2 and "no partition to draw" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_sweep_summarises_itself_and_keeps_only_failing_traces(tmp_path):
+    """Issue 10: summary.json and .csv with every metric, outcome and replay command per
+    seed; min/median/max of every metric; traces kept for failing seeds only by default."""
+    scenario = tmp_path / "half.yaml"  # lost_writes is 0 on every seed: expect >0 fails them all
+    scenario.write_text(TINY + "expect: {lost_writes: '>0'}\n")
+    result = isrlab("run", str(scenario), "--seeds", "1-2", "--out", str(tmp_path / "s"))
+    assert result.returncode == 1
+    rows = json.loads((tmp_path / "s" / "summary.json").read_text())
+    assert [(r["seed"], r["outcome"]) for r in rows] == [(1, "FAIL"), (2, "FAIL")]
+    assert {"lost_writes", "acknowledged", "failed_but_present", "final_leader", "replay"} <= set(rows[0])
+    assert "--seed 2 --out" in rows[1]["replay"]
+    csv_lines = (tmp_path / "s" / "summary.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("seed,outcome,lost_writes") and len(csv_lines) == 3
+    assert "metric" in result.stdout and "median" in result.stdout and "failed seeds: 1, 2" in result.stdout
+    assert (tmp_path / "s" / "seed-1" / "trace.jsonl").exists(), "a failing seed keeps its trace"
+    passing = tmp_path / "pass.yaml"
+    passing.write_text(TINY)
+    kept = isrlab("run", str(passing), "--seeds", "1-2", "--out", str(tmp_path / "p"))
+    assert kept.returncode == 0
+    assert sorted(p.name for p in (tmp_path / "p" / "seed-1").iterdir()) == ["verdict.json"]
+    everything = isrlab("run", str(passing), "--seeds", "1", "--keep", "all", "--out", str(tmp_path / "a"))
+    assert everything.returncode == 0 and (tmp_path / "a" / "seed-1" / "trace.jsonl").exists()
+    nothing = isrlab("run", str(scenario), "--seeds", "1", "--keep", "none", "--out", str(tmp_path / "n"))
+    assert nothing.returncode == 1 and sorted(p.name for p in (tmp_path / "n" / "seed-1").iterdir()) == ["verdict.json"]
+
+
+def test_fail_fast_stops_at_the_first_failing_seed(tmp_path):
+    scenario = tmp_path / "fails.yaml"
+    scenario.write_text(TINY + "expect: {lost_writes: '>0'}\n")
+    result = isrlab("run", str(scenario), "--seeds", "1-4", "--jobs", "1", "--fail-fast", "--out", str(tmp_path / "f"))
+    assert result.returncode == 1
+    assert "0 of 1 seeds passed (3 not run: --fail-fast)" in result.stdout
+    assert len(json.loads((tmp_path / "f" / "summary.json").read_text())) == 1
