@@ -131,28 +131,82 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
     if args.seeds and args.seed is not None:
         raise UsageError("--seed and --seeds do not go together: give one seed with --seed, or many with --seeds")
-    scenario = load_scenario(args.file)
+    scenario = load_scenario(args.file, tuple(args.set or ()))
     if args.out:
         _check_out(Path(args.out))
+    scenarios = _chosen_variants(scenario, args.variant)
     if args.seeds:
-        return _run_many(scenario, args)
+        statuses = []
+        for chosen in scenarios:
+            if chosen.variant is not None:
+                print(f"\n== variant {chosen.variant}")
+            statuses.append(_run_many(chosen, args, _out_for(args, chosen, scenarios, "seeds")))
+        return max(statuses)
     args.seed = 1 if args.seed is None else args.seed
-    out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seed{args.seed}"
-    result = run_scenario(scenario, args.seed, out, progress=_progress_printer(sys.stderr), plot=not args.no_plot)
-    if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 60 + "\r")
-    _print_run(result)
-    return EXIT_OK if result.passed else EXIT_FAILED
+    results = []
+    for chosen in scenarios:
+        out = _out_for(args, chosen, scenarios, f"seed{args.seed}")
+        results.append(run_scenario(chosen, args.seed, out, progress=_progress_printer(sys.stderr),
+                                    plot=not args.no_plot))
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + " " * 60 + "\r")
+    if len(results) == 1:
+        _print_run(results[0])
+    else:
+        _print_side_by_side(results)
+    return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
+
+
+def _chosen_variants(scenario, name: str | None) -> list:
+    """The variants to run: the one named, every one, or the scenario itself."""
+    if name is None:
+        return list(scenario.variants) or [scenario]
+    names = [v.variant for v in scenario.variants]
+    if not names:
+        raise UsageError(f"--variant {name}: {scenario.path} has no variants")
+    if name not in names:
+        raise UsageError(f"--variant {name}: no such variant in {scenario.path}; its variants: {', '.join(names)}")
+    return [v for v in scenario.variants if v.variant == name]
+
+
+def _out_for(args, chosen, scenarios, suffix: str) -> Path:
+    """--out DIR (with several variants, DIR/VARIANT), or runs/NAME-SUFFIX."""
+    if args.out:
+        return Path(args.out) / chosen.variant if len(scenarios) > 1 else Path(args.out)
+    return Path("runs") / f"{chosen.name}-{suffix}"
+
+
+def _print_side_by_side(results) -> None:
+    """Every variant's verdict in one table: a row per checker, a column per variant."""
+    names = [r.scenario.variant for r in results]
+    first = results[0]
+    print(f"scenario {first.scenario.path}  seed {first.seed}  variants: {', '.join(names)}")
+    widths = [max(len(n), 10) for n in names]
+    metrics = list(first.verdict.results)
+    width = max(len(m) for m in metrics)
+    print(f"\n  {'':<{width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths)))
+    for metric in metrics:
+        cells = []
+        for r, w in zip(results, widths):
+            check = r.verdict.results[metric]
+            cells.append(f"{_fmt(check.value) + ('' if check.valid else ' !!'):>{w}}")
+        print(f"  {metric:<{width}}  " + "  ".join(cells))
+    print()
+    for r in results:
+        failed = [f"{e.name} expected {e.expectation} got {_fmt(e.actual)}" for e in r.evaluations if not e.passed]
+        failed += [f"NOT TESTED: {reason}" for reason in r.untested]
+        outcome = "PASS" if r.passed else "FAIL"
+        print(f"  {r.scenario.variant:<{max(widths)}}  {outcome}  {'; '.join(failed)}".rstrip())
+        print(f"  {'':<{max(widths)}}  files: {r.trace_path.parent}   replay: {r.replay_command}")
 
 
 PER_SEED_ROWS = 50  # larger sweeps list only their failing seeds one by one
 
 
-def _run_many(scenario, args) -> int:
+def _run_many(scenario, args, base: Path) -> int:
     from scenarios.runner import run_seeds, write_sweep_summary
     seeds = parse_seeds(args.seeds)
     jobs = args.jobs if args.jobs is not None else min(len(seeds), _usable_cpus())
-    base = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds"
     _bar(0, len(seeds), f"{jobs} at once" if jobs > 1 else "")
     rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots, keep=args.keep, fail_fast=args.fail_fast,
                      on_done=lambda seed, finished: _bar(finished, len(seeds), f"seed {seed}"))
@@ -289,6 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --seeds: whose trace and timelines stay on disk (default failing); every seed's "
                           "verdict and the summary always do")
     run.add_argument("--fail-fast", action="store_true", help="with --seeds: stop at the first seed that fails")
+    run.add_argument("--variant", metavar="NAME", help="run only this variant of the file (default: every variant)")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="override a setting, e.g. cluster.config.min.insync.replicas=2 or "
+                          "workload.producers.0.acks=1 (repeatable; applies to every variant)")
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check scenario files without running them",
                               description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")

@@ -120,6 +120,9 @@ class Scenario:
     nemesis: NemesisSpec | None = None
     expect: dict[str, Any] = field(default_factory=dict)  # checker name -> expectation
     expect_lines: dict[str, int] = field(default_factory=dict)
+    variant: str | None = None  # this scenario is the base's variant of that name
+    variants: tuple["Scenario", ...] = ()  # the file's variants (on the base only)
+    settings: tuple[str, ...] = ()  # the --set overrides it was read with
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.cluster.topics:

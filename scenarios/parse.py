@@ -1,6 +1,7 @@
 """Build a Scenario from YAML, strictly: every problem names file, line and field."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,15 @@ from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
     Scenario, TopicSpec)
 from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
+from scenarios.variants import apply_set, variant_data, variant_lines
 
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 SERVICE_NODE = "zk"
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, settings: tuple[str, ...] = ()) -> Scenario:
+    """The scenario in ``path``, its ``variants`` in ``.variants``; ``settings`` are
+    ``--set key=value`` overrides applied to the base and to every variant."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -25,12 +29,32 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(str(path), None, "", f"cannot read the file: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ScenarioError(str(path), None, "", "the file is not UTF-8 text") from None
-    return parse_scenario(text, str(path))
+    return parse_scenario(text, str(path), settings)
 
 
-def parse_scenario(text: str, filename: str) -> Scenario:
+def parse_scenario(text: str, filename: str, settings: tuple[str, ...] = ()) -> Scenario:
     data, lines = load_yaml(text, filename)
     source = Source(filename, lines)
+    if not isinstance(data, dict):
+        raise source.error((), f"a scenario must be a mapping, not {type(data).__name__}")
+    documents = variant_data(source, data)
+    base = {k: v for k, v in data.items() if k != "variants"}
+    for assignment in settings:
+        apply_set(base, assignment, filename)
+        for document in documents.values():
+            apply_set(document, assignment, filename)
+    scenario = _scenario(source, base, filename)
+    variants = []
+    for name, document in documents.items():
+        try:
+            variant = _scenario(Source(filename, variant_lines(lines, name)), document, filename)
+        except ScenarioError as exc:
+            raise ScenarioError(exc.filename, exc.line, exc.field, f"(variant {name}) {exc.message}") from None
+        variants.append(replace(variant, name=f"{scenario.name}-{name}", variant=name, settings=settings))
+    return replace(scenario, variants=tuple(variants), settings=settings)
+
+
+def _scenario(source: Source, data: dict, filename: str) -> Scenario:
     top = Fields(source, data, (), "a scenario")
     name = top.take("name", "str", Path(filename).stem)
     description = top.take("description", "str", "")

@@ -23,7 +23,8 @@ TRACE_FILE = "trace.jsonl"
 VERDICT_FILE = "verdict.json"
 
 
-def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | None = None) -> str:
+def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | None = None,
+                   variant: str | None = None, settings: Sequence[str] = ()) -> str:
     """The command that runs ``seed`` again, pasteable in a fresh shell from where this one
     runs: the isrlab script beside this Python (a virtual environment's bin/), by the
     shortest path, and the same output folder."""
@@ -34,6 +35,9 @@ def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | N
     else:
         program = f"{shlex.quote(sys.executable)} -m isrlab"
     command = f"{program} run {shlex.quote(str(scenario_path))} --seed {seed}"
+    if variant is not None:
+        command += f" --variant {shlex.quote(variant)}"
+    command += "".join(f" --set {shlex.quote(s)}" for s in settings)
     if out_dir is not None:
         command += f" --out {shlex.quote(str(out_dir))}"
     return command
@@ -44,7 +48,7 @@ class SimulationFailed(Exception):
 
     def __init__(self, scenario: Scenario, seed: int, out_dir: Path, cause: BaseException):
         self.seed = seed
-        self.replay_command = replay_command(scenario.path, seed, out_dir)
+        self.replay_command = replay_command(scenario.path, seed, out_dir, scenario.variant, scenario.settings)
         self.traceback_path = out_dir / "error.txt"
         super().__init__(f"{scenario.name} seed {seed}: {type(cause).__name__}: {cause}")
 
@@ -93,7 +97,8 @@ class RunResult:
 
     @property
     def replay_command(self) -> str:
-        return replay_command(self.scenario.path, self.seed, self.trace_path.parent)
+        return replay_command(self.scenario.path, self.seed, self.trace_path.parent, self.scenario.variant,
+                              self.scenario.settings)
 
 
 def run_id(scenario: Scenario, seed: int) -> str:

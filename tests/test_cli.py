@@ -58,7 +58,7 @@ def test_validate_accepts_good_files_and_names_the_bad_ones(tmp_path):
     good.write_text(TINY)
     bad = tmp_path / "bad.yaml"
     bad.write_text(TINY + "expect: {lost_writes: many}\n")
-    ok = isrlab("validate", str(good), str(ROOT / "scenarios/library/jepsen-2013-unclean.yaml"))
+    ok = isrlab("validate", str(good), str(ROOT / "scenarios/library/jepsen-2013.yaml"))
     assert ok.returncode == 0 and ok.stdout.count("ok  ") == 2
     mixed = isrlab("validate", str(good), str(bad))
     assert mixed.returncode == 2 and f"{bad}:4: expect.lost_writes" in mixed.stderr
@@ -77,7 +77,7 @@ def test_an_expectation_that_fails_exits_1_and_prints_the_replay_command(tmp_pat
 
 
 def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
-    result = isrlab("run", str(ROOT / "scenarios/library/zombie-leader-acks1.yaml"), "--seeds", "1-3",
+    result = isrlab("run", str(ROOT / "scenarios/library/leader-crash.yaml"), "--seeds", "1-3",
                     "--out", str(tmp_path / "many"))
     assert result.returncode == 0, result.stdout + result.stderr
     rows = [line for line in result.stdout.splitlines() if len(line.split()) > 1 and line.split()[1] in ("PASS", "FAIL")]
@@ -98,7 +98,7 @@ def test_many_seeds_print_a_table_and_replay_commands_for_failures(tmp_path):
 
 
 def test_seeds_run_in_parallel_give_the_same_table_and_traces_as_one_at_a_time(tmp_path):
-    scenario = str(ROOT / "scenarios/library/zombie-leader-acks1.yaml")
+    scenario = str(ROOT / "scenarios/library/leader-crash.yaml")
     serial = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "1", "--keep", "all", "--out", str(tmp_path / "serial"))
     parallel = isrlab("run", scenario, "--seeds", "2-4", "--jobs", "2", "--keep", "all", "--out", str(tmp_path / "parallel"))
     assert serial.returncode == parallel.returncode == 0, serial.stderr + parallel.stderr
