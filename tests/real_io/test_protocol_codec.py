@@ -216,3 +216,13 @@ def test_encoding_a_misspelt_or_wrongly_typed_field_is_a_protocol_error():
         produce.encode(3, {"acks": "one"})
     with pytest.raises(ProtocolError, match="not nullable"):
         produce.encode(3, {"topics": [{"name": None}]})
+
+
+def test_the_codec_is_pure():
+    """ARCHITECTURE.md: only real_io touches sockets and event loops, and the codec needs
+    neither (nor the simulation): bytes in, values out."""
+    from tests.test_architecture import imports_of
+    forbidden = {"asyncio", "socket", "selectors", "select", "kazoo", "threading", "sim", "time", "random"}
+    bad = [f"{path.name}:{line} imports {name}" for path, line, name in imports_of("real_io/protocol")
+           if name in forbidden]
+    assert bad == []
