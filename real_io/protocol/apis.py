@@ -1,0 +1,188 @@
+"""The APIs and versions this broker offers, request/response headers and frames.
+
+``SUPPORTED`` is the one table of offered versions; the ApiVersions response is built
+from it (``api_versions_response``). The ranges, and why:
+
+- Produce 3-8, Fetch 4-11, ListOffsets 1-5: the versions that carry record batch v2
+  (magic 2) and leader epochs; older ones need the legacy message formats. Fetch 12
+  (flexible, diverging epochs) is left for later.
+- ApiVersions 0-3, Metadata 0-9, CreateTopics 0-6, DeleteTopics 0-5, InitProducerId 0-4,
+  OffsetForLeaderEpoch 0-3, DescribeConfigs 0-3, FindCoordinator 0-3: every version of
+  Kafka 2.7.0's definitions, which the generic codec handles alike.
+
+Headers (RequestHeader.json / ResponseHeader.json): request header v1 (api key, version,
+correlation id, nullable client id) for non-flexible API versions and v2 (v1 + tagged
+fields) for flexible ones; the client id stays a classic int16 string even in v2.
+Response header v0 (correlation id) and v1 (+ tagged fields) likewise, except that an
+ApiVersions response always has header v0, since a client cannot know which versions
+are flexible before it has the answer. Frames are an int32 size and that many bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
+from real_io.protocol.primitives import Reader, Writer
+from real_io.protocol.schema import Message
+from real_io.protocol.schemas import MESSAGES
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    FIND_COORDINATOR = 10
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+
+
+SUPPORTED: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 8),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.METADATA: (0, 9),
+    ApiKey.FIND_COORDINATOR: (0, 3),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (0, 6),
+    ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
+    ApiKey.DESCRIBE_CONFIGS: (0, 3),
+}
+
+UNSUPPORTED_VERSION = 35  # Kafka's Errors.UNSUPPORTED_VERSION
+DEFAULT_MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes
+
+
+def request_schema(api_key: int) -> Message:
+    return MESSAGES[(api_key, False)]
+
+
+def response_schema(api_key: int) -> Message:
+    return MESSAGES[(api_key, True)]
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    versions = SUPPORTED.get(api_key)  # type: ignore[call-overload]
+    return versions is not None and versions[0] <= api_version <= versions[1]
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    return 2 if request_schema(api_key).is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if response_schema(api_key).is_flexible(api_version) else 0
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    header: RequestHeader
+    body: dict
+
+
+def decode_request(payload: bytes | bytearray | memoryview) -> Request:
+    """A request from a frame's payload (the bytes after the size). An unknown API key
+    or an unsupported version raises UnsupportedVersionError (with the correlation id,
+    for ``unsupported_api_versions_response``); anything malformed raises ProtocolError."""
+    reader = Reader(payload)
+    api_key, api_version, correlation_id = reader.int16(), reader.int16(), reader.int32()
+    if not is_supported(api_key, api_version):
+        raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not supported",
+                                      api_key, api_version, correlation_id)
+    client_id = reader.string(nullable=True)
+    if request_header_version(api_key, api_version) >= 2:
+        reader.tagged_fields()
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    return Request(header, request_schema(api_key).decode(api_version, reader))
+
+
+def encode_request(header: RequestHeader, body: dict) -> bytes:
+    """A whole frame (size included), as a client sends it."""
+    writer = Writer()
+    writer.int16(header.api_key)
+    writer.int16(header.api_version)
+    writer.int32(header.correlation_id)
+    writer.string(header.client_id)
+    if request_header_version(header.api_key, header.api_version) >= 2:
+        writer.tagged_fields({})
+    writer.raw(request_schema(header.api_key).encode(header.api_version, body))
+    return frame(writer.getvalue())
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
+    """A whole response frame (size included)."""
+    writer = Writer()
+    writer.int32(correlation_id)
+    if response_header_version(api_key, api_version) >= 1:
+        writer.tagged_fields({})
+    writer.raw(response_schema(api_key).encode(api_version, body))
+    return frame(writer.getvalue())
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> tuple[int, dict]:
+    """(correlation id, body) from a response frame's payload, as a client reads it."""
+    if not is_supported(api_key, api_version):
+        raise ProtocolError(f"API key {api_key} version {api_version} is not supported")
+    reader = Reader(payload)
+    correlation_id = reader.int32()
+    if response_header_version(api_key, api_version) >= 1:
+        reader.tagged_fields()
+    return correlation_id, response_schema(api_key).decode(api_version, reader)
+
+
+def frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def frame_size(prefix: bytes | bytearray | memoryview, max_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> int:
+    """The payload size announced by a frame's 4-byte prefix, checked against the limit
+    before the broker reads (or allocates) that many bytes."""
+    if len(prefix) != 4:
+        raise ProtocolError(f"a frame size is 4 bytes, got {len(prefix)}")
+    size = int.from_bytes(prefix, "big", signed=True)
+    if size < 0 or size > max_bytes:
+        raise ProtocolError(f"frame size {size} outside 0..{max_bytes} (socket.request.max.bytes)")
+    return size
+
+
+def api_versions_response(error_code: int = 0, throttle_time_ms: int = 0) -> dict:
+    """The ApiVersions response body for SUPPORTED (encode it at the request's version,
+    or at v0 when answering an unsupported ApiVersions version)."""
+    return {"error_code": error_code, "throttle_time_ms": throttle_time_ms,
+            "api_keys": [{"api_key": int(key), "min_version": lo, "max_version": hi}
+                         for key, (lo, hi) in sorted(SUPPORTED.items())]}
+
+
+def unsupported_api_versions_response(correlation_id: int) -> bytes:
+    """The answer to an ApiVersions request of a version this broker does not offer: a
+    v0 body with UNSUPPORTED_VERSION and the supported table (Kafka 2.7.0
+    RequestContext.apiVersion), from which the client picks a version both speak. Any
+    other request of an unsupported version gets no answer: Kafka closes the connection."""
+    return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, api_versions_response(UNSUPPORTED_VERSION))
+
+
+def _check_table() -> None:
+    for key, (lo, hi) in SUPPORTED.items():
+        for schema in (request_schema(key), response_schema(key)):
+            if not (schema.valid[0] <= lo and (schema.valid[1] is None or hi <= schema.valid[1])):
+                raise AssertionError(f"{schema.name} does not define versions {lo}-{hi}")
+
+
+_check_table()

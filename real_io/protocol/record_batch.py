@@ -1,0 +1,227 @@
+"""Record batch v2 (magic 2) to and from the core's RecordBatch.
+
+Layout (DefaultRecordBatch in Kafka's clients): base_offset int64, batch_length int32
+(the bytes after it), partition_leader_epoch int32, magic int8 = 2, crc uint32 (CRC-32C
+of everything from attributes to the end), attributes int16 (bits 0-2 compression, 3
+timestamp type, 4 transactional, 5 control), last_offset_delta int32, first_timestamp
+int64, max_timestamp int64, producer_id int64, producer_epoch int16, base_sequence int32,
+record count int32, then the records (compressed as one block when bits 0-2 say so).
+A record: varint length, attributes int8 (unused), varlong timestamp delta, varint
+offset delta, varint key length (-1 = null) and key, varint value length and value,
+varint header count, and per header a varint key length, key, varint value length
+(-1 = null) and value.
+
+Mapping to the core (broker_core.records): partition_leader_epoch -> leader_epoch;
+producer id/epoch, base sequence, attributes, first/max timestamps -> the batch's
+fields of the same names; per record: timestamp = first_timestamp + delta (the
+``timestamps`` column, None when the batch has no timestamps at all: first timestamp
+-1 and every delta 0), key, value and headers (None when no record has one). The core's keys and values are str: bytes
+map to str by latin-1, one code point per byte, so any bytes round-trip exactly and
+``len`` of a key or value is its size in bytes (the core's size model stays exact).
+Header keys (UTF-8 strings in Kafka) go through latin-1 too, for the same exactness.
+The core numbers records base_offset + index, so a batch whose offset deltas are not
+0, 1, 2, ... (only compaction makes such batches) is refused with a ProtocolError.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from broker_core.records import NO_TIMESTAMP, RecordBatch, Records
+from real_io.protocol import compression
+from real_io.protocol.crc32c import crc32c
+from real_io.protocol.errors import ProtocolError
+from real_io.protocol.primitives import Reader, Writer
+
+MAGIC = 2
+_HEAD = struct.Struct(">qiibIhiqqqhii")
+HEADER_BYTES = _HEAD.size  # 61
+_CRC_START = 21  # attributes onwards is checksummed
+_LENGTH_OFFSET = 12  # batch_length counts the bytes after base_offset and itself
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_LOG_APPEND = 0x08
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        return _LENGTH_OFFSET + self.batch_length
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+
+def read_header(data: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
+    """The header of the batch at ``position``, checked for a sane length and magic
+    (not for its CRC, nor that the whole batch is present)."""
+    if len(data) - position < HEADER_BYTES:
+        raise ProtocolError(f"truncated batch header: {len(data) - position} of {HEADER_BYTES} bytes")
+    header = BatchHeader(*_HEAD.unpack_from(data, position))
+    if header.magic != MAGIC:
+        raise ProtocolError(f"record batch magic {header.magic}; only magic 2 is supported")
+    if header.batch_length < HEADER_BYTES - _LENGTH_OFFSET:
+        raise ProtocolError(f"batch length {header.batch_length} is shorter than a header")
+    if header.record_count < 0:
+        raise ProtocolError(f"negative record count {header.record_count}")
+    return header
+
+
+def decode_batch(data: bytes | bytearray | memoryview, position: int = 0,
+                 max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple[RecordBatch, int]:
+    """The batch at ``position`` as a core RecordBatch, and the position after it."""
+    header = read_header(data, position)
+    end = position + header.size
+    if end > len(data):
+        raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
+    if crc32c(memoryview(data)[position + _CRC_START:end]) != header.crc:
+        raise ProtocolError("record batch CRC-32C mismatch")
+    body = bytes(data[position + HEADER_BYTES:end])
+    if header.compression not in compression.NAMES:
+        raise ProtocolError(f"unknown compression codec {header.compression}")
+    body = compression.decompress(header.compression, body, max_bytes)
+    records = _decode_records(body, header)
+    return RecordBatch(header.base_offset, header.partition_leader_epoch, records,
+                       producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                       base_sequence=header.base_sequence, attributes=header.attributes,
+                       first_timestamp=header.first_timestamp, max_timestamp=header.max_timestamp), end
+
+
+def decode_batches(data: bytes | bytearray | memoryview, allow_partial_tail: bool = False,
+                   max_bytes: int = compression.DEFAULT_MAX_BYTES) -> list[RecordBatch]:
+    """Every batch in a records field. A fetch response may end in a partial batch
+    (clients skip it: ``allow_partial_tail``); a produce request may not."""
+    batches, position = [], 0
+    while position < len(data):
+        if allow_partial_tail and (len(data) - position < HEADER_BYTES or
+                                   position + read_header(data, position).size > len(data)):
+            break
+        batch, position = decode_batch(data, position, max_bytes)
+        batches.append(batch)
+    return batches
+
+
+def _decode_records(body: bytes, header: BatchHeader) -> Records:
+    count = header.record_count
+    if count > len(body):
+        raise ProtocolError(f"{count} records cannot fit in {len(body)} bytes")
+    reader = Reader(body)
+    keys, values, timestamps, headers = [], [], [], []
+    for index in range(count):
+        length = reader.varint()
+        if length < 0 or length > reader.remaining:
+            raise ProtocolError(f"record length {length} with {reader.remaining} bytes left")
+        record = Reader(body, reader.pos, reader.pos + length)
+        reader.pos += length
+        record.int8()  # record attributes: unused by Kafka
+        timestamps.append(header.first_timestamp + record.varlong())
+        if record.varint() != index:
+            raise ProtocolError(f"record {index} has a non-contiguous offset delta")
+        keys.append(_varint_text(record, "key"))
+        values.append(_varint_text(record, "value"))
+        pairs = []
+        for _ in range(_count(record, "header")):
+            name = _varint_text(record, "header key")
+            if name is None:
+                raise ProtocolError("null header key")
+            pairs.append((name, _varint_text(record, "header value")))
+        headers.append(pairs)
+        if record.remaining:
+            raise ProtocolError(f"record {index} has {record.remaining} bytes beyond its fields")
+    if reader.remaining:
+        raise ProtocolError(f"{reader.remaining} bytes after the last record")
+    if count and header.last_offset_delta != count - 1:
+        raise ProtocolError(f"last offset delta {header.last_offset_delta} for {count} records")
+    if header.first_timestamp == NO_TIMESTAMP and all(t == NO_TIMESTAMP for t in timestamps):
+        return Records(values, keys, 0, None, headers if any(headers) else None)  # a batch without times
+    return Records(values, keys, 0, timestamps, headers if any(headers) else None)
+
+
+def _count(reader: Reader, what: str) -> int:
+    n = reader.varint()
+    if n < 0 or n > reader.remaining:
+        raise ProtocolError(f"{what} count {n} with {reader.remaining} bytes left")
+    return n
+
+
+def _varint_text(reader: Reader, what: str) -> str | None:
+    n = reader.varint()
+    if n == -1:
+        return None
+    if n < 0 or n > reader.remaining:
+        raise ProtocolError(f"{what} length {n} with {reader.remaining} bytes left")
+    return reader.raw(n).decode("latin-1")
+
+
+def encode_batch(batch: RecordBatch, codec: int | None = None) -> bytes:
+    """The wire bytes of a core batch, compressed by ``codec`` (by default the codec
+    its attributes name, as Kafka serves a batch as the producer compressed it)."""
+    if codec is None:
+        codec = batch.attributes & COMPRESSION_MASK
+    attributes = (batch.attributes & ~COMPRESSION_MASK) | codec
+    records = batch.records
+    count = len(records)
+    first = batch.first_timestamp
+    stamps = records.timestamps
+    if first == -1 and stamps:
+        first = stamps[0]
+    max_timestamp = batch.max_timestamp
+    if max_timestamp == -1 and stamps:
+        max_timestamp = max(stamps)
+    body = compression.compress(codec, _encode_records(records, first))
+    head = _HEAD.pack(batch.base_offset, HEADER_BYTES - _LENGTH_OFFSET + len(body), batch.leader_epoch, MAGIC, 0,
+                      attributes, max(count - 1, 0), first, max_timestamp, batch.producer_id,
+                      batch.producer_epoch, batch.base_sequence, count)
+    crc = crc32c(head[_CRC_START:] + body)
+    return head[:17] + struct.pack(">I", crc) + head[_CRC_START:] + body
+
+
+def _encode_records(records: Records, first_timestamp: int) -> bytes:
+    out = Writer()
+    keys = records.keys or (None,) * len(records)
+    stamps = records.timestamps
+    headers = records.headers
+    for index, (key, value) in enumerate(zip(keys, records.values)):
+        record = Writer()
+        record.int8(0)
+        record.varlong(0 if stamps is None else stamps[index] - first_timestamp)
+        record.varint(index)
+        _write_text(record, key)
+        _write_text(record, value)
+        pairs = () if headers is None else headers[index]
+        record.varint(len(pairs))
+        for name, header_value in pairs:
+            _write_text(record, name)
+            _write_text(record, header_value)
+        out.varint(len(record.out))
+        out.raw(record.out)
+    return out.getvalue()
+
+
+def _write_text(writer: Writer, text: str | None) -> None:
+    if text is None:
+        writer.varint(-1)
+        return
+    try:
+        data = text.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ProtocolError(f"{text[:20]!r} holds characters beyond latin-1 (the core's bytes mapping)") from None
+    writer.varint(len(data))
+    writer.raw(data)

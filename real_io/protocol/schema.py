@@ -1,0 +1,212 @@
+"""One generic encoder and decoder driven by message tables (``schemas.py``).
+
+A table lists a message's fields as Kafka's JSON definitions do: name, type, the
+versions that carry the field, the versions where it may be null, and for flexible
+versions an optional tag (tagged fields are written only when they differ from their
+default). A decoded message is a dict keyed by the fields' snake_case names; fields the
+version does not carry hold their defaults, so callers read every version alike, and
+the encoder drops them (as Kafka's generated code does for ignorable fields).
+
+Types: int8/16/32/64, uint16, float64, bool, string, bytes, records (raw bytes: the
+record batches are decoded apart, by record_batch.py), uuid, ``[]<primitive>``,
+``struct`` and ``[]struct``. In flexible versions strings, bytes and arrays use the
+compact (varint length + 1) forms and every struct ends with its tagged fields.
+Trailing bytes after a message are ignored, as Kafka's parser ignores them.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from real_io.protocol.errors import ProtocolError
+from real_io.protocol.primitives import Reader, Writer
+
+Range = tuple[int, int | None]
+
+
+def in_range(version: int, versions: Range | None) -> bool:
+    return versions is not None and versions[0] <= version and (versions[1] is None or version <= versions[1])
+
+
+@dataclass(frozen=True)
+class F:
+    """One field of a message table."""
+    name: str
+    type: str
+    versions: Range
+    nullable: Range | None = None
+    tag: int | None = None
+    flexible: Range | None | tuple[()] = ()  # () = as the message; None = never flexible (the header's client id)
+    default: str | None = None
+    fields: tuple[F, ...] = ()
+
+    def default_value(self, version: int) -> Any:
+        kind, text = self.type, self.default
+        if kind.startswith("[]"):
+            return None if text == "null" else []
+        if kind == "struct":
+            return {f.name: f.default_value(version) for f in self.fields}
+        if text == "null":
+            return None
+        if kind in _INT_TYPES:
+            return int(text, 0) if text else 0
+        if kind == "bool":
+            return text == "true"
+        if kind == "float64":
+            return float(text) if text else 0.0
+        if kind == "string":
+            return text or ""
+        if kind == "uuid":
+            return uuid.UUID(int=0)
+        return b""  # bytes, records
+
+
+@dataclass(frozen=True)
+class Message:
+    api_key: int
+    name: str
+    valid: Range
+    flexible: Range | None
+    fields: tuple[F, ...]
+    _defaults: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def is_flexible(self, version: int) -> bool:
+        return in_range(version, self.flexible)
+
+    def check_version(self, version: int) -> None:
+        if not in_range(version, self.valid):
+            raise ProtocolError(f"{self.name} has no version {version}")
+
+    def encode(self, version: int, value: dict) -> bytes:
+        self.check_version(version)
+        writer = Writer()
+        _write_struct(writer, self.fields, version, self.is_flexible(version), value)
+        return writer.getvalue()
+
+    def decode(self, version: int, data: bytes | bytearray | memoryview | Reader) -> dict:
+        self.check_version(version)
+        reader = data if isinstance(data, Reader) else Reader(data)
+        return _read_struct(reader, self.fields, version, self.is_flexible(version))
+
+    def default(self, version: int) -> dict:
+        return {f.name: f.default_value(version) for f in self.fields}
+
+
+_INT_TYPES = {"int8", "int16", "int32", "int64", "uint16"}
+_METHOD = {"bool": "boolean"}
+_FIXED = {"int8", "int16", "int32", "int64", "uint16", "float64", "bool", "uuid"}
+
+
+def _flexible_for(f: F, flexible: bool, version: int) -> bool:
+    if f.flexible == ():
+        return flexible
+    return in_range(version, f.flexible or None)  # () is falsy: only a Range or None is left
+
+
+def _nullable(f: F, version: int) -> bool:
+    return in_range(version, f.nullable)
+
+
+def _read_struct(reader: Reader, fields: tuple[F, ...], version: int, flexible: bool) -> dict:
+    value: dict = {}
+    tagged: dict[int, F] = {}
+    for f in fields:
+        if not in_range(version, f.versions):
+            value[f.name] = f.default_value(version)
+        elif f.tag is not None:
+            tagged[f.tag] = f
+            value[f.name] = f.default_value(version)
+        else:
+            value[f.name] = _read_value(reader, f, version, _flexible_for(f, flexible, version))
+    if flexible:
+        for tag, raw in reader.tagged_fields().items():
+            if tag in tagged:  # unknown tags are skipped, as the spec allows
+                f = tagged[tag]
+                value[f.name] = _read_value(Reader(raw), f, version, True)
+    elif tagged:
+        raise ProtocolError("a tagged field in a non-flexible version")  # a table error
+    return value
+
+
+def _read_value(reader: Reader, f: F, version: int, flexible: bool) -> Any:
+    kind = f.type
+    nullable = _nullable(f, version)
+    if kind.startswith("[]"):
+        count = reader.array_length(flexible, nullable)
+        if count is None:
+            return None
+        if kind == "[]struct":
+            return [_read_struct(reader, f.fields, version, flexible) for _ in range(count)]
+        item = kind[2:]
+        return [_read_primitive(reader, item, False, flexible) for _ in range(count)]
+    if kind == "struct":
+        return _read_struct(reader, f.fields, version, flexible)
+    return _read_primitive(reader, kind, nullable, flexible)
+
+
+def _read_primitive(reader: Reader, kind: str, nullable: bool, flexible: bool) -> Any:
+    if kind in _FIXED:
+        return getattr(reader, _METHOD.get(kind, kind))()
+    if kind == "string":
+        return reader.compact_string(nullable) if flexible else reader.string(nullable)
+    if kind in ("bytes", "records"):
+        return reader.compact_bytes(nullable) if flexible else reader.bytes32(nullable)
+    raise ProtocolError(f"unknown field type {kind}")
+
+
+def _write_struct(writer: Writer, fields: tuple[F, ...], version: int, flexible: bool, value: dict) -> None:
+    if not isinstance(value, dict):
+        raise ProtocolError(f"expected a dict of fields, got {type(value).__name__}")
+    if not value.keys() <= _names(fields):
+        unknown = sorted(set(value) - _names(fields))
+        raise ProtocolError(f"unknown fields {unknown}: a misspelt field would silently be its default")
+    tagged: dict[int, bytes] = {}
+    for f in fields:
+        if not in_range(version, f.versions):
+            continue
+        item = value[f.name] if f.name in value else f.default_value(version)
+        if f.tag is not None:
+            if flexible and item != f.default_value(version):
+                inner = Writer()
+                _write_value(inner, f, version, True, item)
+                tagged[f.tag] = inner.getvalue()
+            continue
+        _write_value(writer, f, version, _flexible_for(f, flexible, version), item)
+    if flexible:
+        writer.tagged_fields(tagged)
+
+
+def _names(fields: tuple[F, ...]) -> set[str]:
+    return {f.name for f in fields}
+
+
+def _write_value(writer: Writer, f: F, version: int, flexible: bool, item: Any) -> None:
+    kind = f.type
+    if item is None and not _nullable(f, version):
+        raise ProtocolError(f"field {f.name} is not nullable in version {version}")
+    if kind.startswith("[]"):
+        writer.array_length(None if item is None else len(item), flexible)
+        for element in item or ():
+            if kind == "[]struct":
+                _write_struct(writer, f.fields, version, flexible, element)
+            else:
+                _write_primitive(writer, kind[2:], flexible, element)
+    elif kind == "struct":
+        _write_struct(writer, f.fields, version, flexible, item)
+    else:
+        _write_primitive(writer, kind, flexible, item)
+
+
+def _write_primitive(writer: Writer, kind: str, flexible: bool, item: Any) -> None:
+    try:
+        if kind in _FIXED:
+            getattr(writer, _METHOD.get(kind, kind))(item)
+        elif kind == "string":
+            (writer.compact_string if flexible else writer.string)(item)
+        elif kind in ("bytes", "records"):
+            (writer.compact_bytes if flexible else writer.bytes32)(item)
+        else:
+            raise ProtocolError(f"unknown field type {kind}")
+    except (TypeError, AttributeError) as exc:
+        raise ProtocolError(f"cannot encode {item!r} as {kind}: {exc}") from None
