@@ -127,15 +127,24 @@ def _claim_change(event: Event, partition: str) -> tuple[int, int | None, bool] 
     return None
 
 
+def _fault_brokers(event: Event) -> list[int]:
+    """The brokers a fault names; where it names a role (``controller``, ``leader: t-0``),
+    the brokers it resolved to when it started (``targets``)."""
+    brokers = event.get("brokers") or []
+    if event.get("roles") or not all(isinstance(b, int) for b in brokers):
+        brokers = event.get("targets") or []
+    return [b for b in brokers if isinstance(b, int)]
+
+
 def _down(event: Event) -> tuple[int, ...]:
     if event.get("fault") in STOPPED_FAULTS:
-        return tuple(b for b in event.get("brokers") or () if isinstance(b, int))
+        return tuple(_fault_brokers(event))
     return ()
 
 
 def _downed_brokers(event: Event) -> list[int]:
     if event.type == "fault_started" and event.get("fault") in DOWN_FAULTS:
-        return [b for b in event.get("brokers") or () if isinstance(b, int)]
+        return _fault_brokers(event)
     return []
 
 
@@ -279,6 +288,13 @@ def fault_label(event: Event) -> str:
     """A short label such as ``crash b1``, ``isolate b2,zk``, ``partition b1,b2 | b3,zk``
     or ``cut b1->b2``."""
     name = str(event.get("fault", "fault")).replace("_", " ")
+    if event.get("roles"):  # the brokers the roles resolved to, then the roles
+        targets = event.get("targets") or []
+        if targets and all(isinstance(t, list) for t in targets):
+            resolved = " | ".join(_names(g) for g in targets)
+        else:
+            resolved = _names(targets) if targets else "nothing"
+        return f"{name} {resolved} ({', '.join(event['roles'])})"
     if event.get("brokers"):
         return f"{name} {_names(event['brokers'])}"
     if event.get("nodes"):

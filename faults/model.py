@@ -2,8 +2,9 @@
 
 Faults are plain frozen data naming their targets; the simulated executor
 (sim/faults.py) applies them to the simpy world and the real executor (step 7) to
-processes and connections. A target broker may be the word ``controller``: the broker
-that is controller when the fault starts. Faults with a natural end (a crash ends with a
+processes and connections. A target broker may be a role, resolved when the fault
+starts: ``controller``, ``random`` (one broker drawn from the seed), or a Role (the
+leader or a follower of a partition). Faults with a natural end (a crash ends with a
 restart, a partition with a heal) may carry a duration after which they are undone.
 """
 from __future__ import annotations
@@ -11,7 +12,29 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 CONTROLLER = "controller"
-BrokerRef = int | str  # a broker id, or CONTROLLER
+RANDOM = "random"
+
+
+@dataclass(frozen=True)
+class Role:
+    """The ``leader`` of ``partition``, or one ``follower`` of it (``isr``: True only
+    followers in the leader's ISR, False only those outside it, None any)."""
+    role: str
+    partition: str
+    isr: bool | None = None
+
+    def __str__(self) -> str:
+        """The expression as a scenario writes it, e.g. ``follower: t-0, isr: false``."""
+        text = f"{self.role}: {self.partition}"
+        return text if self.isr is None else f"{text}, isr: {'true' if self.isr else 'false'}"
+
+
+BrokerRef = int | str | Role  # a broker id, CONTROLLER, RANDOM or a Role
+
+
+def is_role(ref) -> bool:
+    """A target that names a broker by role, resolved only when the fault starts."""
+    return isinstance(ref, Role) or (isinstance(ref, str) and ref in (CONTROLLER, RANDOM))
 
 
 # -- process -------------------------------------------------------------------------
@@ -200,7 +223,24 @@ def describe(fault: Fault) -> dict:
 def _plain(value):
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, Role):
+        return str(value)
     return value
+
+
+def roles_of(fault: Fault) -> list:
+    """The role targets of a fault, in the order its fields name them, each once."""
+    out: list = []
+
+    def walk(value) -> None:
+        if isinstance(value, tuple):
+            for item in value:
+                walk(item)
+        elif is_role(value) and value not in out:
+            out.append(value)
+    for f in fields(fault):
+        walk(getattr(fault, f.name))
+    return out
 
 
 def brokers_of(fault: Fault) -> tuple[BrokerRef, ...]:

@@ -110,6 +110,26 @@ def _targets(targets) -> str:
     return str(targets)
 
 
+def _role_words(expression: str) -> str:
+    """``follower: t-0, isr: false`` as the console says it: follower of t-0 outside the ISR."""
+    role, _, rest = expression.partition(": ")
+    if not rest:
+        return expression  # controller, random
+    partition, _, isr = rest.partition(", ")
+    return f"{role} of {partition}" + {"isr: true": " in the ISR", "isr: false": " outside the ISR"}.get(isr, "")
+
+
+def _roles(fault: dict) -> str:
+    """What each role target resolved to: ``(leader of t-0)`` beside a single target,
+    ``(2 = leader of t-0, 3 = controller)`` otherwise."""
+    roles = fault.get("roles") or {}
+    if not roles:
+        return ""
+    if len(roles) == 1 and fault.get("targets") == list(roles.values()):
+        return f" ({_role_words(next(iter(roles)))})"
+    return " (" + ", ".join(f"{'nothing' if b is None else b} = {_role_words(r)}" for r, b in roles.items()) + ")"
+
+
 def _print_happened(verdict) -> None:
     """The faults as applied, with their resolved targets, and the workload's counts."""
     results = verdict.results
@@ -117,7 +137,9 @@ def _print_happened(verdict) -> None:
     print("\nwhat happened:")
     for fault in faults[:20]:
         end = "" if fault["end_ms"] is None or fault["end_ms"] == fault["start_ms"] else f"-{fault['end_ms'] / 1000:g}s"
-        print(f"  {fault['start_ms'] / 1000:g}s{end}  {fault['fault']}  {_targets(fault.get('targets', ''))}".rstrip())
+        targets = f"{_targets(fault.get('targets', ''))}{_roles(fault)}".strip()
+        changed = f"  (changed nothing: {fault['no_effect']})" if "no_effect" in fault else ""
+        print(f"  {fault['start_ms'] / 1000:g}s{end}  {fault['fault']}  {targets}{changed}".rstrip())
     if len(faults) > 20:
         print(f"  ... and {len(faults) - 20} more faults (verdict.json)")
     for never in results["triggers_never_fired"].examples:

@@ -24,19 +24,19 @@ class FaultParser:
         self.partitions = {f"{t.name}-{p}": r for t in cluster.topics for p, r in t.assignment.items()}
 
     # -- targets ---------------------------------------------------------------------
-    def brokers(self, path: tuple, value: Any, allow_controller: bool = True) -> tuple:
+    def brokers(self, path: tuple, value: Any, allow_roles: bool = True) -> tuple:
         if value == "all":
             return self.cluster.brokers
-        if value == fm.CONTROLLER and allow_controller:
-            return (fm.CONTROLLER,)
+        if allow_roles and (role := self.role(path, value)) is not None:
+            return (role,)
         items = value if isinstance(value, list) else [value]
         if not items:
             raise self.source.error(path, "names no broker")
         out = []
         for i, item in enumerate(items):
             ipath = path + (i,) if isinstance(value, list) else path
-            if item == fm.CONTROLLER and allow_controller:
-                out.append(item)
+            if allow_roles and (role := self.role(ipath, item)) is not None:
+                out.append(role)
                 continue
             broker = convert(self.source, ipath, item, "int")
             if broker not in self.cluster.brokers:
@@ -44,18 +44,44 @@ class FaultParser:
             out.append(broker)
         return tuple(out)
 
-    def node(self, path: tuple, value: Any) -> str:
-        if value == fm.CONTROLLER:
+    def role(self, path: tuple, value: Any):
+        """``controller``, ``random``, ``{leader: t-0}`` or ``{follower: t-0, isr: true}``
+        as a role target (resolved when the fault starts); None for anything else."""
+        if value in (fm.CONTROLLER, fm.RANDOM):
             return value
+        if not isinstance(value, dict):
+            return None
+        named = [k for k in ("leader", "follower") if k in value]
+        if not named and "isr" in value:
+            raise self.source.error(path + ("isr",), "isr: goes with follower:, e.g. {follower: t-0, isr: false}")
+        if len(named) != 1:
+            raise self.source.error(path, "a role target names one of leader: or follower: with a partition, "
+                                    "e.g. {leader: t-0} or {follower: t-0, isr: true}")
+        f = Fields(self.source, value, path, "a role target")
+        partition = f.take(named[0], "str", check=self._partition_check)
+        if f.has("not_isr"):
+            raise self.source.error(path + ("not_isr",), "write isr: false (a follower outside the ISR)")
+        isr = None
+        if f.has("isr"):
+            if named[0] != "follower":
+                raise self.source.error(path + ("isr",), "isr: goes with follower: (a leader is always in its ISR)")
+            isr = f.take("isr", "bool")
+        f.done()
+        return fm.Role(named[0], partition, isr)
+
+    def node(self, path: tuple, value: Any):
+        if (role := self.role(path, value)) is not None:
+            return role
         if isinstance(value, int) and not isinstance(value, bool):
             if value not in self.cluster.brokers:
                 raise self.source.error(path, f"broker {value} does not exist (brokers: {list(self.cluster.brokers)})")
             return f"broker-{value}"
         if isinstance(value, str) and value in self.nodes:
             return value
-        raise self.source.error(path, f"unknown node {value!r}; a broker id, controller, or one of {sorted(self.nodes)}")
+        raise self.source.error(path, f"unknown node {value!r}; a broker id, a role (controller, random, "
+                                f"{{leader: t-0}}, {{follower: t-0}}), or one of {sorted(self.nodes)}")
 
-    def node_list(self, path: tuple, value: Any) -> tuple[str, ...]:
+    def node_list(self, path: tuple, value: Any) -> tuple:
         items = value if isinstance(value, list) else [value]
         if not items:
             raise self.source.error(path, "names no node")
@@ -210,7 +236,7 @@ class FaultParser:
         f = Fields(self.source, data, path, "a condition")
         controller = None
         if f.has("controller"):
-            controller = self.brokers(path + ("controller",), f.take("controller", "any"), allow_controller=False)[0]
+            controller = self.brokers(path + ("controller",), f.take("controller", "any"), allow_roles=False)[0]
         partition = f.take("partition", "str", None, self._partition_check)
         broker = None
         if f.has("broker"):
@@ -274,7 +300,7 @@ class FaultParser:
         positive = lambda v: None if v > 0 else "must be more than 0"
         spec = NemesisSpec(
             tuple(kinds), f.take("interval", "duration", check=positive), f.take("duration", "duration", 5000, positive),
-            self.brokers(path + ("targets",), f.take("targets", "any", "all"), allow_controller=False),
+            self.brokers(path + ("targets",), f.take("targets", "any", "all"), allow_roles=False),
             f.take("start", "duration", 0), f.take("stop", "duration", self.duration_ms))
         if spec.start_ms >= spec.stop_ms or spec.stop_ms > self.duration_ms:
             raise self.source.error(path + ("stop",), "the nemesis must stop after it starts and within the run")
@@ -285,7 +311,11 @@ class FaultParser:
 def check_contradictions(source: Source, steps: list[FaultStep], paths: list[tuple], brokers: tuple[int, ...]) -> None:
     """Reject scheduled faults that contradict each other: crashing a broker that is
     already down, restarting one that runs, pausing a down or paused one, resuming one
-    that is not paused. Triggered faults are judged when they fire."""
+    that is not paused. Triggered faults are judged when they fire. A role target
+    (controller, random, leader, follower) is unknown until the fault starts: such a
+    fault is not judged, and once it may have stopped or paused a broker, no broker's
+    state is known any more (a role that resolves to nothing at run time makes the fault
+    change nothing, which fails the run unless the step is optional)."""
     events = []
     for index, step in enumerate(steps):
         if step.when is not None:
@@ -298,11 +328,11 @@ def check_contradictions(source: Source, steps: list[FaultStep], paths: list[tup
     since: dict[int, int] = {}
     for at, undo, index, fault in sorted(events, key=lambda e: (e[0], e[1], e[2])):
         targets = fm.brokers_of(fault)
-        if fm.CONTROLLER in targets and _next_state(fault, "up") != "up":
-            # which broker is controller is only known when the fault starts
+        if any(fm.is_role(t) for t in targets) and _next_state(fault, "up") != "up":
+            # which broker a role names is only known when the fault starts
             state = {b: "unknown" for b in state}
         for broker in targets:
-            if broker == fm.CONTROLLER:
+            if fm.is_role(broker):
                 continue
             current = state[broker]
             if current == "unknown":

@@ -4,6 +4,15 @@ Every fault gets an id; ``fault_started`` and ``fault_ended`` carry it, so a tim
 can shade the interval. A crash lasts until its broker restarts, a network fault until
 it is undone or healed, a pause until resume, a disk fault until restored; instant
 faults (restart, session expiry, bit flip) end as they start.
+
+Role targets (faults/model.py) resolve once, when the fault starts, from the view that
+``when:`` triggers test (World.cluster_view): ``controller`` is the active controller
+with the highest controller epoch; ``leader: t-0`` the broker that believes it leads
+t-0 with the highest leader epoch; ``follower: t-0`` one running replica of t-0 other
+than that leader, drawn from the seed (``isr`` restricts it to the leader's ISR, or to
+outside it); ``random`` one of all brokers, drawn from the seed. ``fault_started``
+records each role's broker under ``roles``; a role that resolves to nothing makes the
+whole fault change nothing (``no_effect``).
 """
 from __future__ import annotations
 
@@ -13,10 +22,13 @@ from sim.broker_host import broker_name
 
 
 class SimFaultExecutor:
-    def __init__(self, world, rng):
+    def __init__(self, world, rng, role_rng=None):
         self.world = world
         self.step = None  # the scenario step being applied, if any
         self.rng = rng
+        # its own stream, so that drawing a role shifts no other random choice
+        self.role_rng = role_rng if role_rng is not None else rng
+        self._roles: dict = {}  # role -> broker (None: resolved to nothing), for the fault being applied
         self._next_id = 0
         self.active: dict[int, fm.Fault] = {}
         self._down: dict[int, list[int]] = {}  # broker -> ids of the faults that keep it down
@@ -26,12 +38,12 @@ class SimFaultExecutor:
 
     # -- helpers ---------------------------------------------------------------------
     def resolve(self, refs) -> tuple[int, ...]:
+        """Broker ids for a fault's broker targets, roles as resolved when it started."""
         out = []
         for ref in refs:
-            if ref == fm.CONTROLLER:
-                controller = self.world.controller()
-                if controller is not None:
-                    out.append(controller)
+            if fm.is_role(ref):
+                if self._roles.get(ref) is not None:
+                    out.append(self._roles[ref])
             else:
                 out.append(ref)
         return tuple(dict.fromkeys(out))
@@ -39,11 +51,42 @@ class SimFaultExecutor:
     def _resolve_nodes(self, nodes) -> list[str]:
         out = []
         for node in nodes:
-            if node == fm.CONTROLLER:
-                out += [broker_name(b) for b in self.resolve([fm.CONTROLLER])]
+            if fm.is_role(node):
+                out += [broker_name(b) for b in self.resolve([node])]
             else:
                 out.append(node)
-        return out
+        return list(dict.fromkeys(out))
+
+    def _resolve_roles(self, fault: fm.Fault) -> str | None:
+        """Resolve every role the fault names, once; returns why the fault can change
+        nothing when one resolves to no broker."""
+        view = self.world.cluster_view() if fm.roles_of(fault) else None
+        problems = []
+        for role in fm.roles_of(fault):
+            broker, why = self._resolve_role(role, view)
+            self._roles[role] = broker
+            if broker is None:
+                problems.append(f"{role} resolved to no broker: {why}")
+        return "; ".join(problems) or None
+
+    def _resolve_role(self, role, view: dict) -> tuple[int | None, str]:
+        if role == fm.CONTROLLER:
+            return view["controller"], "no active controller"
+        if role == fm.RANDOM:
+            brokers = sorted(self.world.hosts)
+            return brokers[self.role_rng.randrange(len(brokers))], ""
+        partition = view["partitions"][role.partition]
+        leader = partition["leader"]
+        if leader is None:
+            return None, f"{role.partition} has no leader"
+        if role.role == "leader":
+            return leader, ""
+        followers = sorted(b for b in partition["replicas"] if b != leader
+                           and (role.isr is None or (b in partition["isr"]) == role.isr))
+        if not followers:
+            where = {None: "", True: " in the ISR", False: " outside the ISR"}[role.isr]
+            return None, f"{role.partition} has no running follower{where}"
+        return followers[self.role_rng.randrange(len(followers))], ""
 
     def _start(self, fault: fm.Fault, instant: bool = False, no_effect: str | None = None, **extra) -> int:
         """``no_effect`` says why the fault changed nothing (it is traced, so that a
@@ -55,6 +98,8 @@ class SimFaultExecutor:
             fields["line"] = self.step.line
             if self.step.optional:
                 fields["optional"] = True
+        if self._roles:
+            fields["roles"] = {str(role): broker for role, broker in self._roles.items()}
         if no_effect is not None:
             fields["no_effect"] = no_effect
         self.world.trace("nemesis", "fault_started", fields)
@@ -77,9 +122,14 @@ class SimFaultExecutor:
         handler = getattr(self, "_apply_" + fm.kind_of(fault))
         self.step = step
         try:
+            unresolved = self._resolve_roles(fault)
+            if unresolved is not None:  # applying the rest would not be the fault the step asked for
+                self._start(fault, instant=True, no_effect=unresolved, targets=[])
+                return None
             return handler(fault)
         finally:
             self.step = None
+            self._roles = {}
 
     def undo(self, fault_id: int | None) -> None:
         """End a lasting fault early (a scenario's ``for:`` or the nemesis)."""
@@ -185,7 +235,7 @@ class SimFaultExecutor:
         groups = [self._resolve_nodes(g) for g in fault.groups]
         seen: dict[str, int] = {}
         twice = sorted({n for i, g in enumerate(groups) for n in g if seen.setdefault(n, i) != i})
-        if twice:  # `controller` resolved to a broker another group names: cut nothing
+        if twice:  # a role resolved to a broker another group names: cut nothing
             return self._network_fault(fault, set(), targets=groups,
                                        no_effect=f"{', '.join(twice)} resolved into two groups")
         return self._network_fault(fault, self.world.network.split_edges(groups), targets=groups)
@@ -209,8 +259,8 @@ class SimFaultExecutor:
                                    targets=[sources, destinations])
 
     def _apply_link(self, fault: fm.LinkFault) -> int:
-        fault_id = self._start(fault)
         sources, destinations = self._resolve_nodes(fault.sources), self._resolve_nodes(fault.destinations)
+        fault_id = self._start(fault, targets=[sources, destinations])
         pairs = {(a, b) for a in sources for b in destinations if a != b}
         if fault.symmetric:
             pairs |= {(b, a) for a, b in pairs}
@@ -284,13 +334,14 @@ class SimFaultExecutor:
 
     def _apply_bit_flip(self, fault: fm.BitFlip) -> None:
         flipped = []
-        for broker in self.resolve(fault.brokers):
+        brokers = self.resolve(fault.brokers)
+        for broker in brokers:
             disk = self.world.hosts[broker].disk
             segments = sorted(p for p in disk.files if p.startswith(fault.partition + "/") and p.endswith(".log"))
             if segments:
                 path = segments[self.rng.randrange(len(segments))]
                 flipped.append({"broker": broker, "path": path, "byte": disk.flip_bit(path)})
-        self._start(fault, instant=True, flipped=flipped)
+        self._start(fault, instant=True, targets=list(brokers), flipped=flipped)
 
     def _apply_clock(self, fault: fm.ClockJump) -> int:
         brokers = self.resolve(fault.brokers)

@@ -147,7 +147,7 @@ class World:
         self.replicas = {TopicPartition(t.name, p): r for t in cluster.topics for p, r in t.assignment.items()}
         self._start_clients(scenario, seed)
         self.reader = SimReader(self.env, self.network, "reader", list(cluster.brokers), self.trace, self.partitions)
-        self.faults = SimFaultExecutor(self, derive(seed, "faults"))
+        self.faults = SimFaultExecutor(self, derive(seed, "faults"), derive(seed, "fault-roles"))
         self.settled = False
         self.final_phase = False
 

@@ -14,7 +14,7 @@ HAPPENED_NAMES = ("faults_applied", "faults_without_effect", "triggers_never_fir
 # Results that say the run tested nothing when invalid (the runner fails such a run
 # unless the scenario expects them).
 UNTESTED_NAMES = ("faults_without_effect", "triggers_never_fired", "acknowledged")
-_FAULT_FIELDS = ("targets", "brokers", "nodes", "groups", "line", "no_effect")
+_FAULT_FIELDS = ("targets", "brokers", "nodes", "groups", "roles", "line", "no_effect")
 
 
 def check_happened(events: list[Event], history: History) -> list[CheckResult]:

@@ -37,6 +37,8 @@ def _blocks(fault: dict, a: str, b: str) -> bool:
     sim/network.py: isolate cuts its nodes from the rest, a split cuts listed nodes in
     different groups, a bridge cuts the halves except through ``via``, a cut is one way)."""
     kind = fault["fault"]
+    if "no_effect" in fault:  # it cut nothing (e.g. a role resolved into two groups)
+        return False
     if kind == "isolate":
         nodes = fault.get("targets") or fault.get("nodes") or []
         return (a in nodes) != (b in nodes)

@@ -92,6 +92,18 @@ def test_a_leader_no_client_can_reach_is_unavailable():
     assert unavailable(h, 20000).value == 2000
 
 
+def test_a_network_fault_that_changed_nothing_cuts_no_client_off():
+    """Issue 10: a role that resolved into two partition groups cuts nothing (the
+    executor adds no cut and says ``no_effect``): the leader still serves."""
+    h = cluster()
+    h.fault(2000, 1, "partition", groups=[["leader: t-0"], ["broker-1", "producer-0"]],
+            targets=[["broker-1"], ["broker-1", "producer-0"]], roles={"leader: t-0": 1},
+            no_effect="broker-1 resolved into two groups")
+    h.fault(3000, 2, "isolate", nodes=["leader: t-0", "producer-0"], targets=[], roles={"leader: t-0": None},
+            no_effect="leader: t-0 resolved to no broker: t-0 has no leader")
+    assert unavailable(h, 20000).value == 0
+
+
 def test_time_before_a_partitions_first_leader_is_not_counted():
     h = cluster(at=700)
     assert unavailable(h, 20000).value == 0

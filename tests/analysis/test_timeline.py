@@ -170,6 +170,21 @@ def test_faults_with_ids_end_at_their_fault_ended_or_at_the_end():
     ]
 
 
+def test_a_fault_on_a_role_is_drawn_on_the_broker_it_resolved_to():
+    """Issue 10: ``brokers`` holds the role as written; the timeline uses ``targets``."""
+    events = [ev(0, "broker-2", "became_leader", partition="t-0", leader_epoch=1, isr=[2]),
+              ev(100, "nemesis", "fault_started", fault_id=1, fault="crash", brokers=["leader: t-0"], targets=[2],
+                 roles={"leader: t-0": 2}),
+              ev(200, "nemesis", "fault_started", fault_id=2, fault="isolate", nodes=["follower: t-0, isr: false"],
+                 targets=[], roles={"follower: t-0, isr: false": None}, no_effect="..."),
+              ev(200, "nemesis", "fault_ended", fault_id=2, fault="isolate"),
+              ev(300, "nemesis", "fault_ended", fault_id=1, fault="crash")]
+    assert data.fault_intervals(events, 1000) == [
+        FaultInterval(100, 300, "crash", "crash b2 (leader: t-0)", (2,)),
+        FaultInterval(200, 200, "isolate", "isolate nothing (follower: t-0, isr: false)")]
+    assert data.leader_claims(events, "t-0", 1000) == [LeaderClaim(2, 1, 0, 100)]
+
+
 def test_a_crash_ends_a_claim_to_lead_even_without_a_fault_id_match():
     events = [ev(0, "broker-1", "became_leader", partition="t-0", leader_epoch=0, isr=[1]),
               ev(50, "nemesis", "fault_started", fault_id=9, fault="power_loss", brokers=[1])]

@@ -113,6 +113,25 @@ def test_triggers_parse_with_comparisons():
     ("faults:\n  - {at: 1s, restart: 2}\n", "faults[0]", "cannot restart"),
     ("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, pause: 1}\n", "faults[1]", "cannot be paused"),
     ("faults:\n  - {at: 1s, resume: 1}\n", "faults[0]", "not paused"),
+    # role targets (issue 10)
+    ("faults:\n  - {at: 1s, crash: {leader: t-9}}\n", "faults[0].crash.leader", "unknown partition"),
+    ("faults:\n  - {at: 1s, crash: [1, {follower: t-5}]}\n", "faults[0].crash[1].follower", "unknown partition"),
+    ("faults:\n  - {at: 1s, isolate: {leader: t-0, follower: t-1}}\n", "faults[0].isolate", "names one of leader"),
+    ("faults:\n  - {at: 1s, crash: {boss: t-0}}\n", "faults[0].crash", "names one of leader"),
+    ("faults:\n  - {at: 1s, pause: {leader: [t-0]}}\n", "faults[0].pause.leader", "must be a string"),
+    ("faults:\n  - {at: 1s, crash: {follower: t-0, colour: red}}\n", "faults[0].crash.colour", "unknown key"),
+    ("faults:\n  - {at: 1s, crash: {follower: t-0, isr: maybe}}\n", "faults[0].crash.isr", "true or false"),
+    ("faults:\n  - {at: 1s, crash: {leader: t-0, isr: true}}\n", "faults[0].crash.isr", "goes with follower"),
+    ("faults:\n  - {at: 1s, crash: {isr: false}}\n", "faults[0].crash.isr", "goes with follower"),
+    ("faults:\n  - {at: 1s, crash: {follower: t-0, not_isr: true}}\n", "faults[0].crash.not_isr", "isr: false"),
+    ("faults:\n  - {at: 1s, slow_fsync: {broker: {leader: t-7}, fsync_ms: 9}}\n", "faults[0].slow_fsync.broker.leader",
+     "unknown partition"),
+    ("faults:\n  - {at: 1s, partition: [[{leader: t-0}], [{leader: t-0}, 3]]}\n", "faults[0].partition",
+     "appears in two groups"),
+    ("faults:\n  - {at: 1s, cut: {from: {leader: t-0}, to: {follower: t-2}}}\n", "faults[0].cut.to.follower",
+     "unknown partition"),
+    ("nemesis: {faults: [crash], interval: 5s, targets: [random]}\n", "nemesis.targets[0]", "must be an integer"),
+    ("faults:\n  - {when: {controller: {leader: t-0}}, crash: 1}\n", "faults[0].when.controller", "must be an integer"),
     # preferred replica election
     ("faults:\n  - {at: 1s, preferred_replica_election: t-9}\n", "faults[0].preferred_replica_election",
      "unknown partition"),
@@ -146,6 +165,46 @@ def test_the_contradiction_names_the_earlier_fault():
 def test_a_crash_of_the_controller_makes_later_restarts_legitimate():
     s = parse("faults:\n  - {at: 1s, crash: [controller, 2]}\n  - {at: 5s, restart: all}\n")
     assert len(s.faults) == 2
+
+
+def test_role_targets_parse_for_broker_and_node_faults():
+    """Issue 10: controller, random, {leader: t-0} and {follower: t-0, isr: ...} wherever
+    a fault names brokers or nodes, alone or in a list."""
+    s = parse("""\
+    faults:
+      - {at: 1s, crash: {leader: t-0}, for: 1s}
+      - {at: 3s, isolate: {follower: t-1, isr: false}, for: 1s}
+      - {at: 5s, pause: random, for: 1s}
+      - {at: 7s, partition: [[{leader: t-0}, zk], [controller, 3]], for: 1s}
+      - {at: 9s, slow_fsync: {broker: {follower: t-0, isr: true}, fsync_ms: 50}}
+      - {at: 10s, expire_session: [1, {leader: t-1}]}
+      - {at: 11s, cut: {from: random, to: {leader: t-0}}}
+      - {at: 12s, bridge: {halves: [[1], [3]], via: {follower: t-0}}}
+    """)
+    leader0, follower1 = fm.Role("leader", "t-0"), fm.Role("follower", "t-1", False)
+    assert s.faults[0].fault == fm.Crash((leader0,))
+    assert s.faults[1].fault == fm.Isolate((follower1,))
+    assert s.faults[2].fault == fm.Pause(("random",))
+    assert s.faults[3].fault == fm.Split(((leader0, "zk"), ("controller", "broker-3")))
+    assert s.faults[4].fault.brokers == (fm.Role("follower", "t-0", True),)
+    assert s.faults[5].fault == fm.ExpireSession((1, fm.Role("leader", "t-1")))
+    assert s.faults[7].fault.via == fm.Role("follower", "t-0")
+    # the trace writes each role as the scenario writes it
+    assert fm.describe(s.faults[3].fault) == {"groups": [["leader: t-0", "zk"], ["controller", "broker-3"]]}
+    assert [str(r) for r in fm.roles_of(s.faults[1].fault)] == ["follower: t-1, isr: false"]
+    assert fm.roles_of(s.faults[6].fault) == ["random", leader0]
+
+
+def test_the_contradiction_check_leaves_role_targets_to_the_run():
+    """A role resolves only when its fault starts: the static check neither judges a
+    fault on a role nor trusts any broker's state after one stopped a broker."""
+    s = parse("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, crash: {leader: t-0}}\n  - {at: 3s, crash: 1}\n"
+              "  - {at: 4s, restart: 2}\n")
+    assert len(s.faults) == 4
+    # a fault on a role that stops nothing (a clock jump) leaves the known states alone
+    err = error("faults:\n  - {at: 1s, crash: 1}\n  - {at: 2s, clock: {broker: random, jump: 5s}}\n"
+                "  - {at: 3s, crash: 1}\n")
+    assert err.field == "faults[2]" and "already down" in err.message
 
 
 def test_nemesis_and_expect_parse():

@@ -73,6 +73,7 @@ def test_crash_controller_resolves_the_current_controller(tmp_path):
     first = events(history, "controller_elected")[0]
     crash = events(history, "fault_started", fault="crash")[0]
     assert crash["targets"] == [int(first.node.split("-")[1])]
+    assert crash["roles"] == {"controller": crash["targets"][0]}
     assert len(events(history, "controller_elected")) >= 2
 
 
