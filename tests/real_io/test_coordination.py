@@ -7,7 +7,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from broker_core import coordination as coord
-from broker_core.inputs import CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired
+from broker_core.inputs import CoordSessionExpired, CoordSessionStarted, CoordWatchFired
 
 from .driver import Driver
 
