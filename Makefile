@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 DEMO_OUT ?= runs/demo
 
 .PHONY: demo test test-fast bench install zookeeper clean
@@ -14,6 +15,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
+
+# What only the tests need (pytest, hypothesis, real Kafka clients): the `test` extra.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
@@ -39,11 +45,11 @@ demo: $(STAMP)
 	@echo "            $(DEMO_OUT)/jepsen-2013/safe/timeline-t-0.png"
 	@echo "  verdicts: $(DEMO_OUT)/jepsen-2013/unclean/verdict.json, $(DEMO_OUT)/jepsen-2013/safe/verdict.json"
 
-test: $(STAMP) zookeeper
+test: $(TEST_STAMP) zookeeper
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
-test-fast: $(STAMP) zookeeper
+test-fast: $(TEST_STAMP) zookeeper
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)

@@ -74,3 +74,12 @@ def test_the_two_bindings_never_import_each_other():
     bad = [f"{p.relative_to(ROOT)}:{line} imports {name}" for package, other in (("sim", "real_io"), ("real_io", "sim"))
            for p, line, name in imports_of(package) if name == other]
     assert bad == []
+
+
+def test_the_product_imports_nothing_that_only_the_tests_install():
+    """pytest, hypothesis and the real Kafka clients are the `test` extra (pyproject.toml):
+    a package of the product that imported one would break an install without it."""
+    test_only = {"pytest", "hypothesis", "kafka", "snappy"}
+    offenders = [(str(path), line, module) for package in PACKAGES for path, line, module in imports_of(package)
+                 if module in test_only]
+    assert offenders == []
