@@ -1,8 +1,9 @@
 """What the run did: the faults it applied (start, end, targets), the triggers that never
 fired, and how many records were produced, acknowledged and consumed. A run that tested
-nothing must not pass quietly: a trigger that never fired (unless its step is
-``optional: true``) and a workload that acknowledged nothing are invalid results, which
-a scenario can only accept by naming them in ``expect:`` (``acknowledged: 0``)."""
+nothing must not pass quietly: a scripted fault that changed nothing or a trigger that
+never fired (unless its step is ``optional: true``), and a workload that acknowledged
+nothing, are invalid results, which a scenario can only accept by naming them in
+``expect:`` (``acknowledged: 0``)."""
 from __future__ import annotations
 
 from analysis.checkers.result import CheckResult
