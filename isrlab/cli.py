@@ -160,7 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.seeds:
         statuses = []
         for chosen in scenarios:
-            if chosen.variant is not None:
+            if len(scenarios) > 1:
                 print(f"\n== variant {chosen.variant}")
             statuses.append(_run_many(chosen, args, _out_for(args, chosen, scenarios, "seeds")))
         return max(statuses)
