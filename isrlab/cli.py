@@ -158,12 +158,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         _check_out(Path(args.out))
     scenarios = _chosen_variants(scenario, args.variant)
     if args.seeds:
-        statuses = []
+        sweeps = []
         for chosen in scenarios:
             if len(scenarios) > 1:
                 print(f"\n== variant {chosen.variant}")
-            statuses.append(_run_many(chosen, args, _out_for(args, chosen, scenarios, "seeds")))
-        return max(statuses)
+            sweeps.append(_run_many(chosen, args, _out_for(args, chosen, scenarios, "seeds")))
+        if len(scenarios) > 1:
+            _print_variant_sweeps(sweeps, Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds")
+        return EXIT_OK if all(r.passed for rows in sweeps for r in rows) else EXIT_FAILED
     args.seed = 1 if args.seed is None else args.seed
     results = []
     for chosen in scenarios:
@@ -225,7 +227,31 @@ def _print_side_by_side(results) -> None:
 PER_SEED_ROWS = 50  # larger sweeps list only their failing seeds one by one
 
 
-def _run_many(scenario, args, base: Path) -> int:
+def _print_variant_sweeps(sweeps, base: Path) -> None:
+    """Every variant's sweep side by side (median of each metric, and how many seeds
+    passed), and one summary with a row per seed and variant."""
+    import statistics
+    from scenarios.runner import write_sweep_summary
+    sweeps = [rows for rows in sweeps if rows and rows[0].verdict is not None]
+    if not sweeps:
+        return
+    names = [rows[0].scenario.variant for rows in sweeps]
+    widths = [max(len(n), 10) for n in names]
+    metrics = [n for n, r in sweeps[0][0].verdict.results.items() if not isinstance(r.value, dict)]
+    width = max(len(m) for m in metrics)
+    print(f"\n== every variant, median over the seeds\n  {'':<{width}}  "
+          + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths)))
+    print(f"  {'seeds passed':<{width}}  " + "  ".join(
+        f"{f'{sum(r.passed for r in rows)}/{len(rows)}':>{w}}" for rows, w in zip(sweeps, widths)))
+    for metric in metrics:
+        print(f"  {metric:<{width}}  " + "  ".join(
+            f"{_fmt(statistics.median(r.verdict.value(metric) for r in rows)):>{w}}" for rows, w in zip(sweeps, widths)))
+    base.mkdir(parents=True, exist_ok=True)
+    json_path, csv_path = write_sweep_summary([r for rows in sweeps for r in rows], base)
+    print(f"  summary of every seed and variant: {json_path}, {csv_path}")
+
+
+def _run_many(scenario, args, base: Path) -> list:
     from scenarios.runner import run_seeds, write_sweep_summary
     seeds = parse_seeds(args.seeds)
     jobs = args.jobs if args.jobs is not None else min(len(seeds), _usable_cpus())
@@ -254,7 +280,7 @@ def _run_many(scenario, args, base: Path) -> int:
         print(f"  failed seeds: {', '.join(str(r.seed) for r in failed)}")
     for r in failed:
         print(f"  replay seed {r.seed}: {r.replay_command}")
-    return EXIT_OK if not failed else EXIT_FAILED
+    return rows
 
 
 def _print_metric_ranges(rows) -> None:

@@ -204,6 +204,8 @@ def sweep_rows(results: Sequence[RunResult]) -> list[dict]:
     rows = []
     for r in results:
         row = {"seed": r.seed, "outcome": "PASS" if r.passed else "FAIL"}
+        if r.scenario.variant is not None:
+            row = {"variant": r.scenario.variant, **row}
         if r.verdict is not None:
             row.update({name: result.value for name, result in r.verdict.results.items()})
         row["replay"] = r.replay_command

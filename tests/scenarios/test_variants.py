@@ -99,3 +99,7 @@ def test_a_sweep_runs_every_variant(tmp_path):
     for variant in ("old", "strict"):
         rows = json.loads((tmp_path / "w" / variant / "summary.json").read_text())
         assert [r["seed"] for r in rows] == [1, 2] and all(f"--variant {variant}" in r["replay"] for r in rows)
+    every = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert [(r["variant"], r["seed"]) for r in every] == [("old", 1), ("old", 2), ("strict", 1), ("strict", 2)]
+    table = result.stdout.split("== every variant, median over the seeds")[1].splitlines()
+    assert table[1].split() == ["old", "strict"] and table[2].split() == ["seeds", "passed", "2/2", "2/2"]
