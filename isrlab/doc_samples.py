@@ -67,6 +67,7 @@ def write_samples(doc: Path = DOC) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the samples in docs/commands.md")
+    parser.add_argument("--check", action="store_true", help="only report stale samples (the default)")
     args = parser.parse_args()
     if args.write:
         write_samples()
