@@ -59,13 +59,15 @@ class FaultParser:
                                     "e.g. {leader: t-0} or {follower: t-0, isr: true}")
         f = Fields(self.source, value, path, "a role target")
         partition = f.take(named[0], "str", check=self._partition_check)
-        if f.has("not_isr"):
-            raise self.source.error(path + ("not_isr",), "write isr: false (a follower outside the ISR)")
         isr = None
-        if f.has("isr"):
+        for key, inside in (("isr", True), ("not_isr", False)):  # isr: true and not_isr: true, or false
+            if not f.has(key):
+                continue
             if named[0] != "follower":
-                raise self.source.error(path + ("isr",), "isr: goes with follower: (a leader is always in its ISR)")
-            isr = f.take("isr", "bool")
+                raise self.source.error(path + (key,), f"{key}: goes with follower: (a leader is always in its ISR)")
+            if isr is not None:
+                raise self.source.error(path + (key,), "give isr or not_isr, not both")
+            isr = f.take(key, "bool") == inside
         f.done()
         return fm.Role(named[0], partition, isr)
 

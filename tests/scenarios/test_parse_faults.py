@@ -123,7 +123,9 @@ def test_triggers_parse_with_comparisons():
     ("faults:\n  - {at: 1s, crash: {follower: t-0, isr: maybe}}\n", "faults[0].crash.isr", "true or false"),
     ("faults:\n  - {at: 1s, crash: {leader: t-0, isr: true}}\n", "faults[0].crash.isr", "goes with follower"),
     ("faults:\n  - {at: 1s, crash: {isr: false}}\n", "faults[0].crash.isr", "goes with follower"),
-    ("faults:\n  - {at: 1s, crash: {follower: t-0, not_isr: true}}\n", "faults[0].crash.not_isr", "isr: false"),
+    ("faults:\n  - {at: 1s, crash: {follower: t-0, isr: true, not_isr: true}}\n", "faults[0].crash.not_isr",
+     "not both"),
+    ("faults:\n  - {at: 1s, crash: {leader: t-0, not_isr: true}}\n", "faults[0].crash.not_isr", "goes with follower"),
     ("faults:\n  - {at: 1s, slow_fsync: {broker: {leader: t-7}, fsync_ms: 9}}\n", "faults[0].slow_fsync.broker.leader",
      "unknown partition"),
     ("faults:\n  - {at: 1s, partition: [[{leader: t-0}], [{leader: t-0}, 3]]}\n", "faults[0].partition",
@@ -180,6 +182,7 @@ def test_role_targets_parse_for_broker_and_node_faults():
       - {at: 10s, expire_session: [1, {leader: t-1}]}
       - {at: 11s, cut: {from: random, to: {leader: t-0}}}
       - {at: 12s, bridge: {halves: [[1], [3]], via: {follower: t-0}}}
+      - {at: 13s, crash: {follower: t-1, not_isr: true}, for: 1s}
     """)
     leader0, follower1 = fm.Role("leader", "t-0"), fm.Role("follower", "t-1", False)
     assert s.faults[0].fault == fm.Crash((leader0,))
@@ -193,6 +196,7 @@ def test_role_targets_parse_for_broker_and_node_faults():
     assert fm.describe(s.faults[3].fault) == {"groups": [["leader: t-0", "zk"], ["controller", "broker-3"]]}
     assert [str(r) for r in fm.roles_of(s.faults[1].fault)] == ["follower: t-1, isr: false"]
     assert fm.roles_of(s.faults[6].fault) == ["random", leader0]
+    assert s.faults[8].fault == fm.Crash((follower1,)), "not_isr: true is isr: false"
 
 
 def test_the_contradiction_check_leaves_role_targets_to_the_run():
