@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from scenarios.runner import SimulationFailed
+from scenarios.runner import KEEP_CHOICES, SimulationFailed
 from scenarios.source import ScenarioError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "each seed's trace is the same whatever N is")
     run.add_argument("--plots", action="store_true",
                      help="with --seeds: draw timelines for every seed (failing seeds always get them)")
-    run.add_argument("--keep", choices=("failing", "all", "none"), default="failing",
+    run.add_argument("--keep", choices=KEEP_CHOICES, default="failing",
                      help="with --seeds: whose trace and timelines stay on disk (default failing); every seed's "
                           "verdict and the summary always do")
     run.add_argument("--fail-fast", action="store_true", help="with --seeds: stop at the first seed that fails")

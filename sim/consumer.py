@@ -71,11 +71,6 @@ class SimConsumer(SimClient):
         self.consumed: dict[TopicPartition, list[tuple[int, str | None]]] = {tp: [] for tp in self.partitions}
         env.process(self._run(start_ms))
 
-    @property
-    def positions(self) -> dict[TopicPartition, int]:
-        """The position of each partition (-1 while it has none)."""
-        return {tp: s.position for tp, s in self.states.items()}
-
     def is_behind(self, tp: TopicPartition, end: int) -> bool:
         """Not yet at ``end``: below it, or without a valid position (a reset or a
         validation pending keeps the old offset, which proves nothing)."""
