@@ -49,6 +49,7 @@ class BrokerConfig:
     log_flush_interval_messages: int = NEVER
     log_flush_interval_ms: int | None = None  # None: log.flush.scheduler.interval.ms, as in Kafka
     log_flush_scheduler_interval_ms: int = NEVER
+    log_flush_offset_checkpoint_interval_ms: int = 60000  # how often recovery points are checkpointed
     log_segment_bytes: int = 1073741824
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000

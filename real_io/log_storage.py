@@ -53,7 +53,7 @@ class FileLogStorage:
         except FileNotFoundError:
             return 0
 
-    def decode_at(self, path: str, position: int) -> tuple[WireBatch, int]:
+    def decode_at(self, path: str, position: int, verify: bool = True) -> tuple[WireBatch, int]:
         fd = self._fd(path)
         head = os.pread(fd, record_batch.HEADER_BYTES, position)
         if not head:
@@ -61,7 +61,7 @@ class FileLogStorage:
         try:
             size = record_batch.read_header(head).size
             data = head + os.pread(fd, size - len(head), position + len(head)) if size > len(head) else head[:size]
-            batch, _ = WireBatch.parse(data, 0, validate=True)
+            batch, _ = WireBatch.parse(data, 0, validate=verify)
         except ProtocolError as exc:
             raise DecodeError(str(exc)) from None
         return batch, position + size
