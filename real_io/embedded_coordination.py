@@ -53,7 +53,7 @@ class EmbeddedCoordination:
             raise RuntimeError("request before start")
         reply = self.store.request(self.session_id, op, 0)
         self._inputs.append(CoordReplied(request_id, reply))
-        if reply.ok and isinstance(op, _MUTATIONS) and not getattr(op, "ephemeral", False):
+        if reply.ok and isinstance(op, _MUTATIONS):  # (an ephemeral create may make persistent parents)
             self._save()
         self._wakeup()
 
