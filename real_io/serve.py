@@ -62,7 +62,27 @@ def _coordination(options: ServeOptions, data_dir: DataDir, session_timeout_ms: 
     if options.zk is None:
         return EmbeddedCoordination(data_dir.root / SNAPSHOT_FILE)
     from real_io.coordination import ZooKeeperCoordination
+    ensure_chroot(options.zk)
     return ZooKeeperCoordination(options.zk, session_timeout_ms)
+
+
+def ensure_chroot(hosts: str, timeout_s: float = 10.0) -> None:
+    """A connect string's chroot is created if missing, as Kafka does before it uses
+    it (2.7.0 KafkaServer.initZkClient: makeSurePersistentPathExists of the chroot)."""
+    servers, slash, chroot = hosts.partition("/")
+    if not slash or not chroot.strip("/"):
+        return
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+    client = KazooClient(hosts=servers)
+    try:
+        client.start(timeout=timeout_s)
+        client.ensure_path("/" + chroot.strip("/"))
+    except KazooTimeoutError:
+        raise ServeError(f"cannot reach ZooKeeper at {servers} within {timeout_s:.0f}s") from None
+    finally:
+        client.stop()
+        client.close()
 
 
 async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> int:

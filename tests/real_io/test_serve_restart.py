@@ -105,3 +105,36 @@ def test_a_torn_tail_is_truncated_at_restart_never_served(tmp_path):
         assert [r.value for r in records] == [f"v{i}".encode() for i in range(10)] + [b"after"]
     finally:
         assert broker.stop() == 0
+
+
+def test_serve_on_zookeeper_creates_its_chroot_and_kafkas_layout(zk_hosts, admin, tmp_path):
+    broker = ServeProcess(tmp_path / "data", zk=zk_hosts + "/kafka-root").start()
+    try:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", request_timeout_ms=5000)
+        producer.send("zk-topic", b"v").get(10)
+        producer.close(5)
+        assert admin.get_children("/kafka-root/brokers/ids") == ["1"]
+        assert admin.exists("/kafka-root/controller") and admin.exists("/kafka-root/controller_epoch")
+        assert admin.exists("/kafka-root/brokers/topics/zk-topic/partitions/0/state")
+        assert admin.exists("/kafka-root/config/topics/zk-topic")
+    finally:
+        assert broker.stop() == 0
+    assert admin.get_children("/kafka-root/brokers/ids") == []  # a clean stop closes the session
+
+
+def test_serve_refuses_a_busy_data_directory_and_bad_arguments(tmp_path):
+    import subprocess
+    import sys
+    broker = ServeProcess(tmp_path / "data").start()
+    try:
+        second = subprocess.run([sys.executable, "-m", "isrlab", "serve", "--broker-id", "2", "--data-dir",
+                                 str(tmp_path / "data"), "--listen", "127.0.0.1:0"],
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 2 and "in use by another broker" in second.stderr
+    finally:
+        assert broker.stop() == 0
+    for bad in (["--listen", "nowhere"], ["--config", "num.partitions=many"], ["--config", "no.such.key=1"]):
+        result = subprocess.run([sys.executable, "-m", "isrlab", "serve", "--broker-id", "1", "--data-dir",
+                                 str(tmp_path / "other"), *bad], capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, bad
+        assert "Traceback" not in result.stderr
