@@ -87,9 +87,12 @@ def ensure_chroot(hosts: str, timeout_s: float = 10.0) -> None:
 
 async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> int:
     config = broker_config(PROFILE, options.config)
-    lock = lock_data_dir(options.data_dir)
+    try:
+        lock = lock_data_dir(options.data_dir)
+    except OSError as error:
+        raise ServeError(f"cannot use the data directory {options.data_dir}: {error.strerror or error}") from None
     data_dir = DataDir(options.data_dir)
-    trace_stream = open(options.trace, "a", buffering=1, encoding="utf-8") if options.trace else None
+    trace_stream = _open_trace(options.trace) if options.trace else None
     writer = TraceWriter(trace_stream, f"serve-broker-{options.broker_id}", 0, "real") if trace_stream else None
     runtime = BrokerRuntime(options.broker_id, config, data_dir, _coordination(options, data_dir,
                                                                               config.zookeeper_session_timeout_ms),
@@ -116,6 +119,14 @@ async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> 
         os.close(lock)
 
 
+def _open_trace(path: Path):
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a", buffering=1, encoding="utf-8")
+    except OSError as error:
+        raise ServeError(f"cannot write the trace {path}: {error.strerror or error}") from None
+
+
 async def _until_live(runtime: BrokerRuntime) -> None:
     """Wait for the controller's word that this broker is live, or for a halt."""
     deadline = runtime.loop.time() + READY_TIMEOUT_S
@@ -135,5 +146,5 @@ def run(options: ServeOptions) -> int:
     try:
         return asyncio.run(serve(options, ready))
     except ServeError as error:
-        print(f"isrlab serve: {error}", file=sys.stderr)
+        print(f"isrlab: serve: {error}", file=sys.stderr)
         return 2

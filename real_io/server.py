@@ -85,6 +85,8 @@ class KafkaServer:
                     await writer.drain()
         except (ProtocolError, ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:
+            return  # the server is closing: the connection just ends
         except Exception as error:  # a bug answering one client must not stop the others
             print(f"isrlab serve: closing {address}: {type(error).__name__}: {error}", file=sys.stderr)
         finally:

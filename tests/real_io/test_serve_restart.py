@@ -130,7 +130,7 @@ def test_serve_refuses_a_busy_data_directory_and_bad_arguments(tmp_path):
         second = subprocess.run([sys.executable, "-m", "isrlab", "serve", "--broker-id", "2", "--data-dir",
                                  str(tmp_path / "data"), "--listen", "127.0.0.1:0"],
                                 capture_output=True, text=True, timeout=30)
-        assert second.returncode == 2 and "in use by another broker" in second.stderr
+        assert second.returncode == 2 and "in use by another broker" in second.stderr, second.stderr
     finally:
         assert broker.stop() == 0
     for bad in (["--listen", "nowhere"], ["--config", "num.partitions=many"], ["--config", "no.such.key=1"]):
