@@ -7,6 +7,7 @@ import threading
 import time
 
 from kafka import KafkaProducer
+from kafka.errors import KafkaTimeoutError
 
 from analysis.trace import read_events
 from tests.real_io.serve_process import ServeProcess
@@ -56,7 +57,10 @@ def test_kill_9_during_a_produce_load_loses_no_acknowledged_record(tmp_path):
             i += 1
             if i % 50 == 0:
                 time.sleep(0.01)
-        producer.close(1)
+        try:
+            producer.close(1)
+        except KafkaTimeoutError:
+            pass  # sends still pending when the broker died: their outcome is unknown, not acknowledged
 
     worker = threading.Thread(target=produce)
     worker.start()
