@@ -31,6 +31,9 @@ TOPIC_CONFIG_PATH = "/config/topics"
 MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 USE_DEFAULT = -1  # CreateTopics: -1 partitions or replication factor means the broker's default
+# isrlab's own bound (Kafka has none short of ZooKeeper's 1 MB node limit): a request
+# for millions of partitions must be refused, not tie the broker up assigning them.
+MAX_PARTITIONS = 1000
 
 
 class TopicCreationError(Exception):
@@ -75,6 +78,9 @@ def assign_replicas_to_brokers(brokers: Sequence[int], num_partitions: int, repl
     partitions, so leaders and followers spread evenly."""
     if num_partitions <= 0:
         raise TopicCreationError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    if num_partitions > MAX_PARTITIONS:
+        raise TopicCreationError(ErrorCode.INVALID_PARTITIONS,
+                                 f"Number of partitions must not exceed {MAX_PARTITIONS} (isrlab's limit).")
     if replication_factor <= 0:
         raise TopicCreationError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
     if replication_factor > len(brokers):

@@ -39,11 +39,13 @@ def test_assignment_spreads_first_replicas_and_shifts_the_followers():
 
 
 @pytest.mark.parametrize("partitions, replication, error", [
-    (0, 1, ErrorCode.INVALID_PARTITIONS), (1, 0, ErrorCode.INVALID_REPLICATION_FACTOR),
+    (0, 1, ErrorCode.INVALID_PARTITIONS), (2**31 - 1, 1, ErrorCode.INVALID_PARTITIONS),
+    (1, 0, ErrorCode.INVALID_REPLICATION_FACTOR),
     (1, 4, ErrorCode.INVALID_REPLICATION_FACTOR)])
 def test_assignment_refuses_impossible_counts(partitions, replication, error):
     """2.7.0 AdminUtils.scala assignReplicasToBrokers: partitions and replication factor
-    must be positive, and no more replicas than brokers."""
+    must be positive, and no more replicas than brokers (and, isrlab's own bound, at most
+    1000 partitions: a huge count is refused at once rather than assigned)."""
     with pytest.raises(TopicCreationError) as failure:
         assign_replicas_to_brokers([1, 2, 3], partitions, replication)
     assert failure.value.error is error

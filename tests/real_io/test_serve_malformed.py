@@ -137,7 +137,7 @@ def test_a_slow_client_that_never_finishes_its_frame_does_not_block_others(broke
 
 
 def test_many_idle_connections_cost_little_and_others_are_served(broker):
-    idle = [connect(broker) for _ in range(1000)]
+    idle = [connect(broker) for _ in range(2000)]
     try:
         started = time.monotonic()
         assert api_versions_works(broker)

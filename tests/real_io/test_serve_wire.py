@@ -154,3 +154,15 @@ def test_metadata_without_auto_creation_and_invalid_names(client):
     assert response["topics"][0]["error_code"] == 17  # INVALID_TOPIC_EXCEPTION
     assert [(b["node_id"], b["host"]) for b in response["brokers"]] == [(1, "127.0.0.1")]
     assert response["controller_id"] == 1
+
+
+def test_create_topics_refuses_absurd_counts_at_once(client):
+    started = time.monotonic()
+    response = client.ask(ApiKey.CREATE_TOPICS, 4, {"topics": [
+        {"name": "huge", "num_partitions": 2**31 - 1, "replication_factor": 1, "assignments": [], "configs": []},
+        {"name": "wide", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
+        {"name": "placed", "num_partitions": 1, "replication_factor": 1, "configs": [],
+         "assignments": [{"partition_index": 0, "broker_ids": [1]}]}], "timeout_ms": 5000})
+    errors = {t["name"]: t["error_code"] for t in response["topics"]}
+    assert errors == {"huge": 37, "wide": 38, "placed": 42}  # INVALID_PARTITIONS, _REPLICATION_FACTOR, _REQUEST
+    assert time.monotonic() - started < 2
