@@ -407,7 +407,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.broker_id < 0:
         raise UsageError("serve: --broker-id must not be negative")
     options = serve.ServeOptions(args.broker_id, Path(args.data_dir), host, port, args.zk,
-                                 Path(args.trace) if args.trace else None, overrides, args.max_request_bytes)
+                                 Path(args.trace) if args.trace else None, overrides, args.max_request_bytes,
+                                 args.connections_max_idle_ms)
     return serve.run(options)
 
 
@@ -467,6 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a broker config override with Kafka's name, e.g. num.partitions=3 (repeatable)")
     srv.add_argument("--max-request-bytes", type=_positive_int, default=104857600, metavar="N",
                      help="socket.request.max.bytes: larger frames close the connection (default 104857600)")
+    srv.add_argument("--connections-max-idle-ms", type=_positive_int, default=600000, metavar="MS",
+                     help="connections.max.idle.ms: a connection without a whole request for this long is "
+                          "closed (default 600000)")
     srv.set_defaults(func=cmd_serve)
     return parser
 

@@ -23,7 +23,7 @@ from real_io.embedded_coordination import SNAPSHOT_FILE, EmbeddedCoordination
 from real_io.files import DataDir
 from real_io.protocol.apis import DEFAULT_MAX_REQUEST_BYTES
 from real_io.runtime import BrokerRuntime
-from real_io.server import KafkaServer
+from real_io.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, KafkaServer
 
 LOCK_FILE = ".lock"
 READY_TIMEOUT_S = 60.0
@@ -44,6 +44,7 @@ class ServeOptions:
     trace: Path | None = None
     config: dict = field(default_factory=dict)  # Kafka-named overrides
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS
 
 
 def lock_data_dir(root: Path) -> int:
@@ -97,7 +98,8 @@ async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> 
     runtime = BrokerRuntime(options.broker_id, config, data_dir, _coordination(options, data_dir,
                                                                               config.zookeeper_session_timeout_ms),
                             writer)
-    server = KafkaServer(runtime, options.host, options.port, options.max_request_bytes)
+    server = KafkaServer(runtime, options.host, options.port, options.max_request_bytes,
+                         options.connections_max_idle_ms)
     loop = asyncio.get_running_loop()
     try:
         runtime.start()

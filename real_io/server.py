@@ -10,7 +10,9 @@ A frame is an int32 size and that many bytes; a size below zero or above
 InvalidReceiveException). A request that does not parse closes the connection, as
 Kafka does; an ApiVersions request of a version not offered gets the v0 answer with
 UNSUPPORTED_VERSION so the client can pick another. None of this touches other
-connections. An idle connection costs one coroutine waiting on its socket.
+connections. An idle connection costs one coroutine waiting on its socket, and is closed after
+``connections.max.idle.ms`` without a whole request (Kafka's Selector closes idle
+connections too).
 """
 from __future__ import annotations
 
@@ -32,17 +34,22 @@ _LOCAL: dict[int, Callable[[dict], dict]] = {
 }
 
 
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000  # Kafka's connections.max.idle.ms
+
+
 class ConnectionClosed(Exception):
     """The broker stopped while a request waited for the core."""
 
 
 class KafkaServer:
     def __init__(self, runtime: BrokerRuntime, host: str, port: int,
-                 max_request_bytes: int = apis.DEFAULT_MAX_REQUEST_BYTES):
+                 max_request_bytes: int = apis.DEFAULT_MAX_REQUEST_BYTES,
+                 connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS):
         self.runtime = runtime
         self.host = host
         self.port = port
         self.max_request_bytes = max_request_bytes
+        self.idle_s = connections_max_idle_ms / 1000.0
         self._server: asyncio.AbstractServer | None = None
         self._connections = itertools.count(1)
         self._correlation = itertools.count(1)
@@ -76,7 +83,7 @@ class KafkaServer:
         self.runtime.register_client(address, self._on_core_message)
         try:
             while True:
-                payload = await self._read_frame(reader)
+                payload = await asyncio.wait_for(self._read_frame(reader), self.idle_s)
                 if payload is None:
                     return
                 response = await self._handle(address, payload)
@@ -85,6 +92,8 @@ class KafkaServer:
                     await writer.drain()
         except (ProtocolError, ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.TimeoutError:
+            return  # connections.max.idle.ms without a whole request: Kafka's Selector closes it too
         except asyncio.CancelledError:
             return  # the server is closing: the connection just ends
         except Exception as error:  # a bug answering one client must not stop the others

@@ -168,3 +168,16 @@ def test_any_frame_gets_an_answer_or_a_closed_connection_and_others_stay_served(
             if not chunk:
                 break
     assert api_versions_works(broker)
+
+
+def test_a_connection_idle_past_connections_max_idle_ms_is_closed(tmp_path):
+    process = ServeProcess(tmp_path / "data", extra=("--connections-max-idle-ms", "300")).start()
+    try:
+        with connect(process) as idle, connect(process) as unfinished:
+            unfinished.sendall(struct.pack(">i", 100) + b"\x00\x12")
+            started = time.monotonic()
+            assert is_closed(idle) and is_closed(unfinished)
+            assert 0.25 <= time.monotonic() - started < 3
+        assert api_versions_works(process)
+    finally:
+        assert process.stop() == 0
