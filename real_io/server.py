@@ -38,7 +38,8 @@ DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000  # Kafka's connections.max.idle.ms
 
 
 class ConnectionClosed(Exception):
-    """The broker stopped while a request waited for the core."""
+    """The connection ends: the broker stopped while a request waited for the core, or
+    an acks=0 produce had an error (the only way to tell such a producer)."""
 
 
 class KafkaServer:
@@ -147,6 +148,8 @@ class KafkaServer:
             if message.acks == 0:
                 if message.partitions:
                     self.runtime.deliver(address, message)
+                if errors:  # KafkaApis.handleProduceRequest: acks=0 with an error closes the connection
+                    raise ConnectionClosed()
                 return None  # acks=0: the producer expects no answer at all
             answer = await self._ask(address, message) if message.partitions else None
             return kafka_api.produce_response(answer, errors)

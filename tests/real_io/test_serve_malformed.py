@@ -126,6 +126,19 @@ def test_a_batch_with_a_bad_crc_is_refused_with_corrupt_message_and_nothing_is_s
     assert api_versions_works(broker)
 
 
+def test_an_acks_0_produce_with_a_bad_batch_closes_the_connection(broker):
+    """2.7.0 KafkaApis.handleProduceRequest: with acks=0 the only way to report an error
+    is to close the connection."""
+    bad = bytearray(encode_batch(RecordBatch(0, -1, Records(["v"], [None], 0, [1], None))))
+    bad[-1] ^= 0x01
+    body = {"transactional_id": None, "acks": 0, "timeout_ms": 5000,
+            "topics": [{"name": "crc", "partitions": [{"partition_index": 0, "records": bytes(bad)}]}]}
+    with connect(broker) as sock:
+        sock.sendall(apis.encode_request(RequestHeader(ApiKey.PRODUCE, 8, 1, "acks0"), body))
+        assert is_closed(sock)
+    assert api_versions_works(broker)
+
+
 def test_a_slow_client_that_never_finishes_its_frame_does_not_block_others(broker):
     with connect(broker) as slow:
         slow.sendall(struct.pack(">i", 1000) + b"\x00\x12")  # 2 of 1000 announced bytes, then silence
