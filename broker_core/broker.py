@@ -21,9 +21,10 @@ from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse,
-    InitProducerIdRequest)
+    InitProducerIdRequest, CreateTopicsRequest)
 from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
+from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
 from broker_core.types import NO_LEADER, TopicPartition
 
 _PARTITION_REQUESTS = (ProduceRequest, FetchRequest, ListOffsetsRequest, OffsetsForLeaderEpochRequest,
@@ -51,6 +52,7 @@ class BrokerNode:
         self.controller = Controller(self.ctx, self._unclean_enabled)
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, lambda topic: self.replicas.config_for(topic).log_segment_bytes)
+        self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -111,6 +113,11 @@ class BrokerNode:
     def _on_session_started(self, event: CoordSessionStarted) -> None:
         self.session_id = event.session_id
         self.ctx.trace("session_started", session_id=event.session_id)
+        # KafkaServer.startup creates the top-level paths before it registers. The
+        # creates are sent together, ahead of the registration: a session's requests
+        # are applied in order, so they exist before anything else this broker writes.
+        for path in TOP_LEVEL_PATHS:
+            self.ctx.tasks.start(create_top_level_path(path))
         self.ctx.tasks.start(self._register())
 
     def _on_session_expired(self, event: CoordSessionExpired) -> None:
@@ -231,6 +238,8 @@ class BrokerNode:
             self.replicas.isr.handle_response(message)
         elif kind is InitProducerIdRequest:
             self.producer_ids.handle_init_producer_id(src, message)
+        elif kind is CreateTopicsRequest:
+            self.topics.handle_create_topics(src, message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
 
@@ -293,6 +302,7 @@ class BrokerNode:
         self.metadata_controller = request.controller_id
         self.metadata = dict(request.partitions)
         self.ctx.send(src, UpdateMetadataResponse(request.correlation_id, ErrorCode.NONE))
+        self.topics.metadata_updated()
 
     def _handle_metadata(self, src, request: MetadataRequest) -> None:
         partitions = {}
@@ -303,8 +313,20 @@ class BrokerNode:
             lai = state.leader_and_isr
             error = ErrorCode.NONE if lai.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
             partitions[tp] = PartitionMetadata(error, lai.leader, lai.leader_epoch, state.replicas, lai.isr)
-        self.ctx.send(src, MetadataResponse(request.correlation_id, self.metadata_live,
-                                            self.metadata_controller, partitions))
+        self.ctx.send(src, MetadataResponse(request.correlation_id, self.metadata_live, self.metadata_controller,
+                                            partitions, self._unknown_topic_errors(request)))
+
+    def _unknown_topic_errors(self, request: MetadataRequest) -> dict[str, ErrorCode]:
+        """KafkaApis.getTopicMetadata (2.7.0): a requested topic this broker does not
+        know is created when the request allows it and auto.create.topics.enable."""
+        if request.topics is None:
+            return {}
+        known = {tp.topic for tp in self.metadata}
+        auto = request.allow_auto_topic_creation and self.config.auto_create_topics_enable
+        errors = {}
+        for topic in sorted(set(request.topics) - known):
+            errors[topic] = self.topics.auto_create(topic) if auto else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return errors
 
     # -- timers and disk -------------------------------------------------------------
     def _on_timer(self, event: TimerFired) -> None:
@@ -335,6 +357,8 @@ class BrokerNode:
         elif kind == "recovery-point-checkpoint":
             self.logs.checkpoint_recovery_points(self._all_logs())
             self.ctx.set_timer(key, max(self.config.log_flush_offset_checkpoint_interval_ms, 1))
+        elif kind == "create-topics":
+            self.topics.timed_out(key[1])
         elif kind == "shutdown-retry":
             self._attempt_controlled_shutdown()
         elif kind == "flush-check":
