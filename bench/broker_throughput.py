@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,13 +94,13 @@ def consume(bootstrap: str, expected: int, partitions: int) -> tuple[float, int,
     """Seconds to read ``expected`` records (or all there are), records and bytes read."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                          "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576,
-                         "log.connection.close": False})
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
+                         "log.connection.close": False, "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
     records = size = 0
     idle_since = None
     start = time.perf_counter()
     while records < expected:
-        batch = consumer.consume(1000, 1.0)
+        batch = consumer.consume(min(1000, expected - records), 0.2)
         got = [m for m in batch if m.error() is None]
         if not got:
             idle_since = idle_since or time.perf_counter()
@@ -130,7 +130,7 @@ def run_case(size: int, megabytes: float, partitions: int) -> dict:
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
-    mock = Producer({**PRODUCER, "test.mock.num.brokers": 1})
+    mock = Producer({**PRODUCER, "test.mock.num.brokers": 1, "log_level": 3})
     broker = next(iter(mock.list_topics(timeout=10).brokers.values()))
     mock_bootstrap = f"{broker.host}:{broker.port}"
     warm = Producer({**PRODUCER, "bootstrap.servers": mock_bootstrap})  # auto-creates the topic
