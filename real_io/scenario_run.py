@@ -30,14 +30,16 @@ from broker_core.config import client_defaults
 from faults import model as fm
 from faults.nemesis import nemesis_fault
 from faults.rng import derive
-from faults.triggers import cluster_view
+from faults.events import trigger_fields
 from real_io.broker_process import BrokerProcess, free_port
+from real_io.metadata_view import VIEW_FIELDS, MetadataView
 from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, start_thread
 from real_io.real_faults import NEMESIS_SUPPORTED, SUPPORTED, UNSUPPORTED, RealFaultExecutor
 
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs
 READY_TIMEOUT_S = 60.0
 SETTLE_POLL_S = 0.2
+TRIGGER_POLL_S = 0.05  # a metadata and a ListOffsets request per poll
 
 
 class RealRunError(Exception):
@@ -74,14 +76,27 @@ def refusals(scenario) -> list[tuple[tuple, int | None, str]]:
         if kind not in SUPPORTED:
             out.append((("faults", i, kind), step.line, f"the real binding cannot apply {kind}: {UNSUPPORTED[kind]}"))
         if step.when is not None:
-            out.append((("faults", i, "when"), step.line, "triggers are not supported by the real binding yet "
-                        "(it cannot watch the broker's state closely enough); use at:"))
+            why = _unseen_condition(step.when)
+            if why:
+                out.append((("faults", i, "when"), step.line, why))
     if scenario.nemesis is not None:
         bad = sorted(set(scenario.nemesis.kinds) - NEMESIS_SUPPORTED)
         if bad:
             out.append((("nemesis", "kinds"), None, f"the real binding can draw only "
                         f"{', '.join(sorted(NEMESIS_SUPPORTED))}, not {', '.join(bad)}"))
     return out
+
+
+def _unseen_condition(condition) -> str | None:
+    """Why the real binding cannot judge ``condition``, or None."""
+    if condition.broker is not None:
+        return ("a condition on one replica (broker:) needs that replica's own state, which the real binding "
+                "cannot read from outside the broker")
+    unseen = sorted({name for name, _ in condition.tests} - set(VIEW_FIELDS))
+    if unseen:
+        return (f"the real binding reads the cluster from the broker's metadata and offsets, which do not carry "
+                f"{', '.join(unseen)}; a trigger may test {', '.join(VIEW_FIELDS)} and controller")
+    return None
 
 
 class _Recorder:
@@ -118,31 +133,12 @@ class RealRun:
         self.broker = BrokerProcess(self.broker_id, data_dir, free_port(), self.broker_trace,
                                     dict(scenario.cluster.config), self.origin, work_dir / f"broker-{self.broker_id}.stderr")
         self.partitions = [f"{t.name}-{p}" for t in scenario.cluster.topics for p in range(t.partitions)]
+        self.view = MetadataView(self.broker, self.partitions)
         self.faults = RealFaultExecutor({self.broker_id: self.broker}, self.record, self.view,
                                         derive(seed, "fault-roles"))
         self.final_phase = False
         self.settled = False
-
-    # -- the view triggers and roles read ------------------------------------------
-    def view(self) -> dict:
-        """The cluster as the broker's metadata shows it; a broker that is down or paused
-        shows nothing (no controller, no leader)."""
-        states: dict[int, dict[str, dict]] = {}
-        controller = None
-        if self.broker.ready:
-            try:
-                metadata = AdminClient({"bootstrap.servers": self.broker.bootstrap, **QUIET}).list_topics(timeout=5)
-            except Exception:  # KafkaException: it did not answer
-                metadata = None
-            if metadata is not None:
-                controller = metadata.controller_id if metadata.controller_id >= 0 else None
-                for topic in metadata.topics.values():
-                    for number, partition in topic.partitions.items():
-                        leader = partition.leader
-                        states.setdefault(self.broker_id, {})[f"{topic.topic}-{number}"] = {
-                            "role": "leader" if leader == self.broker_id else "follower", "leader": leader,
-                            "leader_epoch": 0, "isr": list(partition.isrs), "high_watermark": None}
-        return cluster_view(controller, states, self.partitions)
+        self._triggered: list[threading.Thread] = []
 
     # -- the run -------------------------------------------------------------------
     def run(self) -> None:
@@ -164,6 +160,7 @@ class RealRun:
             self._final()
             self.record("world", "run_finished", {"settled": self.settled})
         finally:
+            self.view.close()
             self.broker.stop()  # after the run: its shutdown is not part of the trace
 
     def _create_topics(self) -> None:
@@ -203,6 +200,8 @@ class RealRun:
             producer.finish(flush_s)
         self.final_phase = True
         schedule.join()
+        for thread in self._triggered:
+            thread.join()
         if nemesis is not None:
             nemesis.join()
 
@@ -210,7 +209,10 @@ class RealRun:
         """The scenario's steps at their times, each undone after ``for`` when it has one."""
         pending: list[tuple[float, int, str, Any]] = []
         for index, step in enumerate(self.scenario.faults):
-            heapq.heappush(pending, (start + (step.at_ms + step.delay_ms) / 1000.0, index, "apply", step))
+            if step.when is not None:  # waits on its condition in its own thread
+                self._triggered.append(start_thread(self._triggered_step, step, start, end))
+            else:
+                heapq.heappush(pending, (start + (step.at_ms + step.delay_ms) / 1000.0, index, "apply", step))
         while pending:
             at, index, action, item = heapq.heappop(pending)
             if not self._sleep_until(at):
@@ -223,6 +225,25 @@ class RealRun:
                     heapq.heappush(pending, (at + item.for_ms / 1000.0, index, "undo", fault_id))
             else:
                 self.faults.undo(item)
+
+    def _triggered_step(self, step, start: float, end: float) -> None:
+        """A ``when:`` step: from ``at`` on, the condition is tested on the view every
+        TRIGGER_POLL_S until it holds (``trigger_fired``) or the workload ends
+        (``trigger_never_fired``); then the fault as a scheduled one."""
+        if not self._sleep_until(start + step.at_ms / 1000.0):
+            return
+        while not step.when.holds(self.view()):
+            if time.monotonic() >= end:
+                self.record("nemesis", "trigger_never_fired", trigger_fields(step, fired=False))
+                return
+            time.sleep(TRIGGER_POLL_S)
+        self.record("nemesis", "trigger_fired", trigger_fields(step, fired=True))
+        if not self._sleep_until(time.monotonic() + step.delay_ms / 1000.0) or time.monotonic() > end:
+            return
+        fault_id = self.faults.apply(step.fault, step)
+        if step.for_ms is not None and fault_id is not None:
+            if self._sleep_until(time.monotonic() + step.for_ms / 1000.0):
+                self.faults.undo(fault_id)
 
     def _nemesis(self, start: float) -> None:
         """Random faults from the seed (faults/nemesis.py draws them as in the simulation)."""

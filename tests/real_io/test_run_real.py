@@ -92,6 +92,38 @@ expect: {lost_writes: 0, acknowledged: ">50"}
     assert all("no_effect" not in e.fields for e in events if e.type == "fault_started")
 
 
+def test_a_trigger_on_the_high_watermark_fires_on_both_bindings(tmp_path):
+    """The real binding judges ``when:`` on the broker's metadata and offsets: the crash
+    waits until t-0 holds 100 records, on both bindings; a trigger that cannot hold
+    never fires on either, and fails the run on both."""
+    text = """
+name: triggered
+cluster: {brokers: 1, config: {zookeeper.session.timeout.ms: 2000}, topics: [{name: t, partitions: 1}]}
+workload: {producers: [{topic: t, acks: 1, rate: 100}]}
+faults:
+  - {when: {partition: t-0, high_watermark: ">=100", isr_size: 1, leader: 1}, crash: 1, for: 2s}
+  - {when: {partition: t-0, high_watermark: ">=1000000"}, crash: 1}
+duration: 5s
+expect: {lost_writes: 0}
+"""
+    path = tmp_path / "triggered.yaml"
+    path.write_text(text)
+    scenario = load_scenario(path)
+    sim = run_scenario(scenario, 1, tmp_path / "sim", binding="sim")
+    real = run_scenario(scenario, 1, tmp_path / "real", binding="real")
+    assert validity(real) == validity(sim)
+    for result in (sim, real):
+        assert not result.passed and result.verdict.value("triggers_never_fired") == 1
+        events = list(read_events(result.trace_path))
+        fired = [e for e in events if e.type == "trigger_fired"]
+        assert [e["line"] for e in fired] == [6]
+        hw_at_fire = [e["high_watermark"] for e in events if e.type == "high_watermark_advanced"
+                      and e.t_ms <= fired[0].t_ms]
+        assert hw_at_fire and max(hw_at_fire) >= 100, result.trace_path
+        assert [e["line"] for e in events if e.type == "trigger_never_fired"] == [7]
+        assert [e["fault"] for e in events if e.type == "fault_ended"] == ["crash"]  # undone after for:
+
+
 REFUSED = [
     ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{at: 1s, power_loss: 1}]",
      5, "faults[0].power_loss", "page cache"),
@@ -99,8 +131,10 @@ REFUSED = [
      7, "faults[1].isolate", "proxy"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{at: 1s, clock: {broker: 1, jump: 5s}}]",
      5, "faults[0].clock", "clock"),
-    ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{when: {partition: t-0, isr_size: 1}, crash: 1}]",
-     5, "faults[0].when", "triggers"),
+    ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{when: {partition: t-0, leader_epoch: 1}, crash: 1}]",
+     5, "faults[0].when", "do not carry leader_epoch"),
+    ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{when: {partition: t-0, broker: 1, log_end_offset: 5}, "
+     "crash: 1}]", 5, "faults[0].when", "broker:"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nnetwork: {loss: 0.1}", 5, "network", "loopback"),
     ("cluster:\n  brokers: 2\n  topics: [{name: t}]", 5, "cluster.brokers", "one broker"),
 ]
@@ -163,3 +197,27 @@ def test_librdkafka_outcomes_are_fail_only_when_kafka_certainly_did_not_append(c
     got, fields = classify_send_error(code, "NAME", acks, retries)
     assert (got, fields.get("reason")) == (outcome, reason)
     assert isinstance(fields["error_code"], int) and fields["error"]
+
+
+def test_the_nemesis_draws_the_same_faults_on_both_bindings(tmp_path):
+    """faults/nemesis.py draws from the seed for both bindings: the same kinds in the same
+    order (the real executor applies them with signals)."""
+    text = """
+name: nemesis-one-broker
+cluster: {brokers: 1, config: {zookeeper.session.timeout.ms: 2000}, topics: [{name: t, partitions: 1}]}
+workload: {producers: [{topic: t, acks: all, rate: 50}]}
+nemesis: {faults: [crash, pause, crash_controller], interval: 1s, duration: 2500ms, stop: 8s}
+duration: 9s
+expect: {lost_writes: 0}
+"""
+    path = tmp_path / "nemesis.yaml"
+    path.write_text(text)
+    scenario = load_scenario(path)
+    sim = run_scenario(scenario, 3, tmp_path / "sim", binding="sim")
+    real = run_scenario(scenario, 3, tmp_path / "real", binding="real")
+
+    def drawn(result):
+        return [(e["fault"], e.get("brokers")) for e in read_events(result.trace_path)
+                if e.type == "fault_started" and "line" not in e.fields]
+    assert len(drawn(sim)) >= 2 and drawn(real) == drawn(sim)
+    assert sim.passed and real.passed and validity(real) == validity(sim)
