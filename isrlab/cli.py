@@ -425,8 +425,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"isrlab {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = sub.add_parser("run", help="run a scenario and judge it",
-                         description="Run a scenario in the simulated cluster, write its trace, verdict and "
-                                     "timelines, and check its expectations. Exit 1 when one fails.")
+                         description="Run a scenario in the simulated cluster (or, with --binding real, a "
+                                     "one-broker scenario on a real broker process with real clients), write its "
+                                     "trace, verdict and timelines, and check its expectations. Exit 1 when one "
+                                     "fails.")
     run.add_argument("file", help="a scenario YAML file (see docs/scenarios.md)")
     run.add_argument("--seed", type=int, help="the run's seed: the same seed gives the same trace (default 1)")
     run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
