@@ -280,7 +280,34 @@ def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tupl
     return None
 
 
-def start_thread(target, *args) -> threading.Thread:
-    thread = threading.Thread(target=target, args=args, daemon=True)
-    thread.start()
-    return thread
+class Worker(threading.Thread):
+    """A thread of the run whose exception is kept, so that a bug in a client or in the
+    schedule fails the run (exit 3) instead of quietly stopping that part of it."""
+
+    def __init__(self, target, args):
+        super().__init__(daemon=True)
+        self._call = (target, args)
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        target, args = self._call
+        try:
+            target(*args)
+        except BaseException as error:  # kept for join_all to raise in the run's thread
+            self.error = error
+
+
+def start_thread(target, *args) -> Worker:
+    worker = Worker(target, args)
+    worker.start()
+    return worker
+
+
+def join_all(workers: list[Worker]) -> None:
+    """Wait for every worker; raise the first one's exception."""
+    for worker in workers:
+        worker.join()
+    for worker in workers:
+        if worker.error is not None:
+            raise RuntimeError(f"{worker.name} failed: {type(worker.error).__name__}: {worker.error}") \
+                from worker.error

@@ -33,7 +33,7 @@ from faults.rng import derive
 from faults.events import trigger_fields
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.metadata_view import VIEW_FIELDS, MetadataView
-from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, start_thread
+from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
 from real_io.real_faults import NEMESIS_SUPPORTED, SUPPORTED, UNSUPPORTED, RealFaultExecutor
 
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs
@@ -138,7 +138,7 @@ class RealRun:
                                         derive(seed, "fault-roles"))
         self.final_phase = False
         self.settled = False
-        self._triggered: list[threading.Thread] = []
+        self._triggered: list = []
 
     # -- the run -------------------------------------------------------------------
     def run(self) -> None:
@@ -193,17 +193,12 @@ class RealRun:
                 self.progress((time.monotonic() - start) * 1000, scenario.duration_ms)
             time.sleep(min(0.2, max(end - time.monotonic(), 0)))
         self.record("world", "workload_stopped", {})
-        for thread in producing:
-            thread.join()
+        join_all(producing)
         flush_s = max((w.request_timeout_ms for w in scenario.producers), default=0) / 1000.0
         for producer in self.producers:
             producer.finish(flush_s)
         self.final_phase = True
-        schedule.join()
-        for thread in self._triggered:
-            thread.join()
-        if nemesis is not None:
-            nemesis.join()
+        join_all([schedule, *self._triggered] + ([nemesis] if nemesis is not None else []))
 
     def _schedule(self, start: float, end: float) -> None:
         """The scenario's steps at their times, each undone after ``for`` when it has one."""
@@ -320,8 +315,7 @@ class RealRun:
         lagging = behind()
         for consumer in self.consumers:
             consumer.running = False
-        for thread in self._consuming:
-            thread.join()
+        join_all(self._consuming)
         for consumer in self.consumers:
             consumer.consumer.close()
         if self.consumers:
