@@ -16,11 +16,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import math
 import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -28,9 +29,8 @@ from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter
 from broker_core.config import client_defaults
 from faults import model as fm
-from faults.nemesis import nemesis_fault
 from faults.rng import derive
-from faults.events import trigger_fields
+from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.metadata_view import VIEW_FIELDS, MetadataView
 from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
@@ -39,7 +39,7 @@ from real_io.real_faults import NEMESIS_SUPPORTED, SUPPORTED, UNSUPPORTED, RealF
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs
 READY_TIMEOUT_S = 60.0
 SETTLE_POLL_S = 0.2
-TRIGGER_POLL_S = 0.05  # a metadata and a ListOffsets request per poll
+TRIGGER_POLL_MS = 50  # a metadata and a ListOffsets request per poll
 
 
 class RealRunError(Exception):
@@ -138,7 +138,7 @@ class RealRun:
                                         derive(seed, "fault-roles"))
         self.final_phase = False
         self.settled = False
-        self._triggered: list = []
+        self._due_ms = 0.0  # the schedule's nominal time (now_ms)
 
     # -- the run -------------------------------------------------------------------
     def run(self) -> None:
@@ -186,8 +186,7 @@ class RealRun:
         over = lambda: time.monotonic() >= end  # noqa: E731
         producing = [start_thread(p.run, start, over) for p in self.producers]
         self._consuming = [start_thread(c.run, start) for c in self.consumers]
-        schedule = start_thread(self._schedule, start, end)
-        nemesis = start_thread(self._nemesis, start) if scenario.nemesis is not None else None
+        schedule = start_thread(self._drive, start)
         while not over():
             if self.progress:
                 self.progress((time.monotonic() - start) * 1000, scenario.duration_ms)
@@ -197,71 +196,54 @@ class RealRun:
         flush_s = max((w.request_timeout_ms for w in scenario.producers), default=0) / 1000.0
         for producer in self.producers:
             producer.finish(flush_s)
+        # what falls due by the end (the last trigger polls included) runs before the final phase
+        limit = scenario.duration_ms + 2 * TRIGGER_POLL_MS
+        while schedule.is_alive() and self._due_ms <= limit and time.monotonic() < end + 30:
+            time.sleep(0.01)
         self.final_phase = True
-        join_all([schedule, *self._triggered] + ([nemesis] if nemesis is not None else []))
+        join_all([schedule])
 
-    def _schedule(self, start: float, end: float) -> None:
-        """The scenario's steps at their times, each undone after ``for`` when it has one."""
-        pending: list[tuple[float, int, str, Any]] = []
-        for index, step in enumerate(self.scenario.faults):
-            if step.when is not None:  # waits on its condition in its own thread
-                self._triggered.append(start_thread(self._triggered_step, step, start, end))
-            else:
-                heapq.heappush(pending, (start + (step.at_ms + step.delay_ms) / 1000.0, index, "apply", step))
+    def _drive(self, start: float) -> None:
+        """The fault steps' and the nemesis's lives (faults/schedule.py) on one thread, in
+        the order of their nominal times (ties in the order they were scheduled, as
+        simpy runs them); ``now_ms`` is the nominal time of the wait that just ended, so
+        a late wake-up does not move the schedule."""
+        scenario = self.scenario
+        lives = [step_life(step, scenario.duration_ms, self, TRIGGER_POLL_MS) for step in scenario.faults]
+        if scenario.nemesis is not None:
+            lives.append(nemesis_life(scenario.nemesis, derive(self.seed, "nemesis"), self))
+        order = itertools.count()
+        pending = [(0.0, next(order), life) for life in lives]
         while pending:
-            at, index, action, item = heapq.heappop(pending)
-            if not self._sleep_until(at):
-                return
-            if action == "apply":
-                if time.monotonic() > end:
-                    return
-                fault_id = self.faults.apply(item.fault, item)
-                if item.for_ms is not None and fault_id is not None:
-                    heapq.heappush(pending, (at + item.for_ms / 1000.0, index, "undo", fault_id))
-            else:
-                self.faults.undo(item)
+            due_ms, _, life = heapq.heappop(pending)
+            self._due_ms = due_ms
+            if not self._sleep_until(start + due_ms / 1000.0):
+                break
+            try:
+                wait_ms = next(life)
+            except StopIteration:
+                continue
+            heapq.heappush(pending, (due_ms + wait_ms, next(order), life))
+        self._due_ms = math.inf
 
-    def _triggered_step(self, step, start: float, end: float) -> None:
-        """A ``when:`` step: from ``at`` on, the condition is tested on the view every
-        TRIGGER_POLL_S until it holds (``trigger_fired``) or the workload ends
-        (``trigger_never_fired``); then the fault as a scheduled one."""
-        if not self._sleep_until(start + step.at_ms / 1000.0):
-            return
-        while not step.when.holds(self.view()):
-            if time.monotonic() >= end:
-                self.record("nemesis", "trigger_never_fired", trigger_fields(step, fired=False))
-                return
-            time.sleep(TRIGGER_POLL_S)
-        self.record("nemesis", "trigger_fired", trigger_fields(step, fired=True))
-        if not self._sleep_until(time.monotonic() + step.delay_ms / 1000.0) or time.monotonic() > end:
-            return
-        fault_id = self.faults.apply(step.fault, step)
-        if step.for_ms is not None and fault_id is not None:
-            if self._sleep_until(time.monotonic() + step.for_ms / 1000.0):
-                self.faults.undo(fault_id)
+    def now_ms(self) -> float:
+        """The schedule's time (faults/schedule.py reads it)."""
+        return self._due_ms
 
-    def _nemesis(self, start: float) -> None:
-        """Random faults from the seed (faults/nemesis.py draws them as in the simulation)."""
-        spec = self.scenario.nemesis
-        rng = derive(self.seed, "nemesis")
-        at = start + spec.start_ms / 1000.0
-        while True:
-            at += rng.expovariate(1.0 / spec.interval_ms) / 1000.0
-            if not self._sleep_until(at) or (at - start) * 1000 + spec.duration_ms > spec.stop_ms:
-                return
-            fault_id = self.faults.apply(nemesis_fault(rng, spec))
-            at += spec.duration_ms / 1000.0
-            if not self._sleep_until(at):
-                return
-            self.faults.undo(fault_id)
+    def cluster_view(self) -> dict:
+        return self.view()
+
+    def trace(self, node: str, type_: str, fields: dict) -> None:
+        self.record(node, type_, fields)
 
     def _sleep_until(self, at: float) -> bool:
         """False once the final phase began (nothing more may start or end)."""
-        while time.monotonic() < at:
-            if self.final_phase:
-                return False
-            time.sleep(min(0.02, at - time.monotonic()) if at > time.monotonic() else 0)
-        return not self.final_phase
+        while not self.final_phase:
+            left = at - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(0.02, left))
+        return False
 
     # -- the final phase -----------------------------------------------------------
     def _final(self) -> None:

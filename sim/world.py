@@ -8,8 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from faults import model as fm
-from faults.events import trigger_fields
-from faults.nemesis import nemesis_fault
+from faults.schedule import nemesis_life, step_life
 from faults.triggers import cluster_view
 
 import simpy
@@ -126,9 +125,9 @@ class World:
         for host in self.hosts.values():
             host.start()
         for step in scenario.faults:
-            self.env.process(self._fault_at(step))
+            self.env.process(self._drive(step_life(step, scenario.duration_ms, self, TRIGGER_POLL_MS)))
         if scenario.nemesis is not None:
-            self.env.process(self._nemesis(scenario.nemesis))
+            self.env.process(self._drive(nemesis_life(scenario.nemesis, derive(self.seed, "nemesis"), self)))
         self.env.process(self._sampler())
         if scenario.disk.writeback_ms:
             self.env.process(self._writeback(scenario.disk.writeback_ms))
@@ -138,41 +137,13 @@ class World:
         yield from self._final_phase()
         self.trace("world", "run_finished", {"settled": self.settled})
 
-    def _fault_at(self, step):
-        """A scheduled or triggered fault, undone after ``for`` when it has one."""
-        yield self.env.timeout(step.at_ms)
-        if step.when is not None:
-            while not step.when.holds(self.cluster_view()):
-                if self.env.now >= self.scenario.duration_ms:
-                    self.trace("nemesis", "trigger_never_fired", trigger_fields(step, fired=False))
-                    return
-                yield self.env.timeout(TRIGGER_POLL_MS)
-            self.trace("nemesis", "trigger_fired", trigger_fields(step, fired=True))
-        if step.delay_ms:
-            yield self.env.timeout(step.delay_ms)
-        if self.env.now > self.scenario.duration_ms or self.final_phase:
-            return
-        fault_id = self.faults.apply(step.fault, step)
-        if step.for_ms is not None and fault_id is not None:
-            yield self.env.timeout(step.for_ms)
-            if not self.final_phase:
-                self.faults.undo(fault_id)
+    def now_ms(self) -> float:
+        return self.env.now
 
-    def _nemesis(self, spec):
-        """Random faults from the seed: draw a kind and targets, hold, undo, wait."""
-        rng = derive(self.seed, "nemesis")
-        yield self.env.timeout(spec.start_ms)
-        while True:
-            gap = rng.expovariate(1.0 / spec.interval_ms)
-            yield self.env.timeout(gap)
-            if self.env.now + spec.duration_ms > spec.stop_ms or self.final_phase:
-                return
-            fault = nemesis_fault(rng, spec)
-            fault_id = self.faults.apply(fault)
-            yield self.env.timeout(spec.duration_ms)
-            if self.final_phase:
-                return
-            self.faults.undo(fault_id)
+    def _drive(self, life):
+        """Run a fault step's or the nemesis's life (faults/schedule.py) on simulated time."""
+        for wait_ms in life:
+            yield self.env.timeout(wait_ms)
 
     def _final_phase(self):
         final = self.scenario.final
