@@ -66,14 +66,14 @@ def test_a_real_run_records_the_crash_the_restart_and_the_recovery(tmp_path):
     assert sorted(e["partition"] for e in digests) == ["t-0", "t-1"]
 
 
-def test_pause_resume_and_shutdown_restart_agree_between_the_bindings(tmp_path):
+def test_pause_resume_and_a_shutdown_of_the_leader_agree_between_the_bindings(tmp_path):
     text = """
 name: pause-and-shutdown
 cluster: {brokers: 1, config: {zookeeper.session.timeout.ms: 2000}, topics: [{name: t, partitions: 1}]}
 workload: {producers: [{topic: t, acks: all, rate: 50}], consumers: [{topic: t}]}
 faults:
   - {at: 1s, pause: 1, for: 1s}
-  - {at: 3500ms, shutdown: 1}
+  - {at: 3500ms, shutdown: {leader: t-0}}
   - {at: 5s, restart: 1}
 duration: 6s
 expect: {lost_writes: 0, acknowledged: ">50"}
@@ -90,6 +90,8 @@ expect: {lost_writes: 0, acknowledged: ">50"}
     assert kinds == ["pause", "shutdown", "restart"]
     assert any(e.type == "controlled_shutdown_completed" for e in events)  # SIGTERM reached the core
     assert all("no_effect" not in e.fields for e in events if e.type == "fault_started")
+    # the role resolved on the broker's metadata, as the simulation resolves it on its state
+    assert [e.get("roles") for e in events if e.type == "fault_started"] == [None, {"leader: t-0": 1}, None]
 
 
 def test_a_trigger_on_the_high_watermark_fires_on_both_bindings(tmp_path):
