@@ -108,7 +108,9 @@ class RealFaultExecutor:
                                no_effect=None if brokers else "no running broker to stop")
         for broker in brokers:
             action(self.brokers[broker])
-            self._paused.pop(broker, None)
+            paused_by = self._paused.pop(broker, None)
+            if paused_by is not None and paused_by not in self._paused.values():
+                self._end(paused_by)  # the frozen process is gone: its pause is over
             self._down.setdefault(broker, []).append(fault_id)
         return fault_id if brokers else None
 
