@@ -205,10 +205,21 @@ class RealConsumer:
             return
         self._op += 1
         self.trace(self.name, "invoke", {"f": "poll", "op": self._op, "positions": positions})
-        fields = {"f": "poll", "op": self._op, "records": records, "high_watermarks": {}}
+        fields = {"f": "poll", "op": self._op, "records": records, "high_watermarks": self._high_watermarks(records)}
         if errors:
             fields["errors"] = errors
         self.trace(self.name, "ok", fields)
+
+    def _high_watermarks(self, records: dict[str, list]) -> dict[str, int]:
+        """For the partitions that returned records: the high watermark of the latest fetch
+        response librdkafka cached (it keeps the one each fetch response carries)."""
+        out = {}
+        for partition in sorted(records):
+            topic, number = _split(partition)
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, number), cached=True)
+            if high >= 0:
+                out[partition] = high
+        return out
 
     def is_behind(self, partition: str, end: int) -> bool:
         return self.positions.get(partition, 0) < end
