@@ -37,6 +37,7 @@ from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, 
 from real_io.real_faults import NEMESIS_SUPPORTED, SUPPORTED, UNSUPPORTED, RealFaultExecutor
 
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs
+RECORD_BYTES = 100  # the scenarios' default record_bytes: the simulation's size model only
 READY_TIMEOUT_S = 60.0
 SETTLE_POLL_S = 0.2
 TRIGGER_POLL_MS = 50  # a metadata and a ListOffsets request per poll
@@ -67,6 +68,10 @@ def refusals(scenario) -> list[tuple[tuple, int | None, str]]:
                     "loopback, which it cannot slow down or make lossy"))
     if scenario.disk != type(scenario.disk)():
         out.append((("disk",), None, "simulated disk settings; the real binding writes to the machine's disk"))
+    for i, producer in enumerate(scenario.producers):
+        if producer.record_bytes != RECORD_BYTES:
+            out.append((("workload", "producers", i, "record_bytes"), None, "record_bytes sizes the simulated "
+                        "records; a real record is its value's bytes (producer-<i>:<seq>)"))
     for i, consumer in enumerate(scenario.consumers):
         if consumer.auto_offset_reset == "none" or consumer.validate_positions is not None:
             out.append((("workload", "consumers", i), None, "auto_offset_reset: none and validate_positions are "

@@ -139,13 +139,16 @@ REFUSED = [
      "crash: 1}]", 5, "faults[0].when", "broker:"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nnetwork: {loss: 0.1}", 5, "network", "loopback"),
     ("cluster:\n  brokers: 2\n  topics: [{name: t}]", 5, "cluster.brokers", "one broker"),
+    ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, record_bytes: 1000}]}",
+     5, "workload.producers[0].record_bytes", "value's bytes"),
 ]
 
 
 @pytest.mark.parametrize("body,line,field,why", REFUSED, ids=[r[2] for r in REFUSED])
 def test_what_the_real_binding_cannot_do_is_refused_with_file_line_and_field(body, line, field, why, tmp_path):
     path = tmp_path / "refused.yaml"
-    path.write_text(f"name: refused\nworkload: {{producers: [{{topic: t}}]}}\nduration: 5s\n{body}\n")
+    workload = "" if "workload:" in body else "workload: {producers: [{topic: t}]}"
+    path.write_text(f"name: refused\n{workload}\nduration: 5s\n{body}\n")
     scenario = load_scenario(path)
     with pytest.raises(ScenarioError) as refused:
         check_binding(scenario, "real")
