@@ -96,3 +96,22 @@ class Condition:
             out[name] = str(expected) if isinstance(expected, Comparison) else (
                 list(expected) if isinstance(expected, tuple) else expected)
         return out
+
+
+def partition_view(replicas: dict) -> dict:
+    """One partition's entry of the view from every hosting broker's own state
+    (``{broker: {"role", "leader_epoch", "isr", "high_watermark", ...}}``): the leader is
+    the broker that believes it leads with the highest leader epoch."""
+    leaders = sorted((s["leader_epoch"], b) for b, s in replicas.items() if s["role"] == "leader")
+    if not leaders:
+        return {"leader": None, "leader_epoch": None, "isr": [], "high_watermark": None, "replicas": replicas}
+    leader = replicas[leaders[-1][1]]
+    return {"leader": leaders[-1][1], "leader_epoch": leader["leader_epoch"], "isr": leader["isr"],
+            "high_watermark": leader["high_watermark"], "replicas": replicas}
+
+
+def cluster_view(controller: int | None, states: dict[int, dict[str, dict]], partitions: list[str]) -> dict:
+    """The view triggers judge and roles resolve on, from each running broker's state of
+    the partitions it hosts (``states``: broker -> partition -> replica state)."""
+    return {"controller": controller,
+            "partitions": {p: partition_view({b: s[p] for b, s in states.items() if p in s}) for p in partitions}}

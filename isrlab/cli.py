@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from scenarios.runner import KEEP_CHOICES, SimulationFailed
+from scenarios.runner import BINDINGS, KEEP_CHOICES, BindingError, SimulationFailed
 from scenarios.source import ScenarioError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -18,10 +18,11 @@ class UsageError(Exception):
     pass
 
 
-def _progress_printer(stream):
+def _progress_printer(stream, binding: str = "sim"):
+    word = "simulated" if binding == "sim" else "ran"
     def progress(now_ms: float, duration_ms: int) -> None:
         if stream.isatty():
-            stream.write(f"\r  simulated {now_ms / 1000:7.1f}s of {duration_ms / 1000:.1f}s")
+            stream.write(f"\r  {word} {now_ms / 1000:7.1f}s of {duration_ms / 1000:.1f}s")
             stream.flush()
     return progress
 
@@ -157,6 +158,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         _check_out(Path(args.out))
     scenarios = _chosen_variants(scenario, args.variant)
+    if args.binding != "sim":
+        if args.seeds:
+            raise UsageError(f"--binding {args.binding} runs one seed at a time (a real run takes real time): "
+                             "give --seed, not --seeds")
+        from scenarios.runner import check_binding
+        for chosen in scenarios:  # refuse before anything runs
+            check_binding(chosen, args.binding)
     if args.seeds:
         sweeps = []
         for chosen in scenarios:
@@ -170,8 +178,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = []
     for chosen in scenarios:
         out = _out_for(args, chosen, scenarios, f"seed{args.seed}")
-        results.append(run_scenario(chosen, args.seed, out, progress=_progress_printer(sys.stderr),
-                                    plot=not args.no_plot))
+        results.append(run_scenario(chosen, args.seed, out, progress=_progress_printer(sys.stderr, args.binding),
+                                    plot=not args.no_plot, binding=args.binding))
         if sys.stderr.isatty():
             sys.stderr.write("\r" + " " * 60 + "\r")
     if len(results) == 1:
@@ -408,7 +416,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("serve: --broker-id must not be negative")
     options = serve.ServeOptions(args.broker_id, Path(args.data_dir), host, port, args.zk,
                                  Path(args.trace) if args.trace else None, overrides, args.max_request_bytes,
-                                 args.connections_max_idle_ms)
+                                 args.connections_max_idle_ms, args.clock_origin)
     return serve.run(options)
 
 
@@ -417,8 +425,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"isrlab {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = sub.add_parser("run", help="run a scenario and judge it",
-                         description="Run a scenario in the simulated cluster, write its trace, verdict and "
-                                     "timelines, and check its expectations. Exit 1 when one fails.")
+                         description="Run a scenario in the simulated cluster (or, with --binding real, a "
+                                     "one-broker scenario on a real broker process with real clients), write its "
+                                     "trace, verdict and timelines, and check its expectations. Exit 1 when one "
+                                     "fails.")
     run.add_argument("file", help="a scenario YAML file (see docs/scenarios.md)")
     run.add_argument("--seed", type=int, help="the run's seed: the same seed gives the same trace (default 1)")
     run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
@@ -437,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="override a setting, e.g. cluster.config.min.insync.replicas=2 or "
                           "workload.producers.0.acks=1 (repeatable; applies to every variant)")
+    run.add_argument("--binding", choices=BINDINGS, default="sim",
+                     help="sim (default): simulate the cluster; real: run a one-broker scenario on an isrlab serve "
+                          "process with real clients (confluent-kafka) and signals as faults (one --seed at a time)")
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check scenario files without running them",
                               description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")
@@ -471,6 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--connections-max-idle-ms", type=_positive_int, default=600000, metavar="MS",
                      help="connections.max.idle.ms: a connection without a whole request for this long is "
                           "closed (default 600000)")
+    srv.add_argument("--clock-origin", type=float, metavar="SECONDS",
+                     help="the CLOCK_MONOTONIC time (time.monotonic()) that is 0 ms on the broker's clock and in "
+                          "its trace (default: when it starts); isrlab run --binding real passes its own start")
     srv.set_defaults(func=cmd_serve)
     return parser
 
@@ -483,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         return args.func(args)
-    except (ScenarioError, UsageError) as exc:
+    except (ScenarioError, UsageError, BindingError) as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except SimulationFailed as exc:

@@ -35,7 +35,11 @@ from real_io.files import DataDir
 
 class BrokerRuntime:
     def __init__(self, broker_id: int, config: BrokerConfig, data_dir: DataDir, coordination: Any,
-                 trace: TraceWriter | None = None, topic_configs: dict[str, BrokerConfig] | None = None):
+                 trace: TraceWriter | None = None, topic_configs: dict[str, BrokerConfig] | None = None,
+                 clock_origin: float | None = None):
+        """``clock_origin``: the event loop's (monotonic) time that is 0 ms on the broker's
+        clock; None: when it starts. A scenario run passes its own start, so that every
+        incarnation of the broker and the run's clients write one clock."""
         self.broker_id = broker_id
         self.name = f"broker-{broker_id}"
         self.config = config
@@ -45,6 +49,7 @@ class BrokerRuntime:
         self.node = BrokerNode(broker_id, config, topic_configs or {})
         self.loop: asyncio.AbstractEventLoop | None = None
         self._origin = 0.0
+        self._clock_origin = clock_origin
         self._last_now = 0
         self._timers: dict[tuple, asyncio.TimerHandle] = {}
         self._clients: dict[Hashable, Callable[[Any], None]] = {}
@@ -62,7 +67,7 @@ class BrokerRuntime:
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self._origin = self.loop.time()
+        self._origin = self.loop.time() if self._clock_origin is None else self._clock_origin
         self.halted = self.loop.create_future()
         self.coordination._wakeup = self._wakeup_threadsafe
         self.feed(Started(self.data_dir))

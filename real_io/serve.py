@@ -45,6 +45,7 @@ class ServeOptions:
     config: dict = field(default_factory=dict)  # Kafka-named overrides
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS
+    clock_origin: float | None = None  # CLOCK_MONOTONIC seconds that are t_ms 0; None: the start
 
 
 def lock_data_dir(root: Path) -> int:
@@ -97,7 +98,7 @@ async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> 
     writer = TraceWriter(trace_stream, f"serve-broker-{options.broker_id}", 0, "real") if trace_stream else None
     runtime = BrokerRuntime(options.broker_id, config, data_dir, _coordination(options, data_dir,
                                                                               config.zookeeper_session_timeout_ms),
-                            writer)
+                            writer, clock_origin=options.clock_origin)
     server = KafkaServer(runtime, options.host, options.port, options.max_request_bytes,
                          options.connections_max_idle_ms)
     loop = asyncio.get_running_loop()

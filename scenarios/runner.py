@@ -1,5 +1,7 @@
-"""Run a scenario on a binding (the simulation for now), then judge it: the verdict file,
-the scenario's expectations, and the timelines."""
+"""Run a scenario on a binding, then judge it: the verdict file, the scenario's
+expectations, and the timelines. ``sim`` (the default) simulates the cluster; ``real``
+runs a one-broker scenario on an ``isrlab serve`` process with real clients
+(real_io/scenario_run.py), after refusing what that binding cannot do."""
 from __future__ import annotations
 
 import multiprocessing
@@ -18,13 +20,15 @@ from analysis.summary import Summary, summarize_events
 from analysis.trace import TraceWriter, read_events
 from analysis.verdict import Evaluation, Verdict, check_events, evaluate
 from scenarios.model import Scenario
+from scenarios.source import ScenarioError, Source, _dotted, load_yaml
+from scenarios.variants import variant_lines
 
 TRACE_FILE = "trace.jsonl"
 VERDICT_FILE = "verdict.json"
 
 
 def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | None = None,
-                   variant: str | None = None, settings: Sequence[str] = ()) -> str:
+                   variant: str | None = None, settings: Sequence[str] = (), binding: str = "sim") -> str:
     """The command that runs ``seed`` again, pasteable in a fresh shell from where this one
     runs: the isrlab script beside this Python (a virtual environment's bin/), by the
     shortest path, and the same output folder."""
@@ -35,12 +39,47 @@ def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | N
     else:
         program = f"{shlex.quote(sys.executable)} -m isrlab"
     command = f"{program} run {shlex.quote(str(scenario_path))} --seed {seed}"
+    if binding != "sim":
+        command += f" --binding {binding}"
     if variant is not None:
         command += f" --variant {shlex.quote(variant)}"
     command += "".join(f" --set {shlex.quote(s)}" for s in settings)
     if out_dir is not None:
         command += f" --out {shlex.quote(str(out_dir))}"
     return command
+
+
+BINDINGS = ("sim", "real")
+
+
+class BindingError(Exception):
+    """The real binding could not run (its broker did not start): not a verdict."""
+
+
+def check_binding(scenario: Scenario, binding: str) -> None:
+    """Raise ScenarioError (file, line, field, why) for the first thing in the scenario
+    the binding cannot do; the simulation can do everything."""
+    if binding == "sim":
+        return
+    from real_io.scenario_run import refusals
+    found = refusals(scenario)
+    if not found:
+        return
+    path, line, message = found[0]
+    if line is None:
+        line = _line_of(scenario, path)
+    more = f" (and {len(found) - 1} more: {'; '.join(_dotted(p) for p, _, _ in found[1:])})" if len(found) > 1 else ""
+    raise ScenarioError(scenario.path, line, _dotted(path), f"--binding {binding}: {message}{more}")
+
+
+def _line_of(scenario: Scenario, path: tuple) -> int | None:
+    try:
+        _, lines = load_yaml(Path(scenario.path).read_text(encoding="utf-8"), scenario.path)
+    except (OSError, UnicodeDecodeError, ScenarioError):
+        return None
+    if scenario.variant is not None:
+        lines = variant_lines(lines, scenario.variant)
+    return Source(scenario.path, lines).line(path)
 
 
 class SimulationFailed(Exception):
@@ -74,6 +113,7 @@ class RunResult:
     verdict: Verdict | None = None
     evaluations: tuple[Evaluation, ...] = ()
     plots: tuple[Path, ...] = field(default_factory=tuple)
+    binding: str = "sim"
 
     @property
     def untested(self) -> list[str]:
@@ -98,7 +138,7 @@ class RunResult:
     @property
     def replay_command(self) -> str:
         return replay_command(self.scenario.path, self.seed, self.trace_path.parent, self.scenario.variant,
-                              self.scenario.settings)
+                              self.scenario.settings, self.binding)
 
 
 def run_id(scenario: Scenario, seed: int) -> str:
@@ -106,17 +146,22 @@ def run_id(scenario: Scenario, seed: int) -> str:
 
 
 def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=None, judge: bool = True,
-                 plot: bool = False) -> RunResult:
-    from sim.world import World  # the binding is chosen here; the real one comes in step 7
+                 plot: bool = False, binding: str = "sim") -> RunResult:
+    """``binding`` ``real`` runs the scenario for real (one broker); its trace is judged
+    exactly as a simulated one. A real run's working files (the broker's data directory,
+    its own trace and stderr) stay in ``out_dir/real``."""
+    check_binding(scenario, binding)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trace_path = out / TRACE_FILE
     started = time.perf_counter()
     with open(trace_path, "w", encoding="utf-8", buffering=1 << 20) as stream:
-        writer = TraceWriter(stream, run_id(scenario, seed), seed, "sim")
+        writer = TraceWriter(stream, run_id(scenario, seed), seed, binding)
         try:
-            World(scenario, seed, writer, progress).run()
-        except Exception as exc:  # an invariant or a crash in the simulation: name the seed
+            _run_binding(scenario, seed, writer, out, progress, binding)
+        except BindingError:
+            raise
+        except Exception as exc:  # an invariant or a crash in the run: name the seed
             failure = SimulationFailed(scenario, seed, out, exc)
             failure.traceback_path.write_text(traceback.format_exc(), encoding="utf-8")
             raise failure from exc
@@ -124,15 +169,28 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     events = list(read_events(trace_path))  # parsed once for the summary and the verdict
     summary = summarize_events(events)
     if not judge:
-        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written)
-    verdict = check_events(events, run_id(scenario, seed), seed, "sim")
+        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding)
+    verdict = check_events(events, run_id(scenario, seed), seed, binding)
     verdict.write_json(out / VERDICT_FILE)
     evaluations = tuple(evaluate(verdict, scenario.expect)) if scenario.expect else ()
     plots: tuple[Path, ...] = ()
     if plot:
         from analysis.timeline import plot_trace
         plots = tuple(plot_trace(trace_path, out, set(summary.missing)))
-    return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots)
+    return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots,
+                     binding)
+
+
+def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, progress, binding: str) -> None:
+    if binding == "sim":
+        from sim.world import World
+        World(scenario, seed, writer, progress).run()
+        return
+    from real_io.scenario_run import RealRunError, run_real
+    try:
+        run_real(scenario, seed, writer, out / "real", progress)
+    except RealRunError as exc:
+        raise BindingError(f"{scenario.path}: --binding real: {exc}") from None
 
 
 KEEP_CHOICES = ("failing", "all", "none")

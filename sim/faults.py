@@ -5,12 +5,10 @@ can shade the interval. A crash lasts until its broker restarts, a network fault
 it is undone or healed, a pause until resume, a disk fault until restored; instant
 faults (restart, session expiry, bit flip) end as they start.
 
-Role targets (faults/model.py) resolve once, when the fault starts, from the view that
-``when:`` triggers test (World.cluster_view): ``controller`` is the active controller
-with the highest controller epoch; ``leader: t-0`` the broker that believes it leads
-t-0 with the highest leader epoch; ``follower: t-0`` one running replica of t-0 other
-than that leader, drawn from the seed (``isr`` restricts it to the leader's ISR, or to
-outside it); ``random`` one of all brokers, drawn from the seed. ``fault_started``
+Role targets (faults/model.py) resolve once, when the fault starts, by
+faults/roles.py on the view that ``when:`` triggers test (World.cluster_view): the
+controller is the active controller with the highest controller epoch, the leader of a
+partition the broker that believes it leads it with the highest leader epoch. ``fault_started``
 records each role's broker under ``roles``; a role that resolves to nothing makes the
 whole fault change nothing (``no_effect``).
 """
@@ -18,6 +16,8 @@ from __future__ import annotations
 
 from broker_core import coordination as coord
 from faults import model as fm
+from faults.events import fault_ended_fields, fault_started_fields
+from faults.roles import resolve_role
 from sim.broker_host import broker_name
 
 
@@ -63,45 +63,18 @@ class SimFaultExecutor:
         view = self.world.cluster_view() if fm.roles_of(fault) else None
         problems = []
         for role in fm.roles_of(fault):
-            broker, why = self._resolve_role(role, view)
+            broker, why = resolve_role(role, view, list(self.world.hosts), self.role_rng)
             self._roles[role] = broker
             if broker is None:
                 problems.append(f"{role} resolved to no broker: {why}")
         return "; ".join(problems) or None
-
-    def _resolve_role(self, role, view: dict) -> tuple[int | None, str]:
-        if role == fm.CONTROLLER:
-            return view["controller"], "no active controller"
-        if role == fm.RANDOM:
-            brokers = sorted(self.world.hosts)
-            return brokers[self.role_rng.randrange(len(brokers))], ""
-        partition = view["partitions"][role.partition]
-        leader = partition["leader"]
-        if leader is None:
-            return None, f"{role.partition} has no leader"
-        if role.role == "leader":
-            return leader, ""
-        followers = sorted(b for b in partition["replicas"] if b != leader
-                           and (role.isr is None or (b in partition["isr"]) == role.isr))
-        if not followers:
-            where = {None: "", True: " in the ISR", False: " outside the ISR"}[role.isr]
-            return None, f"{role.partition} has no running follower{where}"
-        return followers[self.role_rng.randrange(len(followers))], ""
 
     def _start(self, fault: fm.Fault, instant: bool = False, no_effect: str | None = None, **extra) -> int:
         """``no_effect`` says why the fault changed nothing (it is traced, so that a
         scripted fault that never took effect fails the run)."""
         self._next_id += 1
         fault_id = self._next_id
-        fields = {"fault_id": fault_id, "fault": fm.kind_of(fault), **fm.describe(fault), **extra}
-        if self.step is not None:  # a scenario's step, not the nemesis or the final phase
-            fields["line"] = self.step.line
-            if self.step.optional:
-                fields["optional"] = True
-        if self._roles:
-            fields["roles"] = {str(role): broker for role, broker in self._roles.items()}
-        if no_effect is not None:
-            fields["no_effect"] = no_effect
+        fields = fault_started_fields(fault_id, fault, self.step, self._roles, no_effect, **extra)
         self.world.trace("nemesis", "fault_started", fields)
         if instant:
             self._end(fault_id, fault)
@@ -113,7 +86,7 @@ class SimFaultExecutor:
         fault = fault or self.active.pop(fault_id, None)
         self.active.pop(fault_id, None)
         if fault is not None:
-            self.world.trace("nemesis", "fault_ended", {"fault_id": fault_id, "fault": fm.kind_of(fault)})
+            self.world.trace("nemesis", "fault_ended", fault_ended_fields(fault_id, fault))
 
     # -- apply -----------------------------------------------------------------------
     def apply(self, fault: fm.Fault, step=None) -> int | None:

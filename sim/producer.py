@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.workload import RecordCredit, record_key, record_value, record_values
 from broker_core.errors import ErrorCode, is_definite_produce_failure
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.partitioner import make_partition_for_key, make_partitioner
@@ -67,7 +68,7 @@ class SimProducer(IdempotentSends, SimClient):
         self._open: dict[TopicPartition, PendingBatch] = {}
         self._in_flight: dict[int, int] = {}  # broker -> requests in flight
         self._seq = 0
-        self._credit = 0.0
+        self._credit = RecordCredit(spec.rate, spec.linger_ms)
         self.acknowledged = 0
         # enable.idempotence: producer id, epoch and per-partition sequences
         self.sequences = IdempotentSequences() if getattr(spec, "enable_idempotence", False) else None
@@ -81,11 +82,8 @@ class SimProducer(IdempotentSends, SimClient):
         if spec.start_ms:
             yield self.env.timeout(spec.start_ms)
         self.refresh_metadata()
-        per_tick = spec.rate * spec.linger_ms / 1000.0
         while self.running and (spec.stop_ms is None or self.env.now < spec.stop_ms):
-            self._credit += per_tick
-            count = int(self._credit)
-            self._credit -= count
+            count = self._credit.take()
             if count:
                 self._add_records(count)
             self._close_open_batches()
@@ -111,12 +109,12 @@ class SimProducer(IdempotentSends, SimClient):
         now = self.now()
         if spec.keys:
             for seq in range(first, first + count):
-                key = f"k{seq % spec.keys}"
+                key = record_key(seq, spec.keys)
                 batch = self._open_batch(partitions[self._partition_for_key(key)], now)
                 if batch.keys is None:
                     batch.keys = []
                 batch.keys.append(key)
-                batch.values.append(f"{name}:{seq}")
+                batch.values.append(record_value(name, seq))
             return
         available = self._available()
         n = len(partitions)
@@ -128,7 +126,7 @@ class SimProducer(IdempotentSends, SimClient):
             if partitions[target] not in self._open:
                 target = partitioner.on_new_batch(n, available, target)
             self._open_batch(partitions[target], now).values.extend(
-                [f"{name}:{seq}" for seq in range(first, first + count)])
+                record_values(name, first, first + count))
             return
         # Round-robin: record j goes to choices[(start + j) mod m], so each partition
         # takes every m-th sequence number, in order.
@@ -137,7 +135,7 @@ class SimProducer(IdempotentSends, SimClient):
         start = partitioner.take(count)
         for j in range(min(m, count)):
             self._open_batch(partitions[choices[(start + j) % m]], now).values.extend(
-                [f"{name}:{seq}" for seq in range(first + j, first + count, m)])
+                record_values(name, first + j, first + count, m))
 
     def _open_batch(self, tp: TopicPartition, now: int) -> PendingBatch:
         batch = self._open.get(tp)

@@ -4,15 +4,16 @@ ISRs, read everything), writing every event to the trace."""
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from faults import model as fm
+from faults.schedule import nemesis_life, step_life
+from faults.triggers import cluster_view
 
 import simpy
 
+from analysis.replica_digest import REPLICA_DIGEST_CHUNK, replica_digests
 from analysis.trace import TraceWriter
 from broker_core import coordination as coord
 from broker_core.config import broker_config, client_defaults, topic_config
@@ -25,83 +26,10 @@ from sim.coordination import SERVICE, CoordinationService
 from sim.disk import SimDisk
 from sim.faults import SimFaultExecutor
 from sim.network import LinkSpec, Network
-from sim.rng import derive
+from faults.rng import derive
 
 SETTLE_POLL_MS = 100
 TRIGGER_POLL_MS = 5
-REPLICA_DIGEST_CHUNK = 100
-
-
-def nemesis_fault(rng, spec) -> fm.Fault:
-    """One random fault of the nemesis's kinds, on random targets."""
-    kind = spec.kinds[rng.randrange(len(spec.kinds))]
-    target = spec.targets[rng.randrange(len(spec.targets))]
-    node = f"broker-{target}"
-    simple = {"crash": fm.Crash, "power_loss": fm.PowerLoss, "pause": fm.Pause, "shutdown": fm.Shutdown,
-              "expire_session": fm.ExpireSession}
-    if kind in simple:
-        return simple[kind]((target,))
-    if kind == "isolate":
-        return fm.Isolate((node,))
-    if kind == "random_halves":
-        return fm.RandomHalves()
-    if kind == "bridge":
-        others = [f"broker-{b}" for b in spec.targets if b != target]
-        rng.shuffle(others)
-        half = len(others) // 2
-        return fm.Bridge((tuple(others[:half]) + (node,), tuple(others[half:]) + (node, "zk")), node)
-    if kind == "slow_fsync":
-        return fm.SlowFsync((target,), float(rng.choice((50, 200, 1000))))
-    if kind == "clock":
-        return fm.ClockJump((target,), rng.choice((-1, 1)) * rng.randrange(1000, 60000))
-    if kind == "crash_controller":
-        return fm.Crash((fm.CONTROLLER,))
-    if kind == "isolate_controller":
-        return fm.Isolate((fm.CONTROLLER,))
-    other = f"broker-{spec.targets[rng.randrange(len(spec.targets))]}"
-    return fm.LinkFault((node,), (other,), True, latency_ms=float(rng.choice((20, 100, 500))),
-                        loss=rng.choice((0.0, 0.1, 0.3)))
-
-
-ABSENT = "<absent>"
-_digest_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-
-
-def replica_digests(batches, start: int, upto: int, memo: dict | None = None) -> list[list]:
-    """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
-    multiples of REPLICA_DIGEST_CHUNK. A chunk's digest hashes the JSON array of its
-    first offset and then each offset's value, ABSENT where the replica has none
-    (docs/trace-schema.md has the recipe).
-
-    ``memo`` (one dict shared while every batch in it is alive) reuses the digest of a
-    chunk made of the very same batch objects: in the simulation followers store the
-    batches the leader sent, so most replicas' chunks are computed once."""
-    batches = [b for b in batches if b.next_offset > start and b.base_offset < upto]  # in offset order
-    out = []
-    index = 0
-    first = start - start % REPLICA_DIGEST_CHUNK
-    while first < upto:
-        low, high = max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto)
-        while index < len(batches) and batches[index].next_offset <= low:
-            index += 1
-        end = index
-        while end < len(batches) and batches[end].base_offset < high:
-            end += 1
-        key = (low, high, tuple(map(id, batches[index:end])))
-        digest = memo.get(key) if memo is not None else None
-        if digest is None:
-            block: list = [low]
-            for batch in batches[index:end]:
-                lo, hi = max(batch.base_offset, low), min(batch.next_offset, high)
-                block.extend([ABSENT] * (lo - low - (len(block) - 1)))
-                block.extend(batch.records.values[lo - batch.base_offset:hi - batch.base_offset])
-            block.extend([ABSENT] * (high - low - (len(block) - 1)))
-            digest = hashlib.sha256(_digest_json(block).encode()).hexdigest()[:16]
-            if memo is not None:
-                memo[key] = digest
-        out.append([first, digest])
-        first += REPLICA_DIGEST_CHUNK
-    return out
 
 
 @contextmanager
@@ -197,9 +125,9 @@ class World:
         for host in self.hosts.values():
             host.start()
         for step in scenario.faults:
-            self.env.process(self._fault_at(step))
+            self.env.process(self._drive(step_life(step, scenario.duration_ms, self, TRIGGER_POLL_MS)))
         if scenario.nemesis is not None:
-            self.env.process(self._nemesis(scenario.nemesis))
+            self.env.process(self._drive(nemesis_life(scenario.nemesis, derive(self.seed, "nemesis"), self)))
         self.env.process(self._sampler())
         if scenario.disk.writeback_ms:
             self.env.process(self._writeback(scenario.disk.writeback_ms))
@@ -209,44 +137,13 @@ class World:
         yield from self._final_phase()
         self.trace("world", "run_finished", {"settled": self.settled})
 
-    def _fault_at(self, step):
-        """A scheduled or triggered fault, undone after ``for`` when it has one."""
-        yield self.env.timeout(step.at_ms)
-        if step.when is not None:
-            while not step.when.holds(self.cluster_view()):
-                if self.env.now >= self.scenario.duration_ms:
-                    fields = {"line": step.line, "when": step.when.describe()}
-                    if step.optional:
-                        fields["optional"] = True
-                    self.trace("nemesis", "trigger_never_fired", fields)
-                    return
-                yield self.env.timeout(TRIGGER_POLL_MS)
-            self.trace("nemesis", "trigger_fired", {"line": step.line, "when": step.when.describe()})
-        if step.delay_ms:
-            yield self.env.timeout(step.delay_ms)
-        if self.env.now > self.scenario.duration_ms or self.final_phase:
-            return
-        fault_id = self.faults.apply(step.fault, step)
-        if step.for_ms is not None and fault_id is not None:
-            yield self.env.timeout(step.for_ms)
-            if not self.final_phase:
-                self.faults.undo(fault_id)
+    def now_ms(self) -> float:
+        return self.env.now
 
-    def _nemesis(self, spec):
-        """Random faults from the seed: draw a kind and targets, hold, undo, wait."""
-        rng = derive(self.seed, "nemesis")
-        yield self.env.timeout(spec.start_ms)
-        while True:
-            gap = rng.expovariate(1.0 / spec.interval_ms)
-            yield self.env.timeout(gap)
-            if self.env.now + spec.duration_ms > spec.stop_ms or self.final_phase:
-                return
-            fault = nemesis_fault(rng, spec)
-            fault_id = self.faults.apply(fault)
-            yield self.env.timeout(spec.duration_ms)
-            if self.final_phase:
-                return
-            self.faults.undo(fault_id)
+    def _drive(self, life):
+        """Run a fault step's or the nemesis's life (faults/schedule.py) on simulated time."""
+        for wait_ms in life:
+            yield self.env.timeout(wait_ms)
 
     def _final_phase(self):
         final = self.scenario.final
@@ -355,20 +252,7 @@ class World:
     def cluster_view(self) -> dict:
         """What triggers judge (faults/triggers.py): per partition, the leader with the
         highest epoch, its ISR and high watermark, and every replica's state."""
-        snaps = self.snapshots()
-        partitions = {}
-        for tp in self.partitions:
-            key = str(tp)
-            replicas = {b: s[key] for b, s in snaps.items() if key in s}
-            leaders = sorted((s["leader_epoch"], b) for b, s in replicas.items() if s["role"] == "leader")
-            if leaders:
-                leader = replicas[leaders[-1][1]]
-                partitions[key] = {"leader": leaders[-1][1], "leader_epoch": leader["leader_epoch"],
-                                   "isr": leader["isr"], "high_watermark": leader["high_watermark"], "replicas": replicas}
-            else:
-                partitions[key] = {"leader": None, "leader_epoch": None, "isr": [], "high_watermark": None,
-                                   "replicas": replicas}
-        return {"controller": self.controller(), "partitions": partitions}
+        return cluster_view(self.controller(), self.snapshots(), [str(tp) for tp in self.partitions])
 
     def is_settled(self) -> bool:
         """Every partition has one leader whose ISR holds every replica, whose high

@@ -11,7 +11,7 @@ from broker_core.effects import CoordRequest, Trace
 from broker_core.inputs import CoordReplied, CoordSessionExpired, CoordSessionStarted
 from sim.coordination import SERVICE, CoordinationClient, CoordinationService
 from sim.network import LinkSpec, Network
-from sim.rng import derive
+from faults.rng import derive
 
 NAME = "broker-1"
 TIMEOUT_MS = 6000

@@ -1,7 +1,7 @@
 import simpy
 
 from sim.network import LinkSpec, Network
-from sim.rng import derive
+from faults.rng import derive
 
 
 def make(**link):

@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from broker_core.records import Record, RecordBatch
-from sim.world import REPLICA_DIGEST_CHUNK, replica_digests
+from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests, replica_digests
 
 
 def documented(values: dict[int, str | None], start: int, upto: int) -> list[list]:
@@ -76,3 +76,13 @@ def test_shared_batches_reuse_digests_and_different_ones_do_not():
     other_values[60] = "x"
     assert replica_digests(other, 0, 190, memo) == documented(other_values, 0, 190)
     assert replica_digests(other, 0, 190, memo) != replica_digests(log, 0, 190, memo)
+
+
+def test_records_read_one_by_one_digest_as_the_batches_holding_them():
+    """The real binding digests its replica from the records it read back: the same
+    digests as the batches, holes included."""
+    log, values = batches([(0, 60), (60, 90), (170, 40)])  # a hole at 150..169
+    records = sorted(values.items())
+    assert record_digests(records, 0, 210) == replica_digests(log, 0, 210) == documented(values, 0, 210)
+    assert record_digests(records[5:], 5, 120) == documented(values, 5, 120)
+    assert record_digests([], 0, 0) == []

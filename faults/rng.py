@@ -1,4 +1,5 @@
-"""Random streams derived from one seed by label: adding a stream shifts no other."""
+"""Random streams derived from one seed by label: adding a stream shifts no other. Both
+bindings draw their seeded choices (nemesis, roles, partitioners) from these."""
 from __future__ import annotations
 
 import hashlib

@@ -1,0 +1,76 @@
+"""Replica digests: what a replica holds below the committed offset, as digests of
+fixed chunks of offsets (docs/trace-schema.md, ``replica_log``). Both bindings write
+them with these functions, so that the divergence checker compares like with like."""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import NamedTuple, Sequence
+
+REPLICA_DIGEST_CHUNK = 100
+
+
+ABSENT = "<absent>"
+_digest_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+
+def replica_digests(batches, start: int, upto: int, memo: dict | None = None) -> list[list]:
+    """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
+    multiples of REPLICA_DIGEST_CHUNK. A chunk's digest hashes the JSON array of its
+    first offset and then each offset's value, ABSENT where the replica has none
+    (docs/trace-schema.md has the recipe).
+
+    ``memo`` (one dict shared while every batch in it is alive) reuses the digest of a
+    chunk made of the very same batch objects: in the simulation followers store the
+    batches the leader sent, so most replicas' chunks are computed once."""
+    batches = [b for b in batches if b.next_offset > start and b.base_offset < upto]  # in offset order
+    out = []
+    index = 0
+    first = start - start % REPLICA_DIGEST_CHUNK
+    while first < upto:
+        low, high = max(first, start), min(first + REPLICA_DIGEST_CHUNK, upto)
+        while index < len(batches) and batches[index].next_offset <= low:
+            index += 1
+        end = index
+        while end < len(batches) and batches[end].base_offset < high:
+            end += 1
+        key = (low, high, tuple(map(id, batches[index:end])))
+        digest = memo.get(key) if memo is not None else None
+        if digest is None:
+            block: list = [low]
+            for batch in batches[index:end]:
+                lo, hi = max(batch.base_offset, low), min(batch.next_offset, high)
+                block.extend([ABSENT] * (lo - low - (len(block) - 1)))
+                block.extend(batch.records.values[lo - batch.base_offset:hi - batch.base_offset])
+            block.extend([ABSENT] * (high - low - (len(block) - 1)))
+            digest = hashlib.sha256(_digest_json(block).encode()).hexdigest()[:16]
+            if memo is not None:
+                memo[key] = digest
+        out.append([first, digest])
+        first += REPLICA_DIGEST_CHUNK
+    return out
+
+
+class _Values(NamedTuple):
+    values: list
+
+
+class _Run(NamedTuple):
+    """Consecutive records shaped as a batch (base_offset, next_offset, records.values)."""
+    base_offset: int
+    next_offset: int
+    records: _Values
+
+
+def record_digests(records: Sequence[tuple[int, object]], start: int, upto: int) -> list[list]:
+    """``replica_digests`` of a replica read record by record: ``records`` are
+    ``(offset, value)`` in offset order (a gap is an offset the replica does not hold)."""
+    runs: list[_Run] = []
+    for offset, value in records:
+        if runs and runs[-1].next_offset == offset:
+            last = runs[-1]
+            last.records.values.append(value)
+            runs[-1] = last._replace(next_offset=offset + 1)
+        else:
+            runs.append(_Run(offset, offset + 1, _Values([value])))
+    return replica_digests(runs, start, upto)

@@ -1,0 +1,345 @@
+"""``isrlab run --binding real``: a one-broker scenario on a real ``isrlab serve`` process
+with real clients (confluent-kafka) as the workload and signals as the faults.
+
+The run: start the broker (its own trace file, on the run's clock), create the topics,
+run the producers and consumers and the fault schedule (and nemesis) for ``duration``,
+then the final phase as the simulation does it (stop the producers, wait for what is in
+flight, heal: resume and restart, wait until every partition has its leader, read every
+partition from the beginning, let the consumers catch up), stop the broker, and merge
+the broker's events and the clients' into one ``trace.jsonl`` ordered by time (binding
+``real``). The scenario's times count from the moment the broker is live and its topics
+exist. ``refusals`` lists what a scenario asks that this binding cannot do; the runner
+(scenarios/runner.py) refuses such a file before anything starts.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import math
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
+from analysis.trace import COMMON_FIELDS, TraceWriter
+from broker_core.config import client_defaults
+from faults import model as fm
+from faults.rng import derive
+from faults.schedule import nemesis_life, step_life
+from real_io.broker_process import BrokerProcess, free_port
+from real_io.metadata_view import VIEW_FIELDS, MetadataView
+from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
+from real_io.real_faults import NEMESIS_SUPPORTED, SUPPORTED, UNSUPPORTED, RealFaultExecutor
+
+PROFILE = "kafka-2.7"  # the profile isrlab serve runs
+RECORD_BYTES = 100  # the scenarios' default record_bytes: the simulation's size model only
+READY_TIMEOUT_S = 60.0
+SETTLE_POLL_S = 0.2
+TRIGGER_POLL_MS = 50  # a metadata and a ListOffsets request per poll
+
+
+class RealRunError(Exception):
+    """The real run could not go on (the broker did not start): not a verdict."""
+
+
+def refusals(scenario) -> list[tuple[tuple, int | None, str]]:
+    """What ``scenario`` asks that the real binding cannot do: (path in the file, line if
+    known, why). Nothing is skipped silently: a run refuses any of these."""
+    out: list[tuple[tuple, int | None, str]] = []
+    cluster = scenario.cluster
+    if len(cluster.brokers) != 1:
+        out.append((("cluster", "brokers"), None, f"the real binding runs one broker (isrlab serve); this scenario "
+                    f"has {len(cluster.brokers)}: a cluster of real brokers is not built yet"))
+    if cluster.profile != PROFILE:
+        out.append((("cluster", "profile"), None, f"isrlab serve runs the {PROFILE} profile only"))
+    if cluster.supervisor_restart_ms is not None:
+        out.append((("cluster", "supervisor"), None, "the real binding has no process supervisor yet"))
+    for i, topic in enumerate(cluster.topics):
+        if topic.config:
+            out.append((("cluster", "topics", i, "config"), None, "the real broker refuses topic configs at "
+                        "creation (INVALID_CONFIG); set them as broker config"))
+    if scenario.network != type(scenario.network)():
+        out.append((("network",), None, "simulated network settings; the real binding runs on the machine's "
+                    "loopback, which it cannot slow down or make lossy"))
+    if scenario.disk != type(scenario.disk)():
+        out.append((("disk",), None, "simulated disk settings; the real binding writes to the machine's disk"))
+    for i, producer in enumerate(scenario.producers):
+        if producer.record_bytes != RECORD_BYTES:
+            out.append((("workload", "producers", i, "record_bytes"), None, "record_bytes sizes the simulated "
+                        "records; a real record is its value's bytes (producer-<i>:<seq>)"))
+    for i, consumer in enumerate(scenario.consumers):
+        if consumer.auto_offset_reset == "none" or consumer.validate_positions is not None:
+            out.append((("workload", "consumers", i), None, "auto_offset_reset: none and validate_positions are "
+                        "not supported by the real binding's consumers"))
+    for i, step in enumerate(scenario.faults):
+        kind = fm.kind_of(step.fault)
+        if kind not in SUPPORTED:
+            out.append((("faults", i, kind), step.line, f"the real binding cannot apply {kind}: {UNSUPPORTED[kind]}"))
+        if step.when is not None:
+            why = _unseen_condition(step.when)
+            if why:
+                out.append((("faults", i, "when"), step.line, why))
+    if scenario.nemesis is not None:
+        bad = sorted(set(scenario.nemesis.kinds) - NEMESIS_SUPPORTED)
+        if bad:
+            out.append((("nemesis", "kinds"), None, f"the real binding can draw only "
+                        f"{', '.join(sorted(NEMESIS_SUPPORTED))}, not {', '.join(bad)}"))
+    return out
+
+
+def _unseen_condition(condition) -> str | None:
+    """Why the real binding cannot judge ``condition``, or None."""
+    if condition.broker is not None:
+        return ("a condition on one replica (broker:) needs that replica's own state, which the real binding "
+                "cannot read from outside the broker")
+    unseen = sorted({name for name, _ in condition.tests} - set(VIEW_FIELDS))
+    if unseen:
+        return (f"the real binding reads the cluster from the broker's metadata and offsets, which do not carry "
+                f"{', '.join(unseen)}; a trigger may test {', '.join(VIEW_FIELDS)} and controller")
+    return None
+
+
+class _Recorder:
+    """The clients' and runner's events on the run's clock (monotonic ms since start)."""
+
+    def __init__(self, origin: float):
+        self.origin = origin
+        self.events: list[tuple[int, int, str, str, dict]] = []
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+
+    def now_ms(self) -> int:
+        return int((time.monotonic() - self.origin) * 1000)
+
+    def __call__(self, node: str, type_: str, fields: dict) -> None:
+        with self._lock:
+            self.events.append((self.now_ms(), next(self._order), node, type_, fields))
+
+
+class RealRun:
+    def __init__(self, scenario, seed: int, work_dir: Path, progress=None):
+        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported)."""
+        self.scenario = scenario
+        self.seed = seed
+        self.progress = progress
+        self.origin = time.monotonic()
+        self.record = _Recorder(self.origin)
+        self.broker_id = scenario.cluster.brokers[0]
+        work_dir.mkdir(parents=True, exist_ok=True)
+        data_dir = work_dir / f"broker-{self.broker_id}-data"
+        shutil.rmtree(data_dir, ignore_errors=True)
+        self.broker_trace = work_dir / f"broker-{self.broker_id}-trace.jsonl"
+        self.broker_trace.unlink(missing_ok=True)
+        self.broker = BrokerProcess(self.broker_id, data_dir, free_port(), self.broker_trace,
+                                    dict(scenario.cluster.config), self.origin, work_dir / f"broker-{self.broker_id}.stderr")
+        self.partitions = [f"{t.name}-{p}" for t in scenario.cluster.topics for p in range(t.partitions)]
+        self.view = MetadataView(self.broker, self.partitions)
+        self.faults = RealFaultExecutor({self.broker_id: self.broker}, self.record, self.view,
+                                        derive(seed, "fault-roles"))
+        self.final_phase = False
+        self.settled = False
+        self._due_ms = 0.0  # the schedule's nominal time (now_ms)
+
+    # -- the run -------------------------------------------------------------------
+    def run(self) -> None:
+        scenario = self.scenario
+        cluster = scenario.cluster
+        self.record("world", "run_started", {
+            "scenario": scenario.name, "duration_ms": scenario.duration_ms, "profile": cluster.profile,
+            "brokers": list(cluster.brokers), "config": {k: cluster.config[k] for k in sorted(cluster.config)},
+            "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+                        "config": t.config, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())}}
+                       for t in cluster.topics]})
+        self.broker.start()
+        try:
+            if not self.broker.wait_ready(READY_TIMEOUT_S):
+                raise RealRunError(f"the broker did not start within {READY_TIMEOUT_S:.0f}s; its stderr: "
+                                   f"{self.broker.stderr_path}")
+            self._create_topics()
+            self._workload_and_faults()
+            self._final()
+            self.record("world", "run_finished", {"settled": self.settled})
+        finally:
+            self.view.close()
+            self.broker.stop()  # after the run: its shutdown is not part of the trace
+
+    def _create_topics(self) -> None:
+        admin = AdminClient({"bootstrap.servers": self.broker.bootstrap, **QUIET})
+        topics = [NewTopic(t.name, t.partitions, t.replication_factor) for t in self.scenario.cluster.topics]
+        for name, future in sorted(admin.create_topics(topics, request_timeout=30).items()):
+            try:
+                future.result(60)
+            except Exception as error:
+                raise RealRunError(f"creating topic {name} failed: {error}") from None
+
+    def _workload_and_faults(self) -> None:
+        scenario = self.scenario
+        start = time.monotonic()
+        end = start + scenario.duration_ms / 1000.0
+        defaults = client_defaults(PROFILE)
+        self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.broker.bootstrap,
+                                       self.record, w.partitioner or defaults.partitioner,
+                                       derive(self.seed, f"partitioner-producer-{i}"))
+                          for i, w in enumerate(scenario.producers)]
+        self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.broker.bootstrap,
+                                       self.record) for i, w in enumerate(scenario.consumers)]
+        over = lambda: time.monotonic() >= end  # noqa: E731
+        producing = [start_thread(p.run, start, over) for p in self.producers]
+        self._consuming = [start_thread(c.run, start) for c in self.consumers]
+        schedule = start_thread(self._drive, start)
+        while not over():
+            if self.progress:
+                self.progress((time.monotonic() - start) * 1000, scenario.duration_ms)
+            time.sleep(min(0.2, max(end - time.monotonic(), 0)))
+        self.record("world", "workload_stopped", {})
+        join_all(producing)
+        flush_s = max((w.request_timeout_ms for w in scenario.producers), default=0) / 1000.0
+        for producer in self.producers:
+            producer.finish(flush_s)
+        # what falls due by the end (the last trigger polls included) runs before the final phase
+        limit = scenario.duration_ms + 2 * TRIGGER_POLL_MS
+        while schedule.is_alive() and self._due_ms <= limit and time.monotonic() < end + 30:
+            time.sleep(0.01)
+        self.final_phase = True
+        join_all([schedule])
+
+    def _drive(self, start: float) -> None:
+        """The fault steps' and the nemesis's lives (faults/schedule.py) on one thread, in
+        the order of their nominal times (ties in the order they were scheduled, as
+        simpy runs them); ``now_ms`` is the nominal time of the wait that just ended, so
+        a late wake-up does not move the schedule."""
+        scenario = self.scenario
+        lives = [step_life(step, scenario.duration_ms, self, TRIGGER_POLL_MS) for step in scenario.faults]
+        if scenario.nemesis is not None:
+            lives.append(nemesis_life(scenario.nemesis, derive(self.seed, "nemesis"), self))
+        order = itertools.count()
+        pending = [(0.0, next(order), life) for life in lives]
+        while pending:
+            due_ms, _, life = heapq.heappop(pending)
+            self._due_ms = due_ms
+            if not self._sleep_until(start + due_ms / 1000.0):
+                break
+            try:
+                wait_ms = next(life)
+            except StopIteration:
+                continue
+            heapq.heappush(pending, (due_ms + wait_ms, next(order), life))
+        self._due_ms = math.inf
+
+    def now_ms(self) -> float:
+        """The schedule's time (faults/schedule.py reads it)."""
+        return self._due_ms
+
+    def cluster_view(self) -> dict:
+        return self.view()
+
+    def trace(self, node: str, type_: str, fields: dict) -> None:
+        self.record(node, type_, fields)
+
+    def _sleep_until(self, at: float) -> bool:
+        """False once the final phase began (nothing more may start or end)."""
+        while not self.final_phase:
+            left = at - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(0.02, left))
+        return False
+
+    # -- the final phase -----------------------------------------------------------
+    def _final(self) -> None:
+        final = self.scenario.final
+        self.record("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms, "restart": final.restart})
+        self.faults.heal_everything()
+        if final.restart == "all":
+            self.faults.restart_all()
+        started = time.monotonic()
+        deadline = started + final.max_wait_ms / 1000.0
+        while time.monotonic() < deadline and not self._is_settled():
+            time.sleep(SETTLE_POLL_S)
+        self.settled = self._is_settled()
+        self.record("world", "cluster_settled" if self.settled else "cluster_not_settled",
+                    {"waited_ms": int((time.monotonic() - started) * 1000)})
+        read = final_read(self.broker.bootstrap, self.partitions, self.record,
+                          time.monotonic() + final.max_wait_ms / 1000.0)
+        self._replica_logs(read)
+        self._consumers_catch_up(read, time.monotonic() + final.max_wait_ms / 1000.0)
+
+    def _is_settled(self) -> bool:
+        """The one broker is live and leads every partition with itself as the ISR (one
+        replica: its high watermark is its log end once it leads)."""
+        if not self.broker.ready:
+            return False
+        partitions = self.view()["partitions"]
+        return all(partitions[p]["leader"] == self.broker_id and partitions[p]["isr"] == [self.broker_id]
+                   for p in self.partitions)
+
+    def _replica_logs(self, read: dict[str, tuple]) -> None:
+        """The one replica's digests, from what the final read fetched from it (below its
+        high watermark, which is its log end once settled)."""
+        for partition in self.partitions:
+            if partition not in read:
+                continue
+            log_start, high_watermark, records = read[partition]
+            self.record(f"broker-{self.broker_id}", "replica_log", {
+                "partition": partition, "upto_offset": high_watermark, "log_start_offset": log_start,
+                "log_end_offset": high_watermark, "high_watermark": high_watermark,
+                "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, high_watermark)})
+
+    def _consumers_catch_up(self, read: dict[str, tuple], deadline: float) -> None:
+        ends = {p: entry[1] for p, entry in read.items()}
+        started = time.monotonic()
+
+        def behind():
+            return [(c.name, p) for c in self.consumers for p in self.partitions
+                    if p.rpartition("-")[0] == c.spec.topic and c.is_behind(p, ends.get(p, 0))]
+        while self.consumers and behind() and time.monotonic() < deadline:
+            time.sleep(SETTLE_POLL_S)
+        lagging = behind()
+        for consumer in self.consumers:
+            consumer.running = False
+        join_all(self._consuming)
+        for consumer in self.consumers:
+            consumer.consumer.close()
+        if self.consumers:
+            self.record("world", "consumers_caught_up" if not lagging else "consumers_behind",
+                        {"waited_ms": int((time.monotonic() - started) * 1000),
+                         "behind": [list(x) for x in lagging[:20]]})
+
+    # -- one trace -----------------------------------------------------------------
+    def write_trace(self, writer: TraceWriter) -> None:
+        """The broker's events and the run's, one clock, ordered by time (the broker's
+        first where they tie), up to ``run_finished``."""
+        finished = self.record.events[-1][0]  # run_finished: the broker's teardown comes after it
+        merged = [(t, 0, order, node, type_, fields) for order, (t, node, type_, fields)
+                  in enumerate(_broker_events(self.broker_trace)) if t <= finished]
+        merged += [(t, 1, order, node, type_, fields) for t, order, node, type_, fields in self.record.events]
+        merged.sort(key=lambda e: e[:3])
+        for t, _, _, node, type_, fields in merged:
+            writer.write(max(t, 0), node, type_, fields)
+
+
+def _broker_events(path: Path):
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as stream:
+        for line in stream:
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by SIGKILL
+            yield raw["t_ms"], raw["node"], raw["type"], {k: v for k, v in raw.items() if k not in COMMON_FIELDS}
+
+
+def run_real(scenario, seed: int, writer: TraceWriter, work_dir: Path,
+             progress: Callable[[float, int], None] | None = None) -> None:
+    """Run ``scenario`` for real and write its one trace through ``writer``."""
+    run = RealRun(scenario, seed, work_dir, progress)
+    run.run()
+    run.write_trace(writer)
