@@ -42,9 +42,16 @@ cluster:
     - {{name: bench, partitions: 6, replication_factor: 3}}
 workload:
   producers:
-    - {{topic: bench, acks: all, rate: 5000, record_bytes: 100, linger: {linger}ms}}
+    - {{topic: bench, acks: all, rate: 5000, record_bytes: 100, linger: {linger}ms, partitioner: {partitioner}}}
 duration: {seconds}s
 """
+PARTITIONERS = ("round_robin", "sticky")
+
+
+def bench_scenario(seconds: int, linger_ms: int, partitioner: str):
+    """The benchmark's scenario (tests/update_trace_digests.py stores digests of it too)."""
+    return parse_scenario(SCENARIO.format(seconds=seconds, linger=linger_ms, partitioner=partitioner),
+                          "bench/sim_speed.py")
 
 
 def bare_simpy_rate(events: int = 300_000) -> float:
@@ -60,9 +67,9 @@ def bare_simpy_rate(events: int = 300_000) -> float:
     return events / (time.perf_counter() - started)
 
 
-def run_once(seconds: int, linger_ms: int) -> dict:
+def run_once(seconds: int, linger_ms: int, partitioner: str = "sticky") -> dict:
     """One benchmark run; wall time covers the simulation and writing its trace."""
-    scenario = parse_scenario(SCENARIO.format(seconds=seconds, linger=linger_ms), "bench/sim_speed.py")
+    scenario = bench_scenario(seconds, linger_ms, partitioner)
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.jsonl"
         started = time.perf_counter()
