@@ -66,11 +66,13 @@ def tick_batches(partitioner: str, linger_ms: int, sticky: StickyPartitioner) ->
 
 
 def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: float = 0.5,
-              trace: bool = True, encode: bool = True, partitioner: str = "round_robin") -> dict:
+              trace: bool = True, encode: bool = True, partitioner: str = "round_robin",
+              high_watermark_lines: bool = True) -> dict:
     """One floor run; returns simulated seconds and wall seconds (trace written to a file).
     ``trace`` and ``encode`` False leave out the trace lines or the batch encoding, to
     show what each costs; ``partitioner`` (round_robin or sticky) sets which requests
-    each tick sends."""
+    each tick sends; ``high_watermark_lines`` False leaves out the high_watermark_advanced
+    lines, as a scenario with ``trace_high_watermarks: false`` does."""
     if partitioner not in PARTITIONERS:
         raise ValueError(f"unknown partitioner {partitioner!r}; known: {', '.join(PARTITIONERS)}")
     env = simpy.Environment()
@@ -128,8 +130,9 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
                 hw = min(log_end[(p, b)] for b in BROKERS)
                 if hw > high_watermark[p]:
                     high_watermark[p] = hw
-                    write(int(env.now), f"broker-{leader}", "high_watermark_advanced",
-                          {"partition": f"bench-{p}", "high_watermark": hw})
+                    if high_watermark_lines:
+                        write(int(env.now), f"broker-{leader}", "high_watermark_advanced",
+                              {"partition": f"bench-{p}", "high_watermark": hw})
                     done = [w for w in waiting[p] if w[0] <= hw]
                     waiting[p] = [w for w in waiting[p] if w[0] > hw]
                     if done:

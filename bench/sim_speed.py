@@ -65,10 +65,12 @@ duration: {seconds}s
 """
 
 
-def bench_scenario(seconds: int, linger_ms: int, partitioner: str):
+def bench_scenario(seconds: int, linger_ms: int, partitioner: str, high_watermark_lines: bool = True):
     """The benchmark's scenario (tests/update_trace_digests.py stores digests of it too)."""
-    return parse_scenario(SCENARIO.format(seconds=seconds, linger=linger_ms, partitioner=partitioner),
-                          "bench/sim_speed.py")
+    text = SCENARIO.format(seconds=seconds, linger=linger_ms, partitioner=partitioner)
+    if not high_watermark_lines:
+        text += "trace_high_watermarks: false\n"
+    return parse_scenario(text, "bench/sim_speed.py")
 
 
 def bare_simpy_rate(events: int = 300_000) -> float:
@@ -84,9 +86,9 @@ def bare_simpy_rate(events: int = 300_000) -> float:
     return events / (time.perf_counter() - started)
 
 
-def run_once(seconds: int, linger_ms: int, partitioner: str = "sticky") -> dict:
+def run_once(seconds: int, linger_ms: int, partitioner: str = "sticky", high_watermark_lines: bool = True) -> dict:
     """One benchmark run; wall time covers the simulation and writing its trace."""
-    scenario = bench_scenario(seconds, linger_ms, partitioner)
+    scenario = bench_scenario(seconds, linger_ms, partitioner, high_watermark_lines)
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.jsonl"
         started = time.perf_counter()
@@ -197,6 +199,9 @@ def parse_args(argv: list[str]):
                         help="keyless records' partitioner; a comma-separated list runs each in turn")
     parser.add_argument("--sweep-seeds", type=int, default=6,
                         help="nemesis-safe seeds for the seeds-per-minute figures (0: skip them and the memory)")
+    parser.add_argument("--no-high-watermark-lines", dest="high_watermark_lines", action="store_false",
+                        help="leave out the per-batch high_watermark_advanced lines, in the real run "
+                             "(trace_high_watermarks: false) and in its floor")
     parser.add_argument("--write", help="append the result to this markdown file")
     args = parser.parse_args(argv)
     partitioners = args.partitioner.split(",")
@@ -218,8 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for partitioner in partitioners:
         for linger in lingers:  # each run next to its floor, so both see the same machine
-            run = run_once(args.seconds, linger, partitioner)
-            floor = floor_run(args.seconds, linger, partitioner=partitioner)
+            run = run_once(args.seconds, linger, partitioner, args.high_watermark_lines)
+            floor = floor_run(args.seconds, linger, partitioner=partitioner,
+                              high_watermark_lines=args.high_watermark_lines)
             run["floor"] = floor["simulated_s"] / floor["wall"]
             runs.append(run)
     simpy_rate = (simpy_before + bare_simpy_rate()) / 2
