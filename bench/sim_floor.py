@@ -68,7 +68,7 @@ def tick_batches(partitioner: str, linger_ms: int, sticky: StickyPartitioner) ->
 def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: float = 0.5,
               trace: bool = True, encode: bool = True, partitioner: str = "round_robin",
               high_watermark_lines: bool = True) -> dict:
-    """One floor run; returns simulated seconds and wall seconds (trace written to a file).
+    """One floor run; returns simulated seconds, wall and CPU seconds (trace written to a file).
     ``trace`` and ``encode`` False leave out the trace lines or the batch encoding, to
     show what each costs; ``partitioner`` (round_robin or sticky) sets which requests
     each tick sends; ``high_watermark_lines`` False leaves out the high_watermark_advanced
@@ -146,11 +146,12 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
                       {"f": "send", "op": op, "partition": f"bench-{p}", "offset": end - count})
 
         env.process(producer())
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         with collector_tuned_for_runs():
             env.run(until=seconds * 1000 + 100)  # the last acknowledgements arrive
-        wall = time.perf_counter() - started
-    return {"simulated_s": env.now / 1000, "wall": wall, "acknowledged": acknowledged, "requests": requests}
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"simulated_s": env.now / 1000, "wall": wall, "cpu": cpu, "acknowledged": acknowledged,
+            "requests": requests}
 
 
 def main() -> int:
