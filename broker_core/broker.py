@@ -110,8 +110,10 @@ class BrokerNode:
             raise CoreError(f"broker {self.broker_id} started twice")
         self.started = True
         ctx = self.ctx
-        marks = decode_hw_checkpoint(event.files.get(HW_CHECKPOINT))
-        directories = sorted({path.split("/", 1)[0] for path in event.files if "/" in path})
+        storage = event.storage
+        self.replicas.storage = storage
+        marks = decode_hw_checkpoint(storage.read_file(HW_CHECKPOINT))
+        directories = sorted({path.split("/", 1)[0] for path in storage.paths() if "/" in path})
         recovered = {}
         for directory in directories:
             try:
@@ -119,7 +121,7 @@ class BrokerNode:
             except ValueError:
                 continue
             config = self.replicas.config_for(tp.topic)
-            log, effects, report = PartitionLog.recover(tp, event.files, config.log_segment_bytes)
+            log, effects, report = PartitionLog.recover(tp, storage, config.log_segment_bytes)
             for effect in effects:
                 ctx.emit(effect)
             log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)

@@ -16,6 +16,7 @@ class WriteBytes:
     path: str
     position: int
     data: bytes
+    batch: Any = field(default=None, compare=False, repr=False)  # the batch ``data`` encodes, for runtimes that keep the objects written
 
 
 @dataclass(slots=True)

@@ -254,7 +254,7 @@ class ReplicaFetcherManager:
                 for effect in log.drop_epochs_at_log_end():
                     self.ctx.emit(effect)
             return
-        records_lost = [(b.base_offset + i, value) for b in log.read(offset, 2**62)
+        records_lost = [(b.base_offset + i, value) for b in log.load(offset)
                         for i, value in enumerate(b.records.values) if b.base_offset + i >= offset]
         for effect in log.truncate_to(offset):
             self.ctx.emit(effect)

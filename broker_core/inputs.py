@@ -1,14 +1,16 @@
 """What a runtime hands to a node (past tense: things that happened)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, Hashable
 
 
 @dataclass(slots=True)
 class Started:
-    """The process started; ``files`` holds every file's durable (or page-cache) bytes."""
-    files: Mapping[str, bytes] = field(default_factory=dict)
+    """The process started. ``storage`` is the read side of its data directory (the
+    durable or page-cache bytes that survived), a broker_core.storage.LogStorage; the
+    node keeps it to read stored batches it does not hold."""
+    storage: Any
 
 
 @dataclass(slots=True)

@@ -1,20 +1,24 @@
-"""One partition's replica log: batches in segments, offsets, high watermark, the
-leader-epoch cache and what the disk has made durable.
+"""One partition's replica log: batch headers in segments, offsets, high watermark,
+the leader-epoch cache and what the disk has made durable.
 
 Every change to stored bytes is returned as effects (write, truncate, delete, replace,
-fsync) for the runtime to carry out; the log itself keeps the decoded batches.
+fsync) for the runtime to carry out. The log keeps only each batch's header
+(``StoredBatch``), never its records: reads return headers, which ``regions`` turns
+into file regions for the runtime to resolve, and the values of stored records are
+read through the runtime's storage port (``broker_core.storage``).
 """
 from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import DecodeError, Record, RecordBatch, decode_batch
+from broker_core.records import DecodeError, Record, RecordBatch
+from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
 
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -36,13 +40,13 @@ class RecoveryReport:
 
 
 class PartitionLog:
-    def __init__(self, tp: TopicPartition, segment_bytes: int):
+    def __init__(self, tp: TopicPartition, segment_bytes: int, storage: LogStorage | None):
         self.tp = tp
         self.directory = str(tp)
         self.segment_bytes = segment_bytes
-        self.batches: list[RecordBatch] = []
+        self.storage = storage  # the runtime's read side of the data directory
+        self.batches: list[StoredBatch] = []
         self._bases: list[int] = []
-        self._locations: list[tuple[int, int]] = []  # (segment index, position) per batch
         self.segments: list[Segment] = []
         self.log_start_offset = 0
         self.log_end_offset = 0
@@ -66,25 +70,27 @@ class PartitionLog:
     # -- appends -------------------------------------------------------------------
     def append_as_leader(self, records: Sequence[Record] | RecordBatch, leader_epoch: int) -> tuple[RecordBatch, list]:
         """Append records, or a client's batch (its producer fields kept), at the log end."""
-        if isinstance(records, RecordBatch):
+        if hasattr(records, "with_offsets"):  # a client's batch (the core's or a binding's)
             batch = records.with_offsets(self.log_end_offset, leader_epoch)
         else:
             batch = RecordBatch(self.log_end_offset, leader_epoch, records)
         return batch, self._append(batch)
 
-    def batch_at(self, offset: int) -> RecordBatch | None:
-        """The stored batch holding ``offset``."""
+    def batch_at(self, offset: int) -> StoredBatch | None:
+        """The header of the stored batch holding ``offset``."""
         index = bisect_right(self._bases, offset) - 1
         if index < 0 or self.batches[index].next_offset <= offset:
             return None
         return self.batches[index]
 
-    def append_as_follower(self, batch: RecordBatch) -> list:
+    def append_as_follower(self, batch: Any) -> list:
+        """Append a batch the leader sent (any object with a batch's header fields and
+        ``encode()``: a RecordBatch, or the real binding's wire batch)."""
         if batch.base_offset != self.log_end_offset:
             raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
         return self._append(batch)
 
-    def _append(self, batch: RecordBatch) -> list:
+    def _append(self, batch: Any) -> list:
         effects: list[Any] = []
         data = batch.encode()
         if not self.segments:
@@ -94,13 +100,12 @@ class PartitionLog:
             effects.extend(self._fsync_up_to(batch.base_offset))
             self.segments.append(Segment(batch.base_offset, self.segment_path(batch.base_offset)))
         segment = self.segments[-1]
-        effects.append(WriteBytes(segment.path, segment.size_bytes, data))
-        self.batches.append(batch)
+        effects.append(WriteBytes(segment.path, segment.size_bytes, data, batch))
+        self.batches.append(StoredBatch(batch, len(self.segments) - 1, segment.size_bytes, batch.size_bytes))
         self._bases.append(batch.base_offset)
-        self._locations.append((len(self.segments) - 1, segment.size_bytes))
         segment.size_bytes += len(data)
         self.log_end_offset = batch.next_offset
-        self.unflushed_messages += len(batch.records)
+        self.unflushed_messages += batch.next_offset - batch.base_offset
         if batch.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
             self.producers.record(batch)
         if batch.leader_epoch > self.epochs.latest_epoch:
@@ -125,7 +130,7 @@ class PartitionLog:
             return []
         effects: list[Any] = []
         new_end = self.batches[index].base_offset
-        segment_index, position = self._locations[index]
+        segment_index, position = self.batches[index].segment, self.batches[index].position
         for segment in self.segments[segment_index + 1:]:
             effects.append(DeleteFile(segment.path))
         del self.segments[segment_index + 1:]
@@ -137,7 +142,6 @@ class PartitionLog:
             effects.append(TruncateFile(self.segments[segment_index].path, position))
         del self.batches[index:]
         del self._bases[index:]
-        del self._locations[index:]
         self.log_end_offset = new_end
         self.high_watermark = min(self.high_watermark, new_end)
         self.durable_offset = min(self.durable_offset, new_end)
@@ -156,7 +160,7 @@ class PartitionLog:
         return []
 
     # -- reads ---------------------------------------------------------------------
-    def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None) -> tuple[RecordBatch, ...]:
+    def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None) -> tuple[StoredBatch, ...]:
         """Whole batches from the one holding ``from_offset``; a batch is served only if it
         ends at or below ``upper_offset`` (the high watermark, for consumers). At least
         one batch is returned when any qualifies, even if larger than ``max_bytes``."""
@@ -164,7 +168,7 @@ class PartitionLog:
         if from_offset >= limit:
             return ()  # the reader is caught up: most follower fetches
         index = max(bisect_right(self._bases, from_offset) - 1, 0)
-        out: list[RecordBatch] = []
+        out: list[StoredBatch] = []
         total = 0
         while index < len(self.batches):
             batch = self.batches[index]
@@ -179,8 +183,38 @@ class PartitionLog:
             index += 1
         return tuple(out)
 
+    def regions(self, batches: Sequence[StoredBatch]) -> tuple[FileRegion, ...]:
+        """The file regions holding ``batches`` (consecutive stored batches, as ``read``
+        returns them): one region per segment they touch."""
+        out: list[FileRegion] = []
+        start = 0
+        for i in range(1, len(batches) + 1):
+            if i == len(batches) or batches[i].segment != batches[start].segment:
+                out.append(self._region(batches[start], batches[i - 1]))
+                start = i
+        return tuple(out)
+
+    def _region(self, first: StoredBatch, last: StoredBatch) -> FileRegion:
+        segment = self.segments[first.segment]
+        index = bisect_right(self._bases, last.base_offset)  # the batch after ``last``
+        if index < len(self.batches) and self.batches[index].segment == last.segment:
+            end = self.batches[index].position
+        else:
+            end = segment.size_bytes
+        return FileRegion(segment.path, first.position, end - first.position)
+
+    def load(self, from_offset: int = 0, upper_offset: int | None = None) -> tuple:
+        """The stored batch objects from the one holding ``from_offset`` up to those
+        ending at or below ``upper_offset``, read through the storage port."""
+        if self.storage is None:
+            raise CoreError(f"{self.tp}: no storage to read stored batches from")
+        batches: list = []
+        for region in self.regions(self.read(from_offset, 2**62, upper_offset)):
+            batches.extend(self.storage.batches_in(region))
+        return tuple(batches)
+
     def records(self) -> list[tuple[int, Record]]:
-        return [(b.base_offset + i, r) for b in self.batches for i, r in enumerate(b.records)]
+        return [(b.base_offset + i, r) for b in self.load() for i, r in enumerate(b.records)]
 
     # -- durability ----------------------------------------------------------------
     def flush(self, now_ms: int) -> list:
@@ -198,7 +232,7 @@ class PartitionLog:
         self._fsync_token += 1
         token = self._fsync_token
         index = max(bisect_right(self._bases, self.durable_offset) - 1, 0)
-        first_segment = self._locations[index][0] if self._locations else 0
+        first_segment = self.batches[index].segment if self.batches else 0
         segments = [s for s in self.segments[first_segment:] if s.base_offset < offset]
         self._fsync_targets[token] = (offset, segments[-1].path)
         self.unflushed_messages = 0
@@ -228,54 +262,54 @@ class PartitionLog:
 
     # -- recovery ------------------------------------------------------------------
     @classmethod
-    def recover(cls, tp: TopicPartition, files: Mapping[str, bytes], segment_bytes: int) -> tuple["PartitionLog", list, RecoveryReport]:
+    def recover(cls, tp: TopicPartition, storage: LogStorage, segment_bytes: int) -> tuple["PartitionLog", list, RecoveryReport]:
         """Rebuild a log from the bytes a restarted process finds on disk.
 
-        Segments are scanned in offset order; the first batch that fails to decode (a
-        torn write, garbage, a CRC mismatch) or breaks offset continuity ends the log:
-        the rest of that segment is truncated and later segments are deleted.
+        Segments are scanned in offset order through the storage port; the first batch
+        that fails to decode (a torn write, garbage, a CRC mismatch) or breaks offset
+        continuity ends the log: the rest of that segment is truncated and later
+        segments are deleted.
         """
-        log = cls(tp, segment_bytes)
+        log = cls(tp, segment_bytes, storage)
         prefix = log.directory + "/"
-        segment_paths = sorted(p for p in files if p.startswith(prefix) and p.endswith(SEGMENT_SUFFIX))
+        segment_paths = sorted(p for p in storage.paths() if p.startswith(prefix) and p.endswith(SEGMENT_SUFFIX))
         effects: list[Any] = []
         deleted: list[str] = []
         truncated_bytes = 0
         reason: str | None = None
         for path in segment_paths:
-            data = files[path]
+            size = storage.size(path)
             if reason is not None:
                 effects.append(DeleteFile(path))
                 deleted.append(path)
-                truncated_bytes += len(data)
+                truncated_bytes += size
                 continue
             base = int(path[len(prefix):-len(SEGMENT_SUFFIX)])
             if log.batches and base != log.log_end_offset:
                 reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
                 effects.append(DeleteFile(path))
                 deleted.append(path)
-                truncated_bytes += len(data)
+                truncated_bytes += size
                 continue
             segment = Segment(base, path)
             log.segments.append(segment)
             position = 0
-            while position < len(data):
+            while position < size:
                 try:
-                    batch, end = decode_batch(data, position)
+                    batch, end = storage.decode_at(path, position)
                 except DecodeError as exc:
                     reason = f"{path} at byte {position}: {exc}"
                     break
                 if batch.base_offset != (log.log_end_offset if log.batches else base):
                     reason = f"{path} at byte {position}: offset {batch.base_offset} out of sequence"
                     break
-                log.batches.append(batch)
+                log.batches.append(StoredBatch(batch, len(log.segments) - 1, position, batch.size_bytes))
                 log._bases.append(batch.base_offset)
-                log._locations.append((len(log.segments) - 1, position))
                 log.log_end_offset = batch.next_offset
                 position = end
             segment.size_bytes = position
-            if position < len(data):
-                truncated_bytes += len(data) - position
+            if position < size:
+                truncated_bytes += size - position
                 effects.append(TruncateFile(path, position))
         if log.batches:
             log.log_start_offset = log.batches[0].base_offset
@@ -287,7 +321,7 @@ class PartitionLog:
         # What a restarted process reads may be page cache only (after a crash, not a
         # power loss): nothing counts as durable until the first flush.
         log.durable_offset = log.log_start_offset
-        epochs_raw = files.get(log.epoch_checkpoint_path)
+        epochs_raw = storage.read_file(log.epoch_checkpoint_path)
         if epochs_raw is not None:
             log.epochs = LeaderEpochCache.decode(epochs_raw)
             if log.epochs.truncate_from_end(log.log_end_offset):

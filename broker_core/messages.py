@@ -7,7 +7,7 @@ translates the wire protocol to and from these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from broker_core.errors import ErrorCode
 from broker_core.records import Record, RecordBatch
@@ -79,7 +79,9 @@ class FetchPartitionResult:
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1  # for replica fetches: lets a follower that is ahead truncate
-    batches: tuple[RecordBatch, ...] = ()
+    # As the core sends it: the FileRegions holding the batches (broker_core.storage);
+    # as a receiver gets it: the batches, resolved by the sender's runtime.
+    batches: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
+from typing import Any
 
 from broker_core.config import BrokerConfig
 from broker_core.effects import Trace
 from broker_core.errors import ErrorCode, InvariantViolation
 from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
-from broker_core.records import Record, RecordBatch
+from broker_core.records import BatchHeader
 from broker_core.types import NO_LEADER, TopicPartition
 
 
@@ -112,23 +112,24 @@ class Partition:
         self.isr_locked = False
 
     # -- leader: appends -------------------------------------------------------------
-    def append_as_leader(self, records: Sequence[Record] | RecordBatch,
-                         acks: int) -> tuple[ErrorCode, RecordBatch | None, list]:
-        """Append a client's records. A duplicate of one of an idempotent producer's last
-        five batches returns the stored original and appends nothing."""
+    def append_as_leader(self, records: Any,
+                         acks: int) -> tuple[ErrorCode, BatchHeader | None, list]:
+        """Append a client's records (Record tuples, or a client's batch object). A
+        duplicate of one of an idempotent producer's last five batches returns the
+        stored original's header and appends nothing."""
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
         if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
             return ErrorCode.NOT_ENOUGH_REPLICAS, None, []
-        if isinstance(records, RecordBatch) and records.producer_id >= 0:
+        if getattr(records, "producer_id", -1) >= 0:  # an idempotent producer's batch (any binding's)
             error, duplicate = self.log.producers.check_client_batch(records)
             if error is not ErrorCode.NONE or duplicate is not None:
                 return self._producer_check_failed(records, error, duplicate)
         batch, effects = self.log.append_as_leader(records, self.leader_epoch)
         return ErrorCode.NONE, batch, effects
 
-    def _producer_check_failed(self, batch: RecordBatch, error: ErrorCode,
-                               duplicate) -> tuple[ErrorCode, RecordBatch | None, list]:
+    def _producer_check_failed(self, batch: Any, error: ErrorCode,
+                               duplicate) -> tuple[ErrorCode, BatchHeader | None, list]:
         """Kafka's Log.append answers a duplicate with the original's offsets (it waits
         for their replication like any append) and rejects a sequence out of order."""
         fields = {"partition": str(self.tp), "producer_id": batch.producer_id,

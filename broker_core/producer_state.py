@@ -18,7 +18,7 @@ from collections import deque
 from typing import Iterable, NamedTuple
 
 from broker_core.errors import ErrorCode
-from broker_core.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, RecordBatch
+from broker_core.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NumBatchesToRetain
 _MAX_SEQUENCE = 2**31 - 1
@@ -52,7 +52,7 @@ class ProducerStateEntry:
             self.producer_epoch = producer_epoch
         self.batches.append(metadata)
 
-    def find_duplicate(self, batch: RecordBatch) -> BatchMetadata | None:
+    def find_duplicate(self, batch: BatchHeader) -> BatchMetadata | None:
         if batch.producer_epoch != self.producer_epoch:
             return None
         first, last = batch.base_sequence, batch.last_sequence
@@ -72,7 +72,7 @@ class ProducerStateManager:
     def __bool__(self) -> bool:
         return bool(self.entries)
 
-    def check_client_batch(self, batch: RecordBatch) -> tuple[ErrorCode, BatchMetadata | None]:
+    def check_client_batch(self, batch: BatchHeader) -> tuple[ErrorCode, BatchMetadata | None]:
         """A leader's check of a client's batch before it is appended: NONE and the
         cached batch for a duplicate, NONE and None for a batch to append, or the error."""
         entry = self.entries.get(batch.producer_id)
@@ -91,7 +91,7 @@ class ProducerStateManager:
             return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
         return ErrorCode.NONE, None
 
-    def record(self, batch: RecordBatch) -> None:
+    def record(self, batch: BatchHeader) -> None:
         """Remember an appended batch, whether a client's or a replicated one."""
         entry = self.entries.get(batch.producer_id)
         if entry is None:
@@ -99,7 +99,7 @@ class ProducerStateManager:
         entry.add_batch(batch.producer_epoch, BatchMetadata(
             batch.base_sequence, batch.last_sequence, batch.base_offset, batch.next_offset - 1))
 
-    def rebuild(self, batches: Iterable[RecordBatch]) -> None:
+    def rebuild(self, batches: Iterable[BatchHeader]) -> None:
         """Forget everything and replay the log's batches (recovery, truncation)."""
         self.entries = {}
         for batch in batches:

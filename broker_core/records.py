@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from typing import Iterable, Iterator, NamedTuple, Sequence, overload
+from typing import Iterable, Iterator, NamedTuple, Protocol, Sequence, overload
 
 # base_offset, leader_epoch, record_count, payload_length, crc
 _HEADER = struct.Struct(">qiiiI")
@@ -32,6 +32,23 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
+
+
+class BatchHeader(Protocol):
+    """What the core reads of any batch: a RecordBatch, a stored batch's header
+    (broker_core.storage.StoredBatch) or a binding's own batch (real_io's WireBatch)."""
+    base_offset: int
+    next_offset: int
+    leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+    @property
+    def last_sequence(self) -> int: ...
+
+    @property
+    def size_bytes(self) -> int: ...
 
 
 class Record(NamedTuple):

@@ -11,6 +11,7 @@ from broker_core.delayed import DelayedFetch, DelayedProduce, Purgatory
 from broker_core.errors import ErrorCode
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
+from broker_core.storage import LogStorage
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
@@ -27,6 +28,7 @@ class ReplicaManager:
         self.topic_configs = topic_configs
         self.partitions: dict[TopicPartition, Partition] = {}
         self.recovered_logs = recovered_logs
+        self.storage: LogStorage | None = None  # the runtime's storage port, given at Started
         self.purgatory = Purgatory()
         self.controller_epoch = -1
         self.on_become_follower = lambda partition: None  # set by the node (the fetcher)
@@ -40,7 +42,7 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None:
             config = self.config_for(tp.topic)
-            log = self.recovered_logs.pop(tp, None) or PartitionLog(tp, config.log_segment_bytes)
+            log = self.recovered_logs.pop(tp, None) or PartitionLog(tp, config.log_segment_bytes, self.storage)
             partition = Partition(self.ctx.broker_id, tp, log, config)
             self.partitions[tp] = partition
         return partition
@@ -259,8 +261,10 @@ class ReplicaManager:
             upper = None if follower else log.high_watermark
             batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
             total += sum(b.size_bytes for b in batches)
+            # The response refers to the stored bytes; the runtime resolves the regions
+            # when it sends (sendfile, or the simulation's batch objects).
             results[tp] = FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,
-                                               log.log_end_offset if follower else -1, batches)
+                                               log.log_end_offset if follower else -1, log.regions(batches))
         return FetchResponse(request.correlation_id, results), total, has_error
 
     def _fetch_error(self, partition: Partition | None, current_leader_epoch: int) -> ErrorCode:

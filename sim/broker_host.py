@@ -14,6 +14,7 @@ from broker_core.config import BrokerConfig
 from broker_core.effects import (
     CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
     WriteBytes)
+from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from sim.coordination import SERVICE, CoordinationClient
 from sim.disk import SimDisk
@@ -39,6 +40,9 @@ class BrokerHost:
         self.config = config
         self.topic_configs = topic_configs
         self.disk = disk
+        # The port the core reads stored batches through; it keeps the batch objects
+        # written, as the page cache keeps their bytes (both survive a process crash).
+        self.storage = BytesLogStorage(self._read_file, lambda: disk.files.keys())
         self._trace = trace
         self.node: BrokerNode | None = None
         self.incarnation = 0
@@ -82,7 +86,7 @@ class BrokerHost:
         self.paused = False
         self._paused_inputs.clear()
         self.node = BrokerNode(self.broker_id, self.config, self.topic_configs)
-        self._input(Started(self.disk.contents()))
+        self._input(Started(self.storage))
         self.coord.connect()
 
     def crash(self, reset_connections: bool = True) -> None:
@@ -143,7 +147,8 @@ class BrokerHost:
             kind = type(effect)
             if kind is Send:
                 dst = effect.dst
-                self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst, effect.message)
+                self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
+                                  resolve_message(effect.message, self.storage))
             elif kind is Trace:
                 self._trace(self.name, effect.type, effect.fields)
             elif kind is SetTimer:
@@ -154,6 +159,8 @@ class BrokerHost:
                 error = self.disk.write(effect.path, effect.position, effect.data)
                 if error is not None:
                     self._disk_failed(effect.path, error)
+                else:
+                    self.storage.remember(effect)
             elif kind is CoordRequest:
                 self.coord.request(effect.request_id, effect.op)
             elif kind is Fsync:
@@ -162,6 +169,7 @@ class BrokerHost:
                 self.disk.truncate(effect.path, effect.size)
             elif kind is DeleteFile:
                 self.disk.delete(effect.path)
+                self.storage.forget(effect.path)
             elif kind is ReplaceFile:
                 error = self.disk.replace(effect.path, effect.data)
                 if error is not None:
@@ -176,6 +184,10 @@ class BrokerHost:
                     self.on_exit(self.broker_id)
             else:
                 raise TypeError(f"unknown effect {kind.__name__}")
+
+    def _read_file(self, path: str) -> bytearray | None:
+        f = self.disk.files.get(path)
+        return None if f is None else f.data
 
     def _disk_failed(self, path: str, error: str) -> None:
         """The write failed: the core hears it before anything after the write happens

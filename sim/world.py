@@ -342,7 +342,7 @@ class World:
                     "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
                     "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
                     "chunk_size": REPLICA_DIGEST_CHUNK,
-                    "chunks": replica_digests(log.batches, log.log_start_offset, upto, memo)})
+                    "chunks": replica_digests(log.load(log.log_start_offset), log.log_start_offset, upto, memo)})
 
     # -- observation -----------------------------------------------------------------
     def controller(self) -> int | None:

@@ -19,6 +19,7 @@ from broker_core.effects import (
     CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
     WriteBytes)
 from broker_core.errors import ErrorCode
+from broker_core.storage import MemoryFiles, resolve_message
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, FsyncCompleted,
     MessageReceived, Started, TimerFired)
@@ -53,7 +54,7 @@ class Cluster:
         self._seq = 0
         self.nodes: dict[int, BrokerNode] = {}
         self.incarnation = {b: 0 for b in brokers}
-        self.files: dict[int, dict[str, bytearray]] = {b: {} for b in brokers}
+        self.disks: dict[int, MemoryFiles] = {b: MemoryFiles() for b in brokers}
         self.sessions: dict[int, int] = {}
         self.timers: dict[int, dict] = {b: {} for b in brokers}
         self.blocked: set[tuple] = set()
@@ -74,8 +75,7 @@ class Cluster:
         self.incarnation[broker] += 1
         self.timers[broker] = {}
         node = self.nodes[broker] = BrokerNode(broker, self.config, self.topic_configs)
-        files = {p: bytes(d) for p, d in sorted(self.files[broker].items())}
-        self._apply(broker, node.handle(Started(files), self.now))
+        self._apply(broker, node.handle(Started(self.disks[broker].storage), self.now))
         self._open_session(broker)
 
     def start_all(self) -> None:
@@ -140,10 +140,11 @@ class Cluster:
             if kind is Send:
                 if (broker, e.dst) in self.blocked:
                     continue
+                message = resolve_message(e.message, self.disks[broker].storage)
                 if e.dst == CLIENT:
-                    self._push(self.now + self.latency, CLIENT, e.message)
+                    self._push(self.now + self.latency, CLIENT, message)
                 else:
-                    self._push(self.now + self.latency, e.dst, MessageReceived(broker, e.message))
+                    self._push(self.now + self.latency, e.dst, MessageReceived(broker, message))
             elif kind is SetTimer:
                 self._seq += 1
                 self.timers[broker][e.key] = self._seq
@@ -171,16 +172,8 @@ class Cluster:
                     self.store.expire(sid, reason="closed")
                 self.crash(broker)
                 return  # the process is gone: its remaining effects never happen
-            elif kind is WriteBytes:
-                data = self.files[broker].setdefault(e.path, bytearray())
-                data[e.position:e.position + len(e.data)] = e.data
-            elif kind is TruncateFile:
-                if e.path in self.files[broker]:
-                    del self.files[broker][e.path][e.size:]
-            elif kind is DeleteFile:
-                self.files[broker].pop(e.path, None)
-            elif kind is ReplaceFile:
-                self.files[broker][e.path] = bytearray(e.data)
+            elif kind in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
+                self.disks[broker].apply(e)
             elif kind is Fsync:
                 self._push(self.now + 1, broker, FsyncCompleted(e.path, e.token))
             elif kind is Trace:

@@ -6,7 +6,6 @@ import pytest
 from broker_core.errors import InvariantViolation
 from broker_core.messages import LeaderAndIsr, PartitionState
 from broker_core.partition import Partition
-from broker_core.log import PartitionLog
 from broker_core.config import broker_config
 from broker_core.types import TopicPartition
 from scenarios.model import ProducerWorkload
@@ -14,11 +13,12 @@ from scenarios.parse import parse_scenario
 import pickle
 
 from scenarios.runner import SimulationFailed, run_scenario, run_seeds
+from tests.broker_core.logs import AppliedLog
 
 
 def test_a_leader_epoch_going_back_is_an_invariant_violation():
     tp = TopicPartition("t", 0)
-    partition = Partition(1, tp, PartitionLog(tp, 1 << 30), broker_config())
+    partition = Partition(1, tp, AppliedLog(tp, 1 << 30), broker_config())
     partition.make_follower(PartitionState(LeaderAndIsr(2, 5, (1, 2), 1), (1, 2)))
     with pytest.raises(InvariantViolation, match="from 5 to 4"):
         partition.make_follower(PartitionState(LeaderAndIsr(2, 4, (1, 2), 1), (1, 2)))

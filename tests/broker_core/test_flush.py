@@ -6,10 +6,10 @@ from __future__ import annotations
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, broker_config
 from broker_core.effects import Fsync
 from broker_core.errors import ErrorCode
-from broker_core.log import PartitionLog
 from broker_core.records import Record
 from broker_core.types import TopicPartition
 from tests.harness import Cluster
+from tests.broker_core.logs import AppliedLog
 
 TP = TopicPartition("t", 0)
 
@@ -18,7 +18,7 @@ def test_a_rolled_segment_is_flushed_up_to_the_new_segments_base_offset():
     """Kafka 2.7.0 Log.roll schedules flush(newOffset) at once (0.8.2.2 Log.roll too): the
     segments before the new one are fsynced, and the durable offset becomes the new
     segment's base offset when they complete; the new segment's data stays unflushed."""
-    log = PartitionLog(TP, segment_bytes=200)
+    log = AppliedLog(TP, segment_bytes=200)
     first_effects = []
     while len(log.segments) < 2:
         _, effects = log.append_as_leader([Record(None, f"v{log.log_end_offset}", 10)], 0)

@@ -3,11 +3,11 @@ and producer state that survives failover, restart and truncation (no simpy)."""
 from __future__ import annotations
 
 from broker_core.errors import ErrorCode
-from broker_core.log import PartitionLog
 from broker_core.messages import InitProducerIdRequest, ProduceRequest
 from broker_core.records import Record, RecordBatch
 from broker_core.types import TopicPartition
 from tests.harness import Cluster
+from tests.broker_core.logs import AppliedLog
 
 TP = TopicPartition("t", 0)
 
@@ -122,7 +122,7 @@ def test_a_restarted_broker_rebuilds_producer_state_from_its_log():
 def test_truncation_forgets_the_producer_state_of_the_truncated_batches():
     """Kafka 2.7.0 Log.scala truncateTo -> loadProducerState: after a truncation the
     state holds only what the log still holds."""
-    log = PartitionLog(TP, 1 << 20)
+    log = AppliedLog(TP, 1 << 20)
     for sequence in (0, 2, 4):
         log.append_as_leader(client_batch(sequence), 0)
     assert log.producers.entries[7].last_sequence == 5

@@ -1,7 +1,7 @@
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
-from broker_core.log import PartitionLog
 from broker_core.records import Record, RecordBatch, decode_batch
 from broker_core.types import TopicPartition
+from tests.broker_core.logs import AppliedLog, recover
 
 TP = TopicPartition("t", 0)
 
@@ -28,7 +28,7 @@ def files_of(effects_list, files=None):
 
 
 def build(batches, segment_bytes=1 << 30):
-    log = PartitionLog(TP, segment_bytes)
+    log = AppliedLog(TP, segment_bytes)
     effects = []
     for epoch, values in batches:
         _, eff = log.append_as_leader(records(*values), epoch)
@@ -73,7 +73,7 @@ def test_segments_roll_and_truncation_deletes_later_segments():
 def test_recovery_rebuilds_the_log_from_its_files():
     log, effects = build([(0, ["a", "b"]), (1, ["c"])], segment_bytes=80)
     files = files_of(effects)
-    recovered, fix, report = PartitionLog.recover(TP, files, 80)
+    recovered, fix, report = recover(TP, files, 80)
     assert recovered.records() == log.records()
     assert recovered.epochs.entries == log.epochs.entries
     assert fix == [] and report.truncated_bytes == 0
@@ -84,7 +84,7 @@ def test_recovery_truncates_a_torn_write():
     files = files_of(effects)
     path = log.segments[0].path
     files[path] = files[path][:-5]  # the last batch only partly reached the disk
-    recovered, fix, report = PartitionLog.recover(TP, files, 1 << 30)
+    recovered, fix, report = recover(TP, files, 1 << 30)
     assert [r.value for _, r in recovered.records()] == ["a", "b"]
     assert report.truncated_bytes > 0 and "truncated" in report.reason
     assert TruncateFile(path, len(files[path]) - report.truncated_bytes) in fix
@@ -98,7 +98,7 @@ def test_recovery_stops_at_a_bit_flip_caught_by_the_crc():
     _, second_start = decode_batch(data, 0)
     data[second_start + 30] ^= 0x01  # inside the second batch's payload
     files[path] = bytes(data)
-    recovered, _, report = PartitionLog.recover(TP, files, 1 << 30)
+    recovered, _, report = recover(TP, files, 1 << 30)
     assert [r.value for _, r in recovered.records()] == ["aaaa"]
     assert "crc" in report.reason
 
@@ -108,7 +108,7 @@ def test_recovery_stops_at_garbage_after_the_last_batch():
     files = files_of(effects)
     path = log.segments[0].path
     files[path] = files[path] + b"\x00\x01garbage" * 3
-    recovered, _, report = PartitionLog.recover(TP, files, 1 << 30)
+    recovered, _, report = recover(TP, files, 1 << 30)
     assert recovered.log_end_offset == 1
     assert report.truncated_bytes == len(b"\x00\x01garbage" * 3)
 
@@ -134,7 +134,7 @@ def test_recovery_deletes_the_segments_after_a_damaged_one():
     files = files_of(effects)
     first, second = log.segments[0].path, log.segments[1].path
     files[second] = files[second][:-3]  # a torn batch in the second segment
-    recovered, fix, report = PartitionLog.recover(TP, files, 120)
+    recovered, fix, report = recover(TP, files, 120)
     later = tuple(s.path for s in log.segments[2:])
     assert later and report.deleted_segments == later
     assert all(DeleteFile(path) in fix for path in later)

@@ -2,10 +2,10 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_core.log import PartitionLog
 from broker_core.records import Record
 from broker_core.types import TopicPartition
 from tests.broker_core.test_log import files_of
+from tests.broker_core.logs import AppliedLog, recover
 
 TP = TopicPartition("t", 0)
 operations = st.lists(st.one_of(
@@ -15,7 +15,7 @@ operations = st.lists(st.one_of(
 
 
 def build(ops, segment_bytes):
-    log = PartitionLog(TP, segment_bytes)
+    log = AppliedLog(TP, segment_bytes)
     files: dict = {}
     epoch = 0
     for op in ops:
@@ -32,7 +32,7 @@ def build(ops, segment_bytes):
 @given(operations, st.sampled_from([64, 200, 1 << 30]))
 def test_recovery_gives_back_exactly_what_was_written(ops, segment_bytes):
     log, files = build(ops, segment_bytes)
-    recovered, fixes, report = PartitionLog.recover(TP, files, segment_bytes)
+    recovered, fixes, report = recover(TP, files, segment_bytes)
     assert recovered.records() == log.records()
     assert recovered.log_end_offset == log.log_end_offset
     assert recovered.epochs.entries == log.epochs.entries
@@ -51,7 +51,7 @@ def test_a_damaged_tail_is_cut_off_and_never_served(ops, position, bit):
     at = position % len(data)
     data[at] ^= 1 << bit
     files[path] = bytes(data)
-    recovered, _, _ = PartitionLog.recover(TP, files, 1 << 30)
+    recovered, _, _ = recover(TP, files, 1 << 30)
     original = log.records()
     # what survives is a prefix of what was written, and nothing else
     assert recovered.records() == original[:len(recovered.records())]

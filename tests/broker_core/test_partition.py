@@ -1,17 +1,17 @@
 """The ISR and high-watermark rules of one partition, without a cluster."""
 from broker_core.config import broker_config
 from broker_core.errors import ErrorCode
-from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
 from broker_core.partition import FollowerProgress, Partition, Role
 from broker_core.records import Record
 from broker_core.types import TopicPartition
+from tests.broker_core.logs import AppliedLog
 
 TP = TopicPartition("t", 0)
 
 
 def leader(isr=(1, 2, 3), **config) -> Partition:
-    partition = Partition(1, TP, PartitionLog(TP, 1 << 30), broker_config("kafka-2.7", config))
+    partition = Partition(1, TP, AppliedLog(TP, 1 << 30), broker_config("kafka-2.7", config))
     partition.make_leader(PartitionState(LeaderAndIsr(1, 0, tuple(isr), 1), (1, 2, 3)), now_ms=0)
     return partition
 
@@ -58,7 +58,7 @@ def test_followers_lagging_longer_than_the_lag_time_are_out_of_sync():
 
 
 def test_the_08_profile_also_evicts_by_message_lag():
-    p = Partition(1, TP, PartitionLog(TP, 1 << 30), broker_config("kafka-0.8", {"replica.lag.max.messages": 2}))
+    p = Partition(1, TP, AppliedLog(TP, 1 << 30), broker_config("kafka-0.8", {"replica.lag.max.messages": 2}))
     p.make_leader(PartitionState(LeaderAndIsr(1, 0, (1, 2), 1), (1, 2)), now_ms=0)
     append(p, 5)
     p.record_follower_fetch(2, 2, now_ms=1)

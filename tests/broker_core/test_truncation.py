@@ -8,13 +8,13 @@ from broker_core.effects import Send
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.errors import ErrorCode
 from broker_core.fetcher import FetchState, ReplicaFetcherManager
-from broker_core.log import PartitionLog
 from broker_core.messages import (
     EpochEndOffset, LeaderAndIsr, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, PartitionState)
 from broker_core.partition import Partition
 from broker_core.records import Record, RecordBatch
 from broker_core.types import TopicPartition
 from tests.harness import Cluster
+from tests.broker_core.logs import AppliedLog
 
 TP = TopicPartition("t", 0)
 
@@ -97,7 +97,7 @@ def _follower(rule: str, batches: list[tuple[int, int, str]], led_in_epoch: int 
     one-record batches; ``led_in_epoch``: it led in that epoch before and wrote nothing."""
     config = broker_config("kafka-2.7", {"truncation": rule})
     ctx = NodeContext(2, config)
-    log = PartitionLog(TP, config.log_segment_bytes)
+    log = AppliedLog(TP, config.log_segment_bytes)
     log.log_start_offset = log.log_end_offset = log.high_watermark = start
     for offset, epoch, value in batches:
         log.append_as_follower(RecordBatch(offset, epoch, (Record(None, value, 10),)))
@@ -207,7 +207,7 @@ def test_an_answer_to_a_request_from_an_earlier_leader_epoch_is_ignored():
     ctx = NodeContext(2, config)
     partitions = {}
     for tp in (TP, TopicPartition("t", 1)):
-        log = PartitionLog(tp, config.log_segment_bytes)
+        log = AppliedLog(tp, config.log_segment_bytes)
         for offset, epoch, value in LOG:
             log.append_as_follower(RecordBatch(offset, epoch, (Record(None, value, 10),)))
         partitions[tp] = Partition(2, tp, log, config)

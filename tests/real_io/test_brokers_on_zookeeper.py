@@ -16,6 +16,7 @@ from broker_core.config import broker_config, topic_config
 from broker_core.effects import (
     CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
     WriteBytes)
+from broker_core.storage import MemoryFiles
 from broker_core.inputs import FsyncCompleted, MessageReceived, Started, TimerFired
 from broker_core.types import TopicPartition
 from real_io.coordination import ZooKeeperCoordination
@@ -38,7 +39,7 @@ class Loop:
         self.nodes = {b: BrokerNode(b, self.config, {TOPIC: topic_config(self.config, {})}) for b in BROKERS}
         self.zk = {b: ZooKeeperCoordination(hosts, self.config.zookeeper_session_timeout_ms) for b in BROKERS}
         for b in BROKERS:
-            self._apply(b, self.nodes[b].handle(Started({}), self.now()))
+            self._apply(b, self.nodes[b].handle(Started(MemoryFiles().storage), self.now()))
             self.zk[b].start()
 
     def now(self) -> int:

@@ -1,0 +1,197 @@
+"""How the core refers to stored bytes it does not hold (the storage seam).
+
+A partition's log keeps, per batch, only its header (``StoredBatch``: offsets, leader
+epoch, producer fields, size and where it sits) -- never the records. Bytes reach the
+disk as effects (``WriteBytes``, ``TruncateFile``, ...), as before. Bytes leave it in
+two ways, both through the runtime:
+
+- **By reference.** A fetch response carries ``FileRegion``s (path, position, size) in
+  place of batches. The runtime resolves them when it carries out the ``Send``: the real
+  binding hands the file range to ``os.sendfile``; the simulation and the test router
+  look up the batch objects written there (``resolve_message``). Effects are carried out
+  in order, so a region always refers to bytes whose ``WriteBytes`` came before it.
+- **Through a port.** ``Started`` hands the node a ``LogStorage``: the read-only view of
+  the data directory that recovery scans (``decode_at``, in the binding's own batch
+  format) and that the rare reads of record values go through (``batches_in``: the
+  values a truncation removes, for its trace). Reads are synchronous: they come from
+  the page cache of a process that just wrote them or from a recovery scan.
+
+``BytesLogStorage`` is the port over bytes held in memory, in the core's own segment
+format (``broker_core.records``); the simulation (over its simulated disk) and the
+in-test router use it, keeping the batch objects written so that resolving a region
+costs a lookup, not a decode. The real binding implements the same port over files in
+Kafka's record batch v2 format (``real_io``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Protocol
+
+from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.messages import FetchResponse
+from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch
+
+
+@dataclass(frozen=True, slots=True)
+class FileRegion:
+    """``size`` bytes of whole stored batches at ``position`` of the segment ``path``."""
+    path: str
+    position: int
+    size: int
+
+
+_SEQUENCE_LIMIT = 2**31
+
+
+class StoredBatch:
+    """What a log keeps of one stored batch: its header and where it lies."""
+    __slots__ = ("base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
+                 "base_sequence", "size_bytes", "segment", "position")
+
+    def __init__(self, batch: Any, segment: int, position: int, size_bytes: int):
+        self.base_offset: int = batch.base_offset
+        self.next_offset: int = batch.next_offset
+        self.leader_epoch: int = batch.leader_epoch
+        self.producer_id: int = getattr(batch, "producer_id", NO_PRODUCER_ID)
+        self.producer_epoch: int = getattr(batch, "producer_epoch", NO_PRODUCER_EPOCH)
+        self.base_sequence: int = getattr(batch, "base_sequence", NO_SEQUENCE)
+        self.size_bytes = size_bytes
+        self.segment = segment
+        self.position = position
+
+    @property
+    def record_count(self) -> int:
+        return self.next_offset - self.base_offset
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.record_count - 1) % _SEQUENCE_LIMIT
+
+    def __repr__(self) -> str:
+        return (f"StoredBatch({self.base_offset}..{self.next_offset - 1}, epoch {self.leader_epoch}, "
+                f"{self.size_bytes} bytes at {self.segment}:{self.position})")
+
+
+class LogStorage(Protocol):
+    """The read side of a broker's data directory, as the runtime offers it."""
+
+    def paths(self) -> Iterable[str]:
+        """Every file, as a path relative to the data directory."""
+
+    def read_file(self, path: str) -> bytes | None:
+        """A small file's whole content (checkpoints), or None if there is none."""
+
+    def size(self, path: str) -> int:
+        """A file's size in bytes (0 if there is none)."""
+
+    def decode_at(self, path: str, position: int) -> tuple[Any, int]:
+        """The batch stored at ``position`` and the position after it; DecodeError for a
+        torn, garbled or CRC-failing batch, or for the end of the file."""
+
+    def batches_in(self, region: FileRegion) -> tuple:
+        """The batch objects stored in a region (their records readable)."""
+
+
+class BytesLogStorage:
+    """The port over files held as bytes (``read``: path -> bytes or None; ``list``:
+    the paths), in the core's segment format. ``remember`` keeps the object a
+    ``WriteBytes`` wrote, so that a region resolves to the very objects written."""
+
+    def __init__(self, read: Callable[[str], bytes | bytearray | None], list_paths: Callable[[], Iterable[str]]):
+        self._read = read
+        self._list = list_paths
+        self._objects: dict[str, dict[int, Any]] = {}
+
+    # -- the port ----------------------------------------------------------------------
+    def paths(self) -> list[str]:
+        return sorted(self._list())
+
+    def read_file(self, path: str) -> bytes | None:
+        data = self._read(path)
+        return None if data is None else bytes(data)
+
+    def size(self, path: str) -> int:
+        data = self._read(path)
+        return 0 if data is None else len(data)
+
+    def decode_at(self, path: str, position: int) -> tuple[Any, int]:
+        data = self._read(path)
+        if data is None or position >= len(data):
+            raise DecodeError("end of file")
+        batch, end = decode_batch(data, position)
+        self._objects.setdefault(path, {})[position] = (batch, end)
+        return batch, end
+
+    def batches_in(self, region: FileRegion) -> tuple:
+        out = []
+        objects = self._objects.get(region.path, {})
+        position, end = region.position, region.position + region.size
+        while position < end:
+            known = objects.get(position)
+            batch, position = known if known is not None else self.decode_at(region.path, position)
+            out.append(batch)
+        return tuple(out)
+
+    # -- what the runtime tells it -----------------------------------------------------
+    def remember(self, effect: WriteBytes) -> None:
+        if effect.batch is not None:
+            self._objects.setdefault(effect.path, {})[effect.position] = (
+                effect.batch, effect.position + len(effect.data))
+
+    def forget(self, path: str) -> None:
+        self._objects.pop(path, None)
+
+
+class MemoryFiles:
+    """A directory of files held in memory, with the port over it: what the in-test
+    router uses as a broker's disk (every write durable at once)."""
+
+    def __init__(self, files: Mapping[str, bytes] | None = None):
+        self.files: dict[str, bytearray] = {p: bytearray(d) for p, d in (files or {}).items()}
+        self.storage = BytesLogStorage(self.files.get, self.files.keys)
+
+    def apply(self, effect: Any) -> bool:
+        """Carry out a file effect; False for any other effect."""
+        kind = type(effect)
+        if kind is WriteBytes:
+            data = self.files.setdefault(effect.path, bytearray())
+            if effect.position > len(data):
+                data.extend(b"\0" * (effect.position - len(data)))
+            data[effect.position:effect.position + len(effect.data)] = effect.data
+            self.storage.remember(effect)
+        elif kind is TruncateFile:
+            if effect.path in self.files:
+                del self.files[effect.path][effect.size:]
+        elif kind is DeleteFile:
+            self.files.pop(effect.path, None)
+            self.storage.forget(effect.path)
+        elif kind is ReplaceFile:
+            self.files[effect.path] = bytearray(effect.data)
+        else:
+            return False
+        return True
+
+    def apply_all(self, effects: Iterable[Any]) -> None:
+        for effect in effects:
+            self.apply(effect)
+
+
+def resolve_message(message: Any, storage: LogStorage) -> Any:
+    """A message as a runtime that delivers objects sends it: a fetch response's
+    regions replaced by the batches stored there (any other message as it is)."""
+    if type(message) is not FetchResponse:
+        return message
+    partitions = message.partitions
+    if not any(result.batches for result in partitions.values()):
+        return message
+    resolved = {}
+    for tp, result in partitions.items():
+        if result.batches:
+            batches: list = []
+            for region in result.batches:
+                batches.extend(storage.batches_in(region))
+            result = replace(result, batches=tuple(batches))
+        resolved[tp] = result
+    return replace(message, partitions=resolved)

@@ -1,0 +1,104 @@
+"""A record batch v2 kept as the bytes the client sent: what the real broker appends,
+stores and serves.
+
+The core appends any object with a batch's header fields and ``encode()``
+(broker_core.log). ``WireBatch`` is that object for the real binding: the client's
+bytes, checked once when they arrive (CRC-32C, codec, every record decodable, offset
+deltas 0..n-1, as Kafka's LogValidator checks a v2 batch), then stored unchanged but
+for the two header fields a leader assigns -- base offset and partition leader epoch,
+which lie outside the CRC (DefaultRecordBatch: the CRC covers attributes onwards). So a
+segment holds exactly what consumers receive, and a fetch can be served from the file
+with sendfile. Records are decoded only when something asks for them.
+"""
+from __future__ import annotations
+
+import struct
+
+from broker_core.records import NO_SEQUENCE, Records
+from real_io.protocol import compression, record_batch
+from real_io.protocol.errors import ProtocolError
+
+_BASE_OFFSET = struct.Struct(">q")  # at byte 0
+_LEADER_EPOCH = struct.Struct(">i")  # at byte 12
+_SEQUENCE_LIMIT = 2**31
+
+
+class WireBatch:
+    __slots__ = ("data", "base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
+                 "base_sequence", "attributes", "first_timestamp", "max_timestamp")
+
+    def __init__(self, data: bytes, header: record_batch.BatchHeader):
+        self.data = data
+        self.base_offset = header.base_offset
+        self.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
+        self.leader_epoch = header.partition_leader_epoch
+        self.producer_id = header.producer_id
+        self.producer_epoch = header.producer_epoch
+        self.base_sequence = header.base_sequence
+        self.attributes = header.attributes
+        self.first_timestamp = header.first_timestamp
+        self.max_timestamp = header.max_timestamp
+
+    @classmethod
+    def parse(cls, data: bytes | bytearray | memoryview, position: int = 0, validate: bool = True,
+              max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple["WireBatch", int]:
+        """The batch at ``position`` and the position after it. ``validate``: check the
+        CRC and decode every record (a producer's batch, a recovery scan); without it only
+        the header is checked (bytes this broker wrote and read back in one piece).
+        ProtocolError for anything wrong."""
+        header = record_batch.read_header(data, position)
+        end = position + header.size
+        if end > len(data):
+            raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
+        if header.record_count <= 0:
+            raise ProtocolError("a record batch with no records")
+        raw = bytes(data[position:end])
+        if validate:
+            record_batch.decode_batch(raw, 0, max_bytes)  # CRC, codec, records, offset deltas
+        return cls(raw, header), end
+
+    # -- what the core reads -------------------------------------------------------------
+    @property
+    def size_bytes(self) -> int:
+        return len(self.data)
+
+    @property
+    def record_count(self) -> int:
+        return self.next_offset - self.base_offset
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.record_count - 1) % _SEQUENCE_LIMIT
+
+    @property
+    def records(self) -> Records:
+        return record_batch.decode_batch(self.data, 0)[0].records
+
+    def encode(self) -> bytes:
+        return self.data
+
+    def with_offsets(self, base_offset: int, leader_epoch: int) -> "WireBatch":
+        """The batch as a leader stores it: offsets and epoch assigned, all else as sent."""
+        data = bytearray(self.data)
+        _BASE_OFFSET.pack_into(data, 0, base_offset)
+        _LEADER_EPOCH.pack_into(data, 12, leader_epoch)
+        return WireBatch(bytes(data), record_batch.read_header(data))
+
+    def __repr__(self) -> str:
+        return (f"WireBatch({self.base_offset}..{self.next_offset - 1}, epoch {self.leader_epoch}, "
+                f"{len(self.data)} bytes)")
+
+
+def parse_records(data: bytes | bytearray | memoryview, max_bytes: int = compression.DEFAULT_MAX_BYTES) -> list[WireBatch]:
+    """Every batch of a produce request's records field, each validated."""
+    batches, position = [], 0
+    while position < len(data):
+        batch, position = WireBatch.parse(data, position, True, max_bytes)
+        batches.append(batch)
+    return batches
