@@ -83,3 +83,17 @@ def test_collector_setting_is_restored_after_a_run():
     except RuntimeError:
         pass
     assert gc.get_threshold() == before
+
+
+def test_peak_memory_is_the_childs_own_not_the_parents():
+    """A forked child inherits its parent's ru_maxrss across exec on Linux; the benchmark
+    must report what the child itself reached."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_speed
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    ballast = b"\x01" * 150_000_000  # the parent is large when it starts the child
+    assert sim_speed.peak_memory_mb("pass") < 100
+    assert sim_speed.peak_memory_mb("x = b'\\x01' * 120_000_000") > 110
+    del ballast
