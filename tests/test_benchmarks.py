@@ -36,10 +36,12 @@ def test_sim_speed_runs_each_partitioner_with_its_floor_and_the_sweep_figures():
     assert memory and int(memory[1]) > 10 and int(memory[2]) > 10, out
 
 
-def test_sim_speed_refuses_an_unknown_partitioner():
-    done = subprocess.run([sys.executable, "bench/sim_speed.py", "--partitioner", "hash"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "round_robin, sticky" in done.stderr and "Traceback" not in done.stderr
+def test_sim_speed_refuses_bad_options_with_a_message():
+    for options, message in ((["--partitioner", "hash"], "round_robin, sticky"), (["--repeat", "0"], "--repeat"),
+                             (["--linger-ms", "ten"], "--linger-ms")):
+        done = subprocess.run([sys.executable, "bench/sim_speed.py", *options],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, options
 
 
 def floor_module():
