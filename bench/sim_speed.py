@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor: bench/sim_floor.py, the same messages and trace lines with no broker logic, run right after each "
         "real run with the same partitioner; no implementation on CPython and simpy that writes this trace runs "
         f"faster. real / floor: how many times slower the real run is than its floor (target <= {TARGET_RATIO}), "
-        "in CPU seconds of this process (what the machine's other load does not change) and in wall seconds",
+        "in CPU seconds of this process (which the machine's other load disturbs less) and in wall seconds",
         *sweep_lines(args, lingers, partitioners)]
     print("\n".join(lines))
     if args.write:
