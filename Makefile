@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast bench install zookeeper clean
+.PHONY: demo test test-fast bench install zookeeper kcat clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,16 @@ zookeeper:
 		echo "no apt-get here: install ZooKeeper by hand; the ZooKeeper tests skip without it"; \
 	fi
 
+# kcat (Debian's package) is one of the real clients the broker's tests use.
+kcat:
+	@if command -v kcat >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "installing Debian's kcat package (the real-I/O tests run it)"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q kcat; \
+	else \
+		echo "no apt-get here: install kcat by hand; the kcat tests skip without it"; \
+	fi
+
 # A known Kafka data-loss bug and the configuration that prevents it, side by side:
 # one file, two variants, one table (exit 0: each variant meets its own expectations).
 demo: $(STAMP)
@@ -45,11 +55,11 @@ demo: $(STAMP)
 	@echo "            $(DEMO_OUT)/jepsen-2013/safe/timeline-t-0.png"
 	@echo "  verdicts: $(DEMO_OUT)/jepsen-2013/unclean/verdict.json, $(DEMO_OUT)/jepsen-2013/safe/verdict.json"
 
-test: $(TEST_STAMP) zookeeper
+test: $(TEST_STAMP) zookeeper kcat
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
-test-fast: $(TEST_STAMP) zookeeper
+test-fast: $(TEST_STAMP) zookeeper kcat
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)

@@ -9,46 +9,28 @@ from broker_core import coordination as coord
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
-from broker_core.effects import Halt, ReplaceFile
+from broker_core.effects import Halt
 from broker_core.errors import CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
     FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
+from broker_core.log_manager import LogManager
 from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse,
-    InitProducerIdRequest)
+    InitProducerIdRequest, CreateTopicsRequest)
 from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
+from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
 from broker_core.types import NO_LEADER, TopicPartition
 
-HW_CHECKPOINT = "replication-offset-checkpoint"
 _PARTITION_REQUESTS = (ProduceRequest, FetchRequest, ListOffsetsRequest, OffsetsForLeaderEpochRequest,
                        LeaderAndIsrRequest)
 CONTROLLED_SHUTDOWN_MAX_RETRIES = 3  # Kafka's controlled.shutdown.max.retries
 CONTROLLED_SHUTDOWN_RETRY_MS = 5000  # controlled.shutdown.retry.backoff.ms
-
-
-def encode_hw_checkpoint(marks: Mapping[TopicPartition, int]) -> bytes:
-    lines = ["0", str(len(marks))] + [f"{tp.topic} {tp.partition} {hw}" for tp, hw in sorted(marks.items())]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def decode_hw_checkpoint(data: bytes | None) -> dict[TopicPartition, int]:
-    if not data:
-        return {}
-    try:
-        lines = data.decode().split("\n")
-        marks = {}
-        for line in lines[2:2 + int(lines[1])]:
-            topic, partition, hw = line.rsplit(" ", 2)
-            marks[TopicPartition(topic, int(partition))] = int(hw)
-        return marks
-    except (ValueError, IndexError, UnicodeDecodeError):
-        return {}  # an unreadable checkpoint: every high watermark starts at 0 (safe)
 
 
 class BrokerNode:
@@ -69,6 +51,8 @@ class BrokerNode:
         self.held: list[MessageReceived] = []  # requests waiting for a partition's lock
         self.controller = Controller(self.ctx, self._unclean_enabled)
         self.producer_ids = ProducerIdManager(self.ctx)
+        self.logs = LogManager(self.ctx, lambda topic: self.replicas.config_for(topic).log_segment_bytes)
+        self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -95,6 +79,8 @@ class BrokerNode:
         ctx.now_ms = now_ms
         if not self.started and not isinstance(event, Started):
             raise CoreError(f"broker {self.broker_id}: {type(event).__name__} before Started")
+        if self.logs.closing is not None and type(event) not in (FsyncCompleted, DiskWriteFailed):
+            return []  # shutting down: no requests, timers or coordination are served any more
         handler = self._handlers.get(type(event))
         if handler is None:
             raise CoreError(f"broker {self.broker_id}: unknown input {type(event).__name__}")
@@ -110,32 +96,13 @@ class BrokerNode:
             raise CoreError(f"broker {self.broker_id} started twice")
         self.started = True
         ctx = self.ctx
-        storage = event.storage
-        self.replicas.storage = storage
-        marks = decode_hw_checkpoint(storage.read_file(HW_CHECKPOINT))
-        directories = sorted({path.split("/", 1)[0] for path in storage.paths() if "/" in path})
-        recovered = {}
-        for directory in directories:
-            try:
-                tp = TopicPartition.parse(directory)
-            except ValueError:
-                continue
-            config = self.replicas.config_for(tp.topic)
-            log, effects, report = PartitionLog.recover(tp, storage, config.log_segment_bytes)
-            for effect in effects:
-                ctx.emit(effect)
-            log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)
-            for effect in log.flush(ctx.now_ms):  # make the recovered log durable, as recovery does
-                ctx.emit(effect)
-            recovered[tp] = log
-            ctx.trace("log_recovered", partition=str(tp), log_end_offset=log.log_end_offset,
-                      high_watermark=log.high_watermark, truncated_bytes=report.truncated_bytes,
-                      reason=report.reason, deleted_segments=list(report.deleted_segments),
-                      leader_epochs=[list(e) for e in log.epochs.entries])
+        self.replicas.storage = event.storage
+        recovered = self.logs.recover(event.storage)
         self.replicas.recovered_logs = recovered
         ctx.trace("broker_started", recovered_partitions=[str(tp) for tp in sorted(recovered)])
         ctx.set_timer(("isr-check",), max(self.config.replica_lag_time_max_ms // 2, 1))
         ctx.set_timer(("hw-checkpoint",), self.config.replica_high_watermark_checkpoint_interval_ms)
+        ctx.set_timer(("recovery-point-checkpoint",), LOG_FLUSHER_INITIAL_DELAY_MS)  # kafka-recovery-point-checkpoint
         # Kafka's kafka-log-flusher task: first after LogManager.InitialTaskDelayMs, then
         # every log.flush.scheduler.interval.ms (by default never again). Without any
         # flush.ms it would find nothing to do, so no timer is set.
@@ -146,6 +113,11 @@ class BrokerNode:
     def _on_session_started(self, event: CoordSessionStarted) -> None:
         self.session_id = event.session_id
         self.ctx.trace("session_started", session_id=event.session_id)
+        # KafkaServer.startup creates the top-level paths before it registers. The
+        # creates are sent together, ahead of the registration: a session's requests
+        # are applied in order, so they exist before anything else this broker writes.
+        for path in TOP_LEVEL_PATHS:
+            self.ctx.tasks.start(create_top_level_path(path))
         self.ctx.tasks.start(self._register())
 
     def _on_session_expired(self, event: CoordSessionExpired) -> None:
@@ -266,6 +238,8 @@ class BrokerNode:
             self.replicas.isr.handle_response(message)
         elif kind is InitProducerIdRequest:
             self.producer_ids.handle_init_producer_id(src, message)
+        elif kind is CreateTopicsRequest:
+            self.topics.handle_create_topics(src, message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
 
@@ -286,7 +260,7 @@ class BrokerNode:
         """Ask the controller to move leadership away; after max retries, stop anyway."""
         if self.shutdown_attempts >= CONTROLLED_SHUTDOWN_MAX_RETRIES:
             self.ctx.trace("controlled_shutdown_gave_up", attempts=self.shutdown_attempts)
-            self.ctx.emit(Halt("controlled shutdown gave up", clean=True, requested=True))
+            self._close_logs("controlled shutdown gave up")
             return
         self.shutdown_attempts += 1
         self.ctx.set_timer(("shutdown-retry",), CONTROLLED_SHUTDOWN_RETRY_MS)
@@ -303,7 +277,21 @@ class BrokerNode:
         if response.error is ErrorCode.NONE and not response.remaining_partitions:
             self.ctx.cancel_timer(("shutdown-retry",))
             self.ctx.trace("controlled_shutdown_completed", attempts=self.shutdown_attempts)
-            self.ctx.emit(Halt("controlled shutdown", clean=True, requested=True))
+            self._close_logs("controlled shutdown")
+
+    def _close_logs(self, reason: str) -> None:
+        """Kafka 2.7.0 KafkaServer.shutdown after the controlled shutdown: the socket
+        server stops taking requests, then LogManager.shutdown flushes every log; the
+        checkpoints and the clean-shutdown marker follow when the flushes complete."""
+        self.ctx.cancel_timer(("shutdown-retry",))
+        if self.logs.start_closing(reason, self._all_logs()):
+            self._halt_after_closing()
+
+    def _halt_after_closing(self) -> None:
+        reason = self.logs.closing or "shutdown"
+        self.logs.finish_closing(self._all_logs())
+        self.logs.closing = None
+        self.ctx.emit(Halt(reason, clean=True, requested=True))
 
     def _handle_update_metadata(self, src, request: UpdateMetadataRequest) -> None:
         if request.controller_epoch < self.replicas.controller_epoch:
@@ -314,6 +302,7 @@ class BrokerNode:
         self.metadata_controller = request.controller_id
         self.metadata = dict(request.partitions)
         self.ctx.send(src, UpdateMetadataResponse(request.correlation_id, ErrorCode.NONE))
+        self.topics.metadata_updated()
 
     def _handle_metadata(self, src, request: MetadataRequest) -> None:
         partitions = {}
@@ -324,8 +313,20 @@ class BrokerNode:
             lai = state.leader_and_isr
             error = ErrorCode.NONE if lai.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
             partitions[tp] = PartitionMetadata(error, lai.leader, lai.leader_epoch, state.replicas, lai.isr)
-        self.ctx.send(src, MetadataResponse(request.correlation_id, self.metadata_live,
-                                            self.metadata_controller, partitions))
+        self.ctx.send(src, MetadataResponse(request.correlation_id, self.metadata_live, self.metadata_controller,
+                                            partitions, self._unknown_topic_errors(request)))
+
+    def _unknown_topic_errors(self, request: MetadataRequest) -> dict[str, ErrorCode]:
+        """KafkaApis.getTopicMetadata (2.7.0): a requested topic this broker does not
+        know is created when the request allows it and auto.create.topics.enable."""
+        if request.topics is None:
+            return {}
+        known = {tp.topic for tp in self.metadata}
+        auto = request.allow_auto_topic_creation and self.config.auto_create_topics_enable
+        errors = {}
+        for topic in sorted(set(request.topics) - known):
+            errors[topic] = self.topics.auto_create(topic) if auto else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return errors
 
     # -- timers and disk -------------------------------------------------------------
     def _on_timer(self, event: TimerFired) -> None:
@@ -353,6 +354,11 @@ class BrokerNode:
         elif kind == "hw-checkpoint":
             self._checkpoint_high_watermarks()
             self.ctx.set_timer(key, self.config.replica_high_watermark_checkpoint_interval_ms)
+        elif kind == "recovery-point-checkpoint":
+            self.logs.checkpoint_recovery_points(self._all_logs())
+            self.ctx.set_timer(key, max(self.config.log_flush_offset_checkpoint_interval_ms, 1))
+        elif kind == "create-topics":
+            self.topics.timed_out(key[1])
         elif kind == "shutdown-retry":
             self._attempt_controlled_shutdown()
         elif kind == "flush-check":
@@ -362,11 +368,15 @@ class BrokerNode:
         else:
             raise CoreError(f"unknown timer {key!r}")
 
+    def _all_logs(self) -> dict[TopicPartition, PartitionLog]:
+        """Every log this broker has: hosted partitions', and those recovered at startup
+        that no LeaderAndIsr has named yet."""
+        logs = dict(self.replicas.recovered_logs)
+        logs.update((tp, p.log) for tp, p in self.replicas.partitions.items())
+        return logs
+
     def _checkpoint_high_watermarks(self) -> None:
-        marks = {tp: p.log.high_watermark for tp, p in self.replicas.partitions.items()}
-        for tp, log in self.replicas.recovered_logs.items():
-            marks.setdefault(tp, log.high_watermark)
-        self.ctx.emit(ReplaceFile(HW_CHECKPOINT, encode_hw_checkpoint(marks)))
+        self.logs.checkpoint_high_watermarks(self._all_logs())
 
     def _on_fsync(self, event: FsyncCompleted) -> None:
         directory = event.path.split("/", 1)[0]
@@ -374,9 +384,11 @@ class BrokerNode:
             tp = TopicPartition.parse(directory)
         except ValueError:
             return
-        partition = self.replicas.partitions.get(tp)
-        if partition is not None:
-            partition.log.fsync_completed(event.path, event.token)
+        log = self._all_logs().get(tp)
+        if log is not None:
+            log.fsync_completed(event.path, event.token)
+        if self.logs.closing is not None and self.logs.all_flushed(self._all_logs()):
+            self._halt_after_closing()
 
     def _on_disk_write_failed(self, event: DiskWriteFailed) -> None:
         """With its only log directory failed a Kafka broker halts: it must not serve a

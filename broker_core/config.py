@@ -25,7 +25,7 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # (up to 2.6, and 2.7 with an older inter.broker.protocol.version), or asks the
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
-BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable",
+BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
                        "failover_removes_dead_replicas", "unclean_empties_isr"})
 ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
                          "failover_removes_dead_replicas", "unclean_empties_isr"})
@@ -49,7 +49,13 @@ class BrokerConfig:
     log_flush_interval_messages: int = NEVER
     log_flush_interval_ms: int | None = None  # None: log.flush.scheduler.interval.ms, as in Kafka
     log_flush_scheduler_interval_ms: int = NEVER
+    log_flush_offset_checkpoint_interval_ms: int = 60000  # how often recovery points are checkpointed
     log_segment_bytes: int = 1073741824
+    # Topic creation on first use (KafkaConfig: auto.create.topics.enable, num.partitions,
+    # default.replication.factor, with Kafka's defaults).
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
     zookeeper_session_timeout_ms: int = 18000
     controller_socket_timeout_ms: int = 30000
     truncation: str = "leader_epoch"

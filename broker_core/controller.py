@@ -234,13 +234,17 @@ class Controller:
     def _on_controlled_shutdown(self, src, correlation_id: int, broker: int):
         """Kafka's controlled shutdown: move leadership off the broker (the first live
         ISR member that is not shutting down), drop it from every ISR, then answer with
-        the partitions it still leads."""
+        the partitions it still leads. Only replicated partitions count, in both 0.8.2.2
+        (KafkaController.shutdownBroker, replicatedPartitionsBrokerLeads) and 2.7.0
+        (doControlledShutdown's partitionsToActOn, ControllerContext
+        partitionLeadersOnBroker: replica assignment size > 1): a partition with one
+        replica has nowhere to move and does not hold the shutdown up."""
         self.shutting_down.add(broker)
         self.ctx.trace("controlled_shutdown_started", broker=broker)
         changed = []
         for tp in sorted(self.assignments):
             state = self.states.get(tp)
-            if state is None or broker not in self.assignments[tp]:
+            if state is None or broker not in self.assignments[tp] or len(self.assignments[tp]) <= 1:
                 continue
             if state.leader == broker:
                 def decide(current, tp=tp):
@@ -260,7 +264,8 @@ class Controller:
                 changed.append(tp)
         self._send_leader_and_isr(changed, sorted(self.live))
         self._send_update_metadata()
-        remaining = tuple(tp for tp in sorted(self.states) if self.states[tp].leader == broker)
+        remaining = tuple(tp for tp in sorted(self.states)
+                          if self.states[tp].leader == broker and len(self.assignments.get(tp, ())) > 1)
         self.ctx.send(src, ControlledShutdownResponse(correlation_id, ErrorCode.NONE, remaining))
 
     def handle_alter_isr(self, src, request: AlterIsrRequest) -> None:

@@ -54,6 +54,9 @@ class PartitionLog:
         self.epochs = LeaderEpochCache()
         self.producers = ProducerStateManager()  # idempotent producers' last batches
         self.durable_offset = 0  # log end offset covered by the last completed fsync
+        # Kafka's Log.recoveryPoint: below it the log was flushed (or recovered), so a
+        # restart need not check it; checkpointed in recovery-point-offset-checkpoint.
+        self.recovery_point = 0
         self.unflushed_messages = 0
         self.last_flush_ms = 0
         self._fsync_token = 0
@@ -145,6 +148,7 @@ class PartitionLog:
         self.log_end_offset = new_end
         self.high_watermark = min(self.high_watermark, new_end)
         self.durable_offset = min(self.durable_offset, new_end)
+        self.recovery_point = min(self.recovery_point, new_end)  # Kafka's Log.truncateTo
         if self.epochs.truncate_from_end(new_end):
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         if self.producers:
@@ -250,6 +254,7 @@ class PartitionLog:
         if target[0] <= self.durable_offset:
             return False
         self.durable_offset = min(target[0], self.log_end_offset)
+        self.recovery_point = max(self.recovery_point, self.durable_offset)  # Kafka's Log.flush
         return True
 
     def needs_flush_by_messages(self, interval_messages: int) -> bool:
@@ -262,13 +267,16 @@ class PartitionLog:
 
     # -- recovery ------------------------------------------------------------------
     @classmethod
-    def recover(cls, tp: TopicPartition, storage: LogStorage, segment_bytes: int) -> tuple["PartitionLog", list, RecoveryReport]:
+    def recover(cls, tp: TopicPartition, storage: LogStorage, segment_bytes: int, recovery_point: int = 0,
+                clean_shutdown: bool = False) -> tuple["PartitionLog", list, RecoveryReport]:
         """Rebuild a log from the bytes a restarted process finds on disk.
 
         Segments are scanned in offset order through the storage port; the first batch
         that fails to decode (a torn write, garbage, a CRC mismatch) or breaks offset
         continuity ends the log: the rest of that segment is truncated and later
-        segments are deleted.
+        segments are deleted. As in Kafka 2.7.0 (Log.recoverLog), CRCs are checked only
+        from the segment holding the recovery point on, and not at all after a clean
+        shutdown; the recovery point becomes the recovered log's end.
         """
         log = cls(tp, segment_bytes, storage)
         prefix = log.directory + "/"
@@ -277,14 +285,18 @@ class PartitionLog:
         deleted: list[str] = []
         truncated_bytes = 0
         reason: str | None = None
-        for path in segment_paths:
+        # The segments that may hold unflushed bytes: from the last one starting at or
+        # below the recovery point (Kafka's logSegments(recoveryPoint, Long.MaxValue)).
+        bases = [int(p[len(prefix):-len(SEGMENT_SUFFIX)]) for p in segment_paths]
+        first_checked = max([b for b in bases if b <= recovery_point], default=0)
+        for path, base in zip(segment_paths, bases):
             size = storage.size(path)
+            verify = not clean_shutdown and base >= first_checked
             if reason is not None:
                 effects.append(DeleteFile(path))
                 deleted.append(path)
                 truncated_bytes += size
                 continue
-            base = int(path[len(prefix):-len(SEGMENT_SUFFIX)])
             if log.batches and base != log.log_end_offset:
                 reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
                 effects.append(DeleteFile(path))
@@ -296,7 +308,7 @@ class PartitionLog:
             position = 0
             while position < size:
                 try:
-                    batch, end = storage.decode_at(path, position)
+                    batch, end = storage.decode_at(path, position, verify)
                 except DecodeError as exc:
                     reason = f"{path} at byte {position}: {exc}"
                     break
@@ -321,6 +333,7 @@ class PartitionLog:
         # What a restarted process reads may be page cache only (after a crash, not a
         # power loss): nothing counts as durable until the first flush.
         log.durable_offset = log.log_start_offset
+        log.recovery_point = log.log_end_offset  # Kafka: activeSegment.readNextOffset
         epochs_raw = storage.read_file(log.epoch_checkpoint_path)
         if epochs_raw is not None:
             log.epochs = LeaderEpochCache.decode(epochs_raw)

@@ -95,6 +95,7 @@ class FetchResponse:
 class MetadataRequest:
     correlation_id: int
     topics: tuple[str, ...] | None = None  # None: all topics
+    allow_auto_topic_creation: bool = False  # the wire's field (v4+); the simulated clients never ask
 
 
 @dataclass(slots=True)
@@ -112,6 +113,34 @@ class MetadataResponse:
     brokers: tuple[int, ...]
     controller_id: int
     partitions: Mapping[TopicPartition, PartitionMetadata]
+    # requested topics without partitions here: UNKNOWN_TOPIC_OR_PARTITION, or
+    # LEADER_NOT_AVAILABLE while being created, or INVALID_TOPIC_EXCEPTION
+    topic_errors: Mapping[str, ErrorCode] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsRequest:
+    """Kafka's CreateTopics (API key 19) without explicit assignments or configs:
+    ``topics`` is ((name, (num_partitions, replication_factor)), ...) in request order,
+    -1 meaning the broker's default."""
+    correlation_id: int
+    topics: tuple[tuple[str, tuple[int, int]], ...]
+    timeout_ms: int = 30000
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreationResult:
+    error: ErrorCode
+    message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsResponse:
+    correlation_id: int
+    topics: Mapping[str, TopicCreationResult]
 
 
 @dataclass(slots=True)

@@ -58,8 +58,10 @@ class ProducerIdManager:
         try:
             while True:
                 current = yield coord.GetData(PRODUCER_ID_BLOCK_PATH)
-                if current.ok:
+                if current.ok and current.data:
                     start = int(current.value["block_end"]) + 1
+                elif current.ok:  # the empty node createTopLevelPaths makes: no block yet
+                    start = 0
                 else:
                     if current.error != coord.NO_NODE:
                         return  # no session: requests wait, the clients time out and retry

@@ -287,10 +287,11 @@ class DecodeError(ValueError):
     pass
 
 
-def decode_batch(data: bytes | bytearray | memoryview, position: int) -> tuple[RecordBatch, int]:
+def decode_batch(data: bytes | bytearray | memoryview, position: int, verify: bool = True) -> tuple[RecordBatch, int]:
     """Decode the batch at ``position``; returns it and the position after it.
 
-    Raises DecodeError for a short read, an impossible header or a CRC mismatch.
+    Raises DecodeError for a short read, an impossible header or (with ``verify``) a
+    CRC mismatch.
     """
     end_header = position + HEADER_BYTES
     if end_header > len(data):
@@ -302,7 +303,7 @@ def decode_batch(data: bytes | bytearray | memoryview, position: int) -> tuple[R
         raise DecodeError("truncated batch (a torn write)")
     payload = bytes(data[end_header:end_header + payload_len])
     head = struct.pack(">qii", base_offset, leader_epoch, count)
-    if zlib.crc32(struct.pack(">i", payload_len) + payload, zlib.crc32(head)) != crc:
+    if verify and zlib.crc32(struct.pack(">i", payload_len) + payload, zlib.crc32(head)) != crc:
         raise DecodeError("crc mismatch")
     try:
         records, fields = Records.decode_with_fields(payload)

@@ -86,9 +86,10 @@ class LogStorage(Protocol):
     def size(self, path: str) -> int:
         """A file's size in bytes (0 if there is none)."""
 
-    def decode_at(self, path: str, position: int) -> tuple[Any, int]:
+    def decode_at(self, path: str, position: int, verify: bool = True) -> tuple[Any, int]:
         """The batch stored at ``position`` and the position after it; DecodeError for a
-        torn, garbled or CRC-failing batch, or for the end of the file."""
+        torn or garbled batch, for one failing its CRC (only with ``verify``: without,
+        the bytes are trusted as flushed ones), or for the end of the file."""
 
     def batches_in(self, region: FileRegion) -> tuple:
         """The batch objects stored in a region (their records readable)."""
@@ -116,11 +117,11 @@ class BytesLogStorage:
         data = self._read(path)
         return 0 if data is None else len(data)
 
-    def decode_at(self, path: str, position: int) -> tuple[Any, int]:
+    def decode_at(self, path: str, position: int, verify: bool = True) -> tuple[Any, int]:
         data = self._read(path)
         if data is None or position >= len(data):
             raise DecodeError("end of file")
-        batch, end = decode_batch(data, position)
+        batch, end = decode_batch(data, position, verify)
         self._objects.setdefault(path, {})[position] = (batch, end)
         return batch, end
 

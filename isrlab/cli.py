@@ -370,6 +370,48 @@ def cmd_zk(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return host, 0 if port == "0" else _port(port)
+
+
+def _config_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def _config_value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from broker_core.config import broker_config
+    from broker_core.errors import ConfigError
+    from real_io import serve
+    overrides = {key: _config_value(value) for key, value in args.config or []}
+    try:
+        broker_config(serve.PROFILE, overrides)
+    except ConfigError as exc:
+        raise UsageError(f"serve: {exc}") from None
+    host, port = args.listen
+    if args.broker_id < 0:
+        raise UsageError("serve: --broker-id must not be negative")
+    options = serve.ServeOptions(args.broker_id, Path(args.data_dir), host, port, args.zk,
+                                 Path(args.trace) if args.trace else None, overrides, args.max_request_bytes,
+                                 args.connections_max_idle_ms)
+    return serve.run(options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="isrlab", description="A simulation-first testbed for Kafka-style replicated logs.")
     parser.add_argument("--version", action="version", version=f"isrlab {_version()}")
@@ -412,6 +454,24 @@ def build_parser() -> argparse.ArgumentParser:
     zk.add_argument("--dir", default="runs/zookeeper", help="the server's directory (default runs/zookeeper)")
     zk.add_argument("--port", type=_port, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
     zk.set_defaults(func=cmd_zk)
+    srv = sub.add_parser("serve", help="run one broker that real Kafka clients use",
+                         description="Run one broker of the real-I/O binding: the Kafka wire protocol on a socket, "
+                                     "its log in --data-dir, its metadata in an embedded store (default) or in "
+                                     "ZooKeeper (--zk). SIGTERM stops it cleanly.")
+    srv.add_argument("--broker-id", type=int, required=True, help="the broker's id (broker.id)")
+    srv.add_argument("--data-dir", required=True, help="the broker's data directory (log.dirs), created if missing")
+    srv.add_argument("--listen", type=_listen, default=("127.0.0.1", 9092), metavar="HOST:PORT",
+                     help="where to accept clients (default 127.0.0.1:9092; port 0 picks a free one)")
+    srv.add_argument("--zk", metavar="HOST:PORT[/CHROOT]", help="use this ZooKeeper instead of the embedded store")
+    srv.add_argument("--trace", metavar="FILE", help="append the broker's trace events (JSONL) to FILE")
+    srv.add_argument("--config", type=_config_pair, action="append", metavar="KEY=VALUE",
+                     help="a broker config override with Kafka's name, e.g. num.partitions=3 (repeatable)")
+    srv.add_argument("--max-request-bytes", type=_positive_int, default=104857600, metavar="N",
+                     help="socket.request.max.bytes: larger frames close the connection (default 104857600)")
+    srv.add_argument("--connections-max-idle-ms", type=_positive_int, default=600000, metavar="MS",
+                     help="connections.max.idle.ms: a connection without a whole request for this long is "
+                          "closed (default 600000)")
+    srv.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -26,7 +26,7 @@ from broker_core.inputs import (
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.records import Record
 from broker_core.types import TopicPartition
-from sim.coordination import CoordinationStore
+from broker_core.coordination_store import CoordinationStore
 
 CLIENT = "client"
 ZK = "zk"

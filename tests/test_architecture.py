@@ -20,7 +20,7 @@ LAYERS = {  # package -> packages it must not import
 # (ARCHITECTURE.md: the core and everything shared run under either binding).
 ONLY_IN = {
     "simpy": "sim",
-    "asyncio": "real_io", "socket": "real_io", "selectors": "real_io", "kazoo": "real_io",
+    "asyncio": "real_io", "socket": "real_io", "select": "real_io", "selectors": "real_io", "kazoo": "real_io",
     "pyspark": "spark_reports",
 }
 # Every package of the project. bench/ and tests/ are not packages of the product:
@@ -79,7 +79,7 @@ def test_the_two_bindings_never_import_each_other():
 def test_the_product_imports_nothing_that_only_the_tests_install():
     """pytest, hypothesis and the real Kafka clients are the `test` extra (pyproject.toml):
     a package of the product that imported one would break an install without it."""
-    test_only = {"pytest", "hypothesis", "kafka", "snappy"}
+    test_only = {"pytest", "hypothesis", "kafka", "snappy", "confluent_kafka"}
     offenders = [(str(path), line, module) for package in PACKAGES for path, line, module in imports_of(package)
                  if module in test_only]
     assert offenders == []

@@ -2,15 +2,14 @@
 batches v2 exactly as clients send and receive them."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from broker_core.effects import Fsync
 from broker_core.log import PartitionLog
 from broker_core.records import RecordBatch, Records
 from broker_core.storage import FileRegion
 from broker_core.types import TopicPartition
-from real_io.log_storage import FileLogStorage
+from real_io.files import DataDir
 from real_io.protocol import compression, record_batch
 from real_io.wire_batch import WireBatch, parse_records
 
@@ -26,13 +25,16 @@ def client_batch(values, codec=compression.NONE, producer_id=-1, base_sequence=-
     return record_batch.encode_batch(core, codec)
 
 
-def write(storage: FileLogStorage, effects) -> None:
+def write(storage: DataDir, effects) -> None:
     for effect in effects:
-        storage.carry_out(effect)
+        if isinstance(effect, Fsync):
+            storage.fsync(effect.path)
+        else:
+            storage.carry_out(effect)
 
 
 def appended(tmp_path, batches, segment_bytes=1 << 30, epoch=3):
-    storage = FileLogStorage(tmp_path)
+    storage = DataDir(tmp_path)
     log = PartitionLog(TP, segment_bytes, storage)
     for data in batches:
         [batch] = parse_records(data)
@@ -68,7 +70,7 @@ def test_a_fetch_refers_to_file_regions_whose_bytes_are_the_stored_batches(tmp_p
     storage, log = appended(tmp_path, sent, segment_bytes=3 * len(sent[0]))
     regions = log.regions(log.read(1, 1 << 20))
     assert [r.path for r in regions] == [f"t-0/{0:020d}.log", f"t-0/{3:020d}.log"]
-    data = b"".join(os.pread(storage.open_region(r), r.size, r.position) for r in regions)
+    data = b"".join(storage.read_region(r) for r in regions)
     offsets = [b.base_offset for b in record_batch.decode_batches(data)]
     assert offsets == [1, 2, 3, 4, 5]
     assert [b.base_offset for r in regions for b in storage.batches_in(r)] == [1, 2, 3, 4, 5]
@@ -79,7 +81,7 @@ def test_recovery_rebuilds_the_log_from_the_files_alone(tmp_path):
     batch, each checked by its CRC, and the log ends where they end."""
     sent = [client_batch([f"v{i}"], producer_id=9, base_sequence=i) for i in range(5)]
     _, log = appended(tmp_path, sent, segment_bytes=2 * len(sent[0]))
-    recovered, effects, report = PartitionLog.recover(TP, FileLogStorage(tmp_path), 2 * len(sent[0]))
+    recovered, effects, report = PartitionLog.recover(TP, DataDir(tmp_path), 2 * len(sent[0]))
     assert report.truncated_bytes == 0 and effects == []
     assert recovered.log_end_offset == 5
     assert recovered.records() == log.records()
@@ -103,7 +105,7 @@ def test_a_damaged_tail_is_truncated_and_never_served(tmp_path, damage):
         data += b"\x00\x01garbage" * 7
         good = len(data) - 7 * 9
     path.write_bytes(bytes(data))
-    storage = FileLogStorage(tmp_path)
+    storage = DataDir(tmp_path)
     recovered, effects, report = PartitionLog.recover(TP, storage, 1 << 30)
     assert report.reason is not None and report.truncated_bytes == len(data) - good
     write(storage, effects)
@@ -124,7 +126,7 @@ def test_a_batch_the_producer_damaged_is_refused_before_it_reaches_the_log():
 
 def test_regions_resolve_through_the_port_after_a_restart(tmp_path):
     storage, log = appended(tmp_path, [client_batch(["a"]), client_batch(["b"])])
-    fresh = FileLogStorage(tmp_path)
+    fresh = DataDir(tmp_path)
     region = FileRegion(f"t-0/{0:020d}.log", 0, fresh.size(f"t-0/{0:020d}.log"))
     assert [b.records.values for b in fresh.batches_in(region)] == [("a",), ("b",)]
     assert all(isinstance(b, WireBatch) for b in fresh.batches_in(region))

@@ -1,5 +1,5 @@
 from broker_core import coordination as coord
-from sim.coordination import CoordinationStore, WatchEvent
+from broker_core.coordination_store import CoordinationStore, WatchEvent
 
 
 def make():

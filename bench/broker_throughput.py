@@ -1,0 +1,193 @@
+"""The real broker against librdkafka's mock cluster, with the same client, in one run.
+
+    .venv/bin/python bench/broker_throughput.py [--records-mb 20] [--write docs/benchmarks.md]
+
+For each record size (100 B and 10 KiB) it produces ``--records-mb`` MiB of records with
+one confluent-kafka producer (acks=1, linger.ms=5, no compression), then reads them all
+back with one consumer (assign, from the beginning), first against ``isrlab serve`` (one
+broker, embedded coordination store, a fresh data directory), then against the mock
+cluster librdkafka builds in-process (``test.mock.num.brokers``: 1). The mock keeps only
+the newest 5 MiB of each partition and gives a topic 4 partitions, so both topics have
+4 partitions, the data is spread over them, and the consumer's rate counts what it read. It prints records/s and MB/s of
+each and the ratio ours / mock, and the broker's peak resident memory (VmHWM).
+Target (issue 9): produce and consume at least 50% of the mock's MB/s with 10 KiB records.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPIC = "bench"
+_LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
+PRODUCER = {"acks": 1, "linger.ms": 5, "compression.type": "none", "enable.idempotence": False,
+            "queue.buffering.max.kbytes": 65536, "message.max.bytes": 1000000, "log.connection.close": False}
+MOCK_PARTITIONS = 4  # the partitions librdkafka's mock cluster gives an auto-created topic
+
+
+def start_broker(data_dir: Path, partitions: int) -> tuple[subprocess.Popen, str]:
+    args = [sys.executable, "-m", "isrlab", "serve", "--broker-id", "1", "--data-dir", str(data_dir),
+            "--listen", "127.0.0.1:0", "--config", f"num.partitions={partitions}"]
+    process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = process.stdout.readline()
+    match = _LISTENING.search(line)
+    if not match:
+        process.kill()
+        raise SystemExit(f"isrlab serve did not start: {line!r}")
+    return process, f"127.0.0.1:{match.group(2)}"
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def create_topic(bootstrap: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(TOPIC, partitions, 1)], operation_timeout=30)
+    for future in futures.values():
+        try:
+            future.result(60)
+        except Exception as exc:  # already there (auto-created): fine
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+
+
+def produce(config: dict, count: int, size: int, partitions: int) -> float:
+    """Seconds to produce and have acknowledged ``count`` records of ``size`` bytes."""
+    producer = Producer({**PRODUCER, **config})
+    value = os.urandom(size)
+    failures = []
+
+    def delivered(err, _msg):
+        if err is not None:
+            failures.append(err)
+    start = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(TOPIC, value, partition=i % partitions, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - start
+    if remaining or failures:
+        raise SystemExit(f"produce failed: {remaining} undelivered, errors {failures[:3]}")
+    return elapsed
+
+
+def consume(bootstrap: str, expected: int, partitions: int) -> tuple[float, int, int]:
+    """Seconds to read ``expected`` records (or all there are), records and bytes read."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576,
+                         "log.connection.close": False})
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
+    records = size = 0
+    idle_since = None
+    start = time.perf_counter()
+    while records < expected:
+        batch = consumer.consume(1000, 1.0)
+        got = [m for m in batch if m.error() is None]
+        if not got:
+            idle_since = idle_since or time.perf_counter()
+            if time.perf_counter() - idle_since > 5:
+                break  # what is there has been read
+            continue
+        idle_since = None
+        records += len(got)
+        size += sum(len(m.value()) for m in got)
+    elapsed = time.perf_counter() - start - (5 if records < expected else 0)
+    consumer.close()
+    return elapsed, records, size
+
+
+def run_case(size: int, megabytes: float, partitions: int) -> dict:
+    count = max(int(megabytes * 1024 * 1024 / size), partitions)
+    out: dict = {"size": size, "count": count}
+    with tempfile.TemporaryDirectory() as tmp:
+        process, bootstrap = start_broker(Path(tmp) / "data", partitions)
+        try:
+            create_topic(bootstrap, partitions)
+            out["ours_produce_s"] = produce({"bootstrap.servers": bootstrap}, count, size, partitions)
+            out["ours_consume_s"], read, _ = consume(bootstrap, count, partitions)
+            if read != count:
+                raise SystemExit(f"read back {read} of {count} records from isrlab serve")
+            out["peak_rss_mb"] = peak_rss_mb(process.pid)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(60)
+    mock = Producer({**PRODUCER, "test.mock.num.brokers": 1})
+    broker = next(iter(mock.list_topics(timeout=10).brokers.values()))
+    mock_bootstrap = f"{broker.host}:{broker.port}"
+    warm = Producer({**PRODUCER, "bootstrap.servers": mock_bootstrap})  # auto-creates the topic
+    warm.produce(TOPIC, b"", partition=0)
+    warm.flush(30)
+    out["mock_produce_s"] = produce({"bootstrap.servers": mock_bootstrap}, count, size, partitions)
+    out["mock_consume_s"], out["mock_read"], out["mock_read_bytes"] = consume(mock_bootstrap, count, partitions)
+    del mock
+    return out
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| record size | records | ours produce MB/s | mock produce MB/s | ratio | ours consume MB/s | "
+             "mock consume MB/s | ratio | broker peak RSS |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        mb = r["size"] * r["count"] / 1e6
+        ours_p, mock_p = mb / r["ours_produce_s"], mb / r["mock_produce_s"]
+        ours_c = mb / r["ours_consume_s"]
+        mock_c = r["mock_read_bytes"] / 1e6 / r["mock_consume_s"] if r["mock_consume_s"] > 0 else float("nan")
+        lines.append(f"| {r['size']} B | {r['count']} | {ours_p:.1f} ({r['count'] / r['ours_produce_s']:.0f}/s) | "
+                     f"{mock_p:.1f} ({r['count'] / r['mock_produce_s']:.0f}/s) | {ours_p / mock_p:.2f} | "
+                     f"{ours_c:.1f} | {mock_c:.1f} | {ours_c / mock_c:.2f} | {r['peak_rss_mb']:.0f} MiB |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records-mb", type=float, default=20.0, help="MiB produced per record size")
+    parser.add_argument("--sizes", default="100,10240")
+    parser.add_argument("--write", type=Path, help="append the table to this markdown file's broker section")
+    args = parser.parse_args(argv)
+    results = [run_case(int(s), args.records_mb, MOCK_PARTITIONS) for s in args.sizes.split(",")]
+    text = table(results)
+    print(text)
+    if args.write:
+        write_section(args.write, text, argv if argv is not None else sys.argv[1:])
+    return 0
+
+
+SECTION = "## The real broker against librdkafka's mock cluster"
+
+
+def write_section(path: Path, text: str, argv: list[str]) -> None:
+    command = " ".join([".venv/bin/python bench/broker_throughput.py", *argv])
+    body = (f"{SECTION}\n\nCommand: `{command}` (one run; both sides use the same confluent-kafka "
+            f"{__import__('confluent_kafka').version()[0]} producer and consumer, acks=1, one broker).\n\n{text}\n")
+    current = path.read_text() if path.exists() else ""
+    if SECTION in current:
+        start = current.index(SECTION)
+        rest = current[start + len(SECTION):]
+        end = rest.find("\n## ")
+        current = current[:start] + body + (rest[end + 1:] if end >= 0 else "")
+    else:
+        current = current.rstrip("\n") + "\n\n" + body
+    path.write_text(current)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

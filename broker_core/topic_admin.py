@@ -1,0 +1,263 @@
+"""Creating topics: Kafka's top-level coordination paths, replica assignment, the
+CreateTopics API and auto-creation on a Metadata request.
+
+Kafka 2.7.0 writes a topic's assignment to ``/brokers/topics/<t>`` (AdminZkClient
+createTopic -> createTopicWithAssignment, after AdminUtils.assignReplicasToBrokers);
+the controller's topic watch then brings the new partitions online and sends
+LeaderAndIsr and UpdateMetadata (the core's Controller._on_topic_change). A CreateTopics
+request is answered once every new partition has a leader in this broker's metadata, or
+at its timeout (KafkaApis.handleCreateTopicsRequest with DelayedCreatePartitions).
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Hashable, Mapping, Sequence
+
+from broker_core import coordination as coord
+from broker_core.context import NodeContext
+from broker_core.errors import ErrorCode
+from broker_core.messages import CreateTopicsRequest, CreateTopicsResponse, PartitionState, TopicCreationResult
+from broker_core.types import NO_LEADER, TopicPartition
+
+# 2.7.0 ZkData.PersistentZkPaths (with ConfigType.all's entity paths): what
+# KafkaZkClient.createTopLevelPaths creates at every broker start.
+TOP_LEVEL_PATHS = ("/consumers", "/brokers/ids", "/brokers/topics", "/config/changes", "/admin/delete_topics",
+                   "/brokers/seqid", "/isr_change_notification", "/latest_producer_id_block",
+                   "/log_dir_event_notification", "/config/topics", "/config/clients", "/config/users",
+                   "/config/brokers")
+TOPIC_CONFIG_PATH = "/config/topics"
+MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+USE_DEFAULT = -1  # CreateTopics: -1 partitions or replication factor means the broker's default
+# isrlab's own bound (Kafka has none short of ZooKeeper's 1 MB node limit): a request
+# for millions of partitions must be refused, not tie the broker up assigning them.
+MAX_PARTITIONS = 1000
+
+
+class TopicCreationError(Exception):
+    def __init__(self, error: ErrorCode, message: str):
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def create_top_level_path(path: str):
+    """One path of KafkaZkClient.createTopLevelPaths (2.7.0): createRecursive, an
+    existing node being fine. A task of its own; the broker starts one per path."""
+    yield coord.Create(path, b"", make_parents=True)
+
+
+def validate_topic_name(topic: str) -> None:
+    """Topic.validate (2.7.0 clients/.../common/internals/Topic.java)."""
+    if not topic:
+        raise TopicCreationError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if topic in (".", ".."):
+        raise TopicCreationError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(topic) > MAX_TOPIC_NAME_LENGTH:
+        raise TopicCreationError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.fullmatch(topic):
+        raise TopicCreationError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic name {topic!r} is illegal, it contains a character other than "
+                                 "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def start_index_for(topic: str, brokers: int) -> int:
+    """Kafka picks the first replica's start index and the replica shift at random;
+    isrlab derives them from the topic's name (CRC-32: the same on every run)."""
+    return zlib.crc32(topic.encode()) % brokers
+
+
+def assign_replicas_to_brokers(brokers: Sequence[int], num_partitions: int, replication_factor: int,
+                               fixed_start_index: int = 0, start_partition_id: int = 0) -> dict[int, tuple[int, ...]]:
+    """AdminUtils.assignReplicasToBrokers, rack-unaware (2.7.0
+    AdminUtils.assignReplicasToBrokersRackUnaware): partition p's first replica is broker
+    (p + start) mod n; the others follow at a shift that grows by one after every n
+    partitions, so leaders and followers spread evenly."""
+    if num_partitions <= 0:
+        raise TopicCreationError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    if num_partitions > MAX_PARTITIONS:
+        raise TopicCreationError(ErrorCode.INVALID_PARTITIONS,
+                                 f"Number of partitions must not exceed {MAX_PARTITIONS} (isrlab's limit).")
+    if replication_factor <= 0:
+        raise TopicCreationError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    if replication_factor > len(brokers):
+        raise TopicCreationError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                                 f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
+    ordered = sorted(brokers)
+    count = len(ordered)
+    start_index = fixed_start_index
+    next_replica_shift = fixed_start_index
+    assignment = {}
+    partition = max(0, start_partition_id)
+    for _ in range(num_partitions):
+        if partition > 0 and partition % count == 0:
+            next_replica_shift += 1
+        first = (partition + start_index) % count
+        replicas = [ordered[first]]
+        for j in range(replication_factor - 1):
+            shift = 1 + (next_replica_shift + j) % (count - 1)
+            replicas.append(ordered[(first + shift) % count])
+        assignment[partition] = tuple(replicas)
+        partition += 1
+    return assignment
+
+
+def create_topic(topic: str, num_partitions: int, replication_factor: int):
+    """AdminZkClient.createTopic (2.7.0): assign over the registered brokers, refuse a
+    topic that exists, write its config node, then its assignment (the node the
+    controller watches). A task returning the assignment; failures raise
+    TopicCreationError."""
+    validate_topic_name(topic)
+    registered = yield coord.GetChildren(coord.BROKER_IDS_PATH)
+    brokers = sorted(int(b) for b in registered.children) if registered.ok else []
+    if not brokers:
+        raise TopicCreationError(ErrorCode.INVALID_REPLICATION_FACTOR, "no broker is registered")
+    start = start_index_for(topic, len(brokers))
+    assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, start)
+    exists = yield coord.Exists(coord.topic_path(topic))
+    if exists.ok:
+        raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+    yield coord.Create(f"{TOPIC_CONFIG_PATH}/{topic}", coord.encode_data({"version": 1, "config": {}}),
+                       make_parents=True)  # an existing config node (a half-done earlier create) is kept
+    data = {"version": 2, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+            "adding_replicas": {}, "removing_replicas": {}}
+    written = yield coord.Create(coord.topic_path(topic), coord.encode_data(data), make_parents=True)
+    if not written.ok:
+        if written.error == coord.NODE_EXISTS:
+            raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+        raise TopicCreationError(ErrorCode.UNKNOWN_SERVER_ERROR, f"coordination store: {written.error}")
+    return assignment
+
+
+@dataclass
+class _PendingCreate:
+    src: Hashable
+    correlation_id: int
+    results: dict[str, TopicCreationResult]
+    waiting: dict[str, int]  # topic -> partition count still to appear with a leader
+    timer_key: tuple
+    topics: tuple[str, ...] = ()
+    written: bool = False  # every topic's creation was tried
+
+
+class TopicCreator:
+    """CreateTopics requests and Metadata auto-creation for one node."""
+
+    def __init__(self, ctx: NodeContext, is_controller: Callable[[], bool],
+                 metadata: Callable[[], Mapping[TopicPartition, PartitionState]]):
+        self.ctx = ctx
+        self._is_controller = is_controller
+        self._metadata = metadata
+        self._pending: dict[int, _PendingCreate] = {}
+        self._next_id = 1
+        self.auto_creating: set[str] = set()
+
+    def handle_create_topics(self, src: Hashable, request: CreateTopicsRequest) -> None:
+        """KafkaApis.handleCreateTopicsRequest (2.7.0): only the controller creates
+        (others answer NOT_CONTROLLER); a topic named twice is INVALID_REQUEST."""
+        config = self.ctx.config
+        results: dict[str, TopicCreationResult] = {}
+        if not self._is_controller():
+            for topic, _ in request.topics:
+                results[topic] = TopicCreationResult(ErrorCode.NOT_CONTROLLER, "This is not the correct controller")
+            self.ctx.send(src, CreateTopicsResponse(request.correlation_id, results))
+            return
+        names = [topic for topic, _ in request.topics]
+        pending = _PendingCreate(src, request.correlation_id, results, {}, ("create-topics", self._next_id),
+                                 tuple(dict.fromkeys(names)))
+        self._next_id += 1
+        todo = []
+        for topic, (partitions, replication) in request.topics:
+            if names.count(topic) > 1:
+                results[topic] = TopicCreationResult(ErrorCode.INVALID_REQUEST,
+                                                     "Create topics request from client contains duplicate topic")
+                continue
+            partitions = config.num_partitions if partitions == USE_DEFAULT else partitions
+            replication = config.default_replication_factor if replication == USE_DEFAULT else replication
+            todo.append((topic, partitions, replication))
+        self._pending[pending.timer_key[1]] = pending
+        self.ctx.set_timer(pending.timer_key, request.timeout_ms)
+        self.ctx.tasks.start(self._create_all(pending, todo, request.validate_only))
+
+    def _create_all(self, pending: _PendingCreate, todo: list, validate_only: bool):
+        for topic, partitions, replication in todo:
+            try:
+                if validate_only:
+                    validate_topic_name(topic)
+                    exists = yield coord.Exists(coord.topic_path(topic))
+                    if exists.ok:
+                        raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+                    pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
+                    continue
+                assignment = yield from create_topic(topic, partitions, replication)
+            except TopicCreationError as failure:
+                pending.results[topic] = TopicCreationResult(failure.error, failure.message)
+                continue
+            self.ctx.trace("topic_created", topic=topic, partitions=len(assignment),
+                           replication_factor=replication, by="create_topics")
+            pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
+            pending.waiting[topic] = partitions
+        pending.written = True
+        self.metadata_updated()
+
+    def metadata_updated(self) -> None:
+        """Answer the requests whose topics now all have a leader for every partition."""
+        metadata = self._metadata()
+        for key in sorted(self._pending):
+            pending = self._pending[key]
+            if pending.written and all(_has_leaders(metadata, topic, count) for topic, count in pending.waiting.items()):
+                self._answer(key, timed_out=False)
+
+    def timed_out(self, key: int) -> None:
+        if key in self._pending:
+            self._answer(key, timed_out=True)
+
+    def _answer(self, key: int, timed_out: bool) -> None:
+        pending = self._pending.pop(key)
+        if not timed_out:
+            self.ctx.cancel_timer(pending.timer_key)
+        results = dict(pending.results)
+        if timed_out:  # DelayedCreatePartitions.onComplete: unfinished topics time out
+            metadata = self._metadata()
+            for topic in pending.topics:
+                count = pending.waiting.get(topic)
+                if topic not in results or (count is not None and not _has_leaders(metadata, topic, count)):
+                    results[topic] = TopicCreationResult(ErrorCode.REQUEST_TIMED_OUT, "Operation timed out")
+        self.ctx.send(pending.src, CreateTopicsResponse(pending.correlation_id, dict(sorted(results.items()))))
+
+    def auto_create(self, topic: str) -> ErrorCode:
+        """KafkaApis.getTopicMetadata -> createTopic (2.7.0): a Metadata request naming an
+        unknown topic creates it with num.partitions and default.replication.factor
+        when auto.create.topics.enable (and the request allows it); the topic is
+        answered LEADER_NOT_AVAILABLE meanwhile. An invalid name is answered at once."""
+        try:
+            validate_topic_name(topic)
+        except TopicCreationError as failure:
+            return failure.error
+        if topic not in self.auto_creating:
+            self.auto_creating.add(topic)
+            self.ctx.tasks.start(self._auto_create(topic))
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    def _auto_create(self, topic: str):
+        config = self.ctx.config
+        try:
+            assignment = yield from create_topic(topic, config.num_partitions, config.default_replication_factor)
+            self.ctx.trace("topic_created", topic=topic, partitions=len(assignment),
+                           replication_factor=config.default_replication_factor, by="auto_create")
+        except TopicCreationError as failure:
+            if failure.error is not ErrorCode.TOPIC_ALREADY_EXISTS:
+                self.ctx.trace("topic_creation_failed", topic=topic, error=failure.error.name, reason=failure.message)
+        finally:
+            self.auto_creating.discard(topic)
+
+
+def _has_leaders(metadata: Mapping[TopicPartition, PartitionState], topic: str, count: int) -> bool:
+    for partition in range(count):
+        state = metadata.get(TopicPartition(topic, partition))
+        if state is None or state.leader_and_isr.leader == NO_LEADER:
+            return False
+    return True

@@ -1,0 +1,203 @@
+"""The broker's data directory: the core's file effects carried out on real files.
+
+The core names files by relative paths (``t-0/00000000000000000000.log``,
+``replication-offset-checkpoint``); they live under one directory. ``WriteBytes`` writes
+at a position (the page cache holds it until an fsync), ``TruncateFile`` and
+``DeleteFile`` do what they say, ``ReplaceFile`` replaces a small file atomically and
+durably (write a temporary file, fsync it, rename it over the old one, fsync the
+directory), and ``fsync`` (run on a worker thread by the runtime, which hands the core
+``FsyncCompleted``) makes a file's bytes durable. A path that leaves the directory is
+refused: the core never names one, and a bug must not write elsewhere.
+
+It is also the core's storage port (broker_core.storage.LogStorage) over the same
+files: segments hold record batches v2 exactly as clients receive them
+(real_io.wire_batch), so the read side lists files, reads a checkpoint, decodes the
+batch at a position (recovery's CRC scan), and reads a region's batches back. A fetch
+never decodes anything: the server sends a response's regions straight from the files
+(``region_descriptor``).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.records import DecodeError
+from broker_core.storage import FileRegion
+from real_io.protocol import record_batch
+from real_io.protocol.errors import ProtocolError
+from real_io.wire_batch import WireBatch
+
+TEMP_SUFFIX = ".tmp"
+# Files the binding itself keeps in the data directory, which are not the core's.
+PRIVATE_FILES = frozenset({".lock", "embedded-coordination.json", "embedded-coordination.json" + TEMP_SUFFIX})
+
+
+class DataDir:
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._handles: dict[str, int] = {}  # path -> open descriptor, kept for appends
+        self.dirty: set[str] = set()  # written since their last fsync
+
+    def _resolve(self, path: str) -> Path:
+        full = (self.root / path).resolve()
+        if full == self.root or self.root not in full.parents:
+            raise ValueError(f"path {path!r} leaves the data directory")
+        return full
+
+    # -- the storage port (read side) ---------------------------------------------------
+    def paths(self) -> list[str]:
+        """Every file by relative path (what a restarted process finds), without leftover
+        temporary files of an interrupted replace and the binding's own files."""
+        out = []
+        for full in sorted(self.root.rglob("*")):
+            if full.is_file():
+                relative = full.relative_to(self.root).as_posix()
+                if relative not in PRIVATE_FILES and not relative.endswith(TEMP_SUFFIX):
+                    out.append(relative)
+        return out
+
+    def read_file(self, path: str) -> bytes | None:
+        try:
+            return self._resolve(path).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def size(self, path: str) -> int:
+        try:
+            return self._resolve(path).stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def decode_at(self, path: str, position: int, verify: bool = True) -> tuple[WireBatch, int]:
+        fd = self._descriptor(path)
+        head = os.pread(fd, record_batch.HEADER_BYTES, position)
+        if not head:
+            raise DecodeError("end of file")
+        try:
+            size = record_batch.read_header(head).size
+            data = head + os.pread(fd, size - len(head), position + len(head))
+            batch, _ = WireBatch.parse(data, 0, validate=verify)
+        except ProtocolError as exc:
+            raise DecodeError(str(exc)) from None
+        return batch, position + size
+
+    def batches_in(self, region: FileRegion) -> tuple[WireBatch, ...]:
+        data = self.read_region(region)
+        out, position = [], 0
+        while position < len(data):
+            batch, position = WireBatch.parse(data, position, validate=False)
+            out.append(batch)
+        return tuple(out)
+
+    def read_region(self, region: FileRegion) -> bytes:
+        return os.pread(self._descriptor(region.path), region.size, region.position)
+
+    def region_descriptor(self, region: FileRegion) -> int:
+        """A descriptor to send ``region`` from (this directory's: do not close it)."""
+        return self._descriptor(region.path)
+
+    # -- the write side ------------------------------------------------------------------
+    def carry_out(self, effect) -> None:
+        """One of the core's file effects (WriteBytes, TruncateFile, DeleteFile,
+        ReplaceFile); OSError when the disk refuses."""
+        kind = type(effect)
+        if kind is WriteBytes:
+            self.write(effect.path, effect.position, effect.data)
+        elif kind is TruncateFile:
+            self.truncate(effect.path, effect.size)
+        elif kind is DeleteFile:
+            self.delete(effect.path)
+        elif kind is ReplaceFile:
+            self.replace(effect.path, effect.data)
+        else:
+            raise TypeError(f"not a file effect: {kind.__name__}")
+
+    def _descriptor(self, path: str) -> int:
+        fd = self._handles.get(path)
+        if fd is None:
+            full = self._resolve(path)
+            full.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(full, os.O_RDWR | os.O_CREAT, 0o644)
+            self._handles[path] = fd
+        return fd
+
+    def write(self, path: str, position: int, data: bytes) -> None:
+        fd = self._descriptor(path)
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(fd, view, position)
+            view = view[written:]
+            position += written
+        self.dirty.add(path)
+
+    def truncate(self, path: str, size: int) -> None:
+        os.ftruncate(self._descriptor(path), size)
+        self.dirty.add(path)
+
+    def delete(self, path: str) -> None:
+        fd = self._handles.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+        self.dirty.discard(path)
+        try:
+            os.remove(self._resolve(path))
+        except FileNotFoundError:
+            pass
+
+    def replace(self, path: str, data: bytes) -> None:
+        full = self._resolve(path)
+        full.parent.mkdir(parents=True, exist_ok=True)
+        replace_durably(full, data)
+        fd = self._handles.pop(path, None)
+        if fd is not None:  # the old descriptor names the replaced file
+            os.close(fd)
+        self.dirty.discard(path)
+
+    def fsync(self, path: str) -> None:
+        """Make ``path``'s bytes durable (and its directory entry, for a new file).
+        Safe on a worker thread: it opens its own descriptor."""
+        full = self._resolve(path)
+        try:
+            fd = os.open(full, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # deleted meanwhile: nothing left to make durable
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_directory(full.parent)
+
+    def fsync_all(self) -> None:
+        """Make every file written since its last fsync durable (a clean stop)."""
+        for path in sorted(self.dirty):
+            self.fsync(path)
+        self.dirty.clear()
+
+    def close(self) -> None:
+        for fd in self._handles.values():
+            os.close(fd)
+        self._handles.clear()
+
+
+def replace_durably(full: Path, data: bytes) -> None:
+    temp = full.with_name(full.name + TEMP_SUFFIX)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, full)
+    fsync_directory(full.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

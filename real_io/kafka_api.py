@@ -1,0 +1,202 @@
+"""Wire requests to the core's messages and the core's answers back to wire bodies.
+
+Every function is pure: decoded request bodies (dicts, as real_io.protocol decodes
+them) in, ``broker_core.messages`` out, and back. The server (real_io/server.py) owns
+connections and correlation; this module owns the field-by-field mapping, written from
+Kafka 2.7.0's message definitions (clients/src/main/resources/common/message/*.json).
+
+Where the core has no counterpart the answer is local (real_io/local_apis.py).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from broker_core.messages import (
+    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, CreateTopicsRequest, CreateTopicsResponse,
+    FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
+from broker_core.types import TopicPartition
+from real_io.protocol.errors import ProtocolError
+from real_io.wire_batch import WireBatch, parse_records
+
+# Kafka's error codes the binding answers itself (the core's ErrorCode has the rest).
+CORRUPT_MESSAGE = 2
+INVALID_REQUEST = 42
+INVALID_CONFIG = 40
+INVALID_RECORD = 87
+CLUSTER_ID = "isrlab-cluster"
+
+
+def _tp_sorted(partitions: Mapping[TopicPartition, object]) -> dict[str, list]:
+    """topic -> [(partition, value)] in partition order, topics in name order."""
+    grouped: dict[str, list] = {}
+    for tp in sorted(partitions):
+        grouped.setdefault(tp.topic, []).append((tp.partition, partitions[tp]))
+    return grouped
+
+
+# -- Produce ---------------------------------------------------------------------------
+def produce_request(correlation_id: int, body: dict) -> tuple[ProduceRequest, dict[TopicPartition, int]]:
+    """The core's request for the partitions whose records decode, and the wire error
+    for the others: a batch whose CRC-32C or framing is wrong is CORRUPT_MESSAGE, and v3+
+    must carry exactly one batch v2 per partition (2.7.0 LogValidator
+    validateRecordBatchForMessageFormat / ProduceRequest.validateRecords) else
+    INVALID_RECORD."""
+    batches: dict[TopicPartition, WireBatch] = {}
+    errors: dict[TopicPartition, int] = {}
+    for topic in body["topics"]:
+        for partition in topic["partitions"]:
+            tp = TopicPartition(topic["name"], partition["partition_index"])
+            try:
+                decoded = parse_records(partition["records"] or b"")
+            except ProtocolError:
+                errors[tp] = CORRUPT_MESSAGE
+                continue
+            if len(decoded) != 1:
+                errors[tp] = INVALID_RECORD
+                continue
+            batches[tp] = decoded[0]
+    return ProduceRequest(correlation_id, body["acks"], body["timeout_ms"], batches), errors
+
+
+def produce_response(response: ProduceResponse | None, local_errors: Mapping[TopicPartition, int]) -> dict:
+    results: dict[TopicPartition, tuple[int, int]] = {tp: (code, -1) for tp, code in local_errors.items()}
+    if response is not None:
+        for tp, result in response.partitions.items():
+            results[tp] = (int(result.error), result.base_offset)
+    return {"responses": [{"name": topic, "partitions": [
+        {"partition_index": p, "error_code": code, "base_offset": offset, "log_append_time_ms": -1,
+         "log_start_offset": -1, "record_errors": [], "error_message": None} for p, (code, offset) in parts]}
+        for topic, parts in _tp_sorted(results).items()],
+        "throttle_time_ms": response.throttle_time_ms if response is not None else 0}
+
+
+# -- Fetch -----------------------------------------------------------------------------
+def fetch_request(correlation_id: int, body: dict) -> FetchRequest:
+    partitions = {}
+    for topic in body["topics"]:
+        for wanted in topic["partitions"]:
+            tp = TopicPartition(topic["topic"], wanted["partition"])
+            partitions[tp] = FetchPartition(wanted["fetch_offset"], wanted["current_leader_epoch"],
+                                            max(wanted["partition_max_bytes"], 0))
+    replica_id = body["replica_id"] if body["replica_id"] >= 0 else CONSUMER_REPLICA_ID
+    return FetchRequest(correlation_id, replica_id, max(body["max_wait_ms"], 0), body["min_bytes"], partitions)
+
+
+def fetch_records(result: FetchPartitionResult) -> bytes:
+    """A partition's fetched records: the stored bytes of its regions, which the runtime
+    read when it carried out the Send (real_io/runtime.py)."""
+    return b"".join(result.batches)
+
+
+def fetch_response(response: FetchResponse) -> dict:
+    """Fetch sessions (KIP-227) are not kept: session_id 0 tells the client every
+    response is a full one."""
+    return {"throttle_time_ms": response.throttle_time_ms, "error_code": 0, "session_id": 0, "responses": [
+        {"topic": topic, "partition_responses": [
+            {"partition": p, "error_code": int(r.error), "high_watermark": r.high_watermark,
+             "last_stable_offset": r.high_watermark, "log_start_offset": r.log_start_offset,
+             "aborted_transactions": None, "preferred_read_replica": -1, "record_set": fetch_records(r)}
+            for p, r in parts]}
+        for topic, parts in _tp_sorted(response.partitions).items()]}
+
+
+# -- ListOffsets -----------------------------------------------------------------------
+def list_offsets_request(correlation_id: int, body: dict) -> tuple[ListOffsetsRequest, dict[TopicPartition, int]]:
+    """The core answers the earliest (-2) and latest (-1) offsets; a lookup by
+    timestamp is not modelled and answers INVALID_REQUEST."""
+    wanted, errors = {}, {}
+    for topic in body["topics"]:
+        for partition in topic["partitions"]:
+            tp = TopicPartition(topic["name"], partition["partition_index"])
+            if partition["timestamp"] in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
+                wanted[tp] = partition["timestamp"]
+            else:
+                errors[tp] = INVALID_REQUEST
+    return ListOffsetsRequest(correlation_id, wanted), errors
+
+
+def list_offsets_response(response: ListOffsetsResponse | None, local_errors: Mapping[TopicPartition, int]) -> dict:
+    results: dict[TopicPartition, tuple[int, int]] = {tp: (code, -1) for tp, code in local_errors.items()}
+    if response is not None:
+        for tp, (error, offset) in response.partitions.items():
+            results[tp] = (int(error), offset)
+    return {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
+        {"partition_index": p, "error_code": code, "old_style_offsets": [], "timestamp": -1, "offset": offset,
+         "leader_epoch": -1} for p, (code, offset) in parts]} for topic, parts in _tp_sorted(results).items()]}
+
+
+# -- Metadata --------------------------------------------------------------------------
+def metadata_request(correlation_id: int, version: int, body: dict) -> MetadataRequest:
+    topics = body["topics"]
+    if topics is None or (version == 0 and not topics):  # v0: an empty list means every topic
+        names = None
+    else:
+        names = tuple(t["name"] for t in topics)
+    return MetadataRequest(correlation_id, names, bool(body["allow_auto_topic_creation"]))
+
+
+def metadata_response(response: MetadataResponse, endpoints: Mapping[int, tuple[str, int]]) -> dict:
+    """Brokers without a known endpoint are left out (a client could not reach them)."""
+    brokers = [{"node_id": b, "host": endpoints[b][0], "port": endpoints[b][1], "rack": None}
+               for b in sorted(response.brokers) if b in endpoints]
+    topics = [{"error_code": 0, "name": topic, "is_internal": False, "topic_authorized_operations": -2147483648,
+               "partitions": [{"error_code": int(m.error), "partition_index": p, "leader_id": m.leader,
+                               "leader_epoch": m.leader_epoch, "replica_nodes": list(m.replicas),
+                               "isr_nodes": list(m.isr), "offline_replicas": []} for p, m in parts]}
+              for topic, parts in _tp_sorted(response.partitions).items()]
+    topics += [{"error_code": int(error), "name": topic, "is_internal": False, "partitions": [],
+                "topic_authorized_operations": -2147483648} for topic, error in sorted(response.topic_errors.items())]
+    return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": CLUSTER_ID,
+            "controller_id": response.controller_id, "topics": topics,
+            "cluster_authorized_operations": -2147483648}
+
+
+# -- InitProducerId, OffsetForLeaderEpoch, CreateTopics ---------------------------------
+def init_producer_id_request(correlation_id: int, body: dict) -> InitProducerIdRequest:
+    return InitProducerIdRequest(correlation_id, body["transactional_id"], body["transaction_timeout_ms"])
+
+
+def init_producer_id_response(response: InitProducerIdResponse) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(response.error), "producer_id": response.producer_id,
+            "producer_epoch": response.producer_epoch}
+
+
+def offset_for_leader_epoch_request(correlation_id: int, body: dict) -> OffsetsForLeaderEpochRequest:
+    partitions = {TopicPartition(t["name"], p["partition_index"]): (p["current_leader_epoch"], p["leader_epoch"])
+                  for t in body["topics"] for p in t["partitions"]}
+    replica_id = body["replica_id"] if body["replica_id"] >= 0 else CONSUMER_REPLICA_ID
+    return OffsetsForLeaderEpochRequest(correlation_id, replica_id, partitions)
+
+
+def offset_for_leader_epoch_response(response: OffsetsForLeaderEpochResponse) -> dict:
+    return {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
+        {"error_code": int(r.error), "partition_index": p, "leader_epoch": r.leader_epoch, "end_offset": r.end_offset}
+        for p, r in parts]} for topic, parts in _tp_sorted(response.partitions).items()]}
+
+
+def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopicsRequest, dict[str, tuple[int, str]]]:
+    """Explicit replica assignments and topic configs are not supported: such a topic
+    answers INVALID_REQUEST / INVALID_CONFIG rather than being created differently from
+    what was asked."""
+    topics, errors = [], {}
+    for topic in body["topics"]:
+        if topic["assignments"]:
+            errors[topic["name"]] = (INVALID_REQUEST, "explicit replica assignments are not supported")
+        elif topic["configs"]:
+            errors[topic["name"]] = (INVALID_CONFIG, "topic configs are not supported at creation")
+        else:
+            topics.append((topic["name"], (topic["num_partitions"], topic["replication_factor"])))
+    return CreateTopicsRequest(correlation_id, tuple(topics), body["timeout_ms"], bool(body["validate_only"])), errors
+
+
+def create_topics_response(response: CreateTopicsResponse | None, local_errors: Mapping[str, tuple[int, str]]) -> dict:
+    rows = {name: (code, message, -1, -1) for name, (code, message) in local_errors.items()}
+    if response is not None:
+        for name, result in response.topics.items():
+            rows[name] = (int(result.error), result.message, result.num_partitions, result.replication_factor)
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": name, "error_code": code, "error_message": message, "topic_config_error_code": 0,
+         "num_partitions": partitions, "replication_factor": replication, "configs": []}
+        for name, (code, message, partitions, replication) in sorted(rows.items())]}

@@ -1,0 +1,222 @@
+"""One broker process: the core's node driven by an asyncio event loop.
+
+The runtime hands the node one input at a time with a monotonic millisecond clock and
+carries out the effects it answers: messages to clients go to their connection (the
+server registers each as an address), messages to itself (a controller's requests to
+its own broker) come back as inputs on the next loop turn, file effects go to the data
+directory (fsync on a worker thread, answered by ``FsyncCompleted``), timers are
+``loop.call_at`` handles, coordination requests go to the embedded store or ZooKeeper,
+and trace effects to the trace writer with the simulation's schema (binding ``real``).
+
+The core refers to stored bytes it does not hold (broker_core/storage.py): ``Started``
+hands it the data directory as its storage port, and a fetch response carries file
+regions, which ``_send`` reads from the segment files as they are (no decoding, no
+re-encoding) when it carries out the ``Send``, in effect order, so every region's bytes
+were written before it is read.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any, Callable, Hashable
+
+from analysis.trace import TraceWriter
+from broker_core.broker import BrokerNode
+from broker_core.config import BrokerConfig
+from broker_core.effects import (
+    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
+    WriteBytes)
+from broker_core.messages import FetchResponse
+from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
+from real_io.files import DataDir
+
+
+class BrokerRuntime:
+    def __init__(self, broker_id: int, config: BrokerConfig, data_dir: DataDir, coordination: Any,
+                 trace: TraceWriter | None = None, topic_configs: dict[str, BrokerConfig] | None = None):
+        self.broker_id = broker_id
+        self.name = f"broker-{broker_id}"
+        self.config = config
+        self.data_dir = data_dir
+        self.coordination = coordination
+        self.writer = trace
+        self.node = BrokerNode(broker_id, config, topic_configs or {})
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._origin = 0.0
+        self._last_now = 0
+        self._timers: dict[tuple, asyncio.TimerHandle] = {}
+        self._clients: dict[Hashable, Callable[[Any], None]] = {}
+        self.halted: asyncio.Future | None = None
+        self.halt_reason: Halt | None = None
+        self._draining = False
+        self._fsync_thread = ThreadPoolExecutor(1, thread_name_prefix="fsync")
+
+    # -- clock -----------------------------------------------------------------------
+    def now_ms(self) -> int:
+        now = int((self.loop.time() - self._origin) * 1000)
+        self._last_now = max(self._last_now, now)  # never backwards, even across rounding
+        return self._last_now
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._origin = self.loop.time()
+        self.halted = self.loop.create_future()
+        self.coordination._wakeup = self._wakeup_threadsafe
+        self.feed(Started(self.data_dir))
+        self.coordination.start()
+
+    def shutdown(self) -> None:
+        """An operator's stop (SIGTERM): the core's controlled shutdown."""
+        if self.is_running:
+            self.feed(ShutdownRequested())
+
+    @property
+    def is_running(self) -> bool:
+        return self.halted is not None and not self.halted.done()
+
+    def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self.coordination.close()
+        self._fsync_thread.shutdown(wait=True)
+        self.data_dir.close()
+
+    # -- inputs ----------------------------------------------------------------------
+    def feed(self, event: Any) -> None:
+        if not self.is_running and not isinstance(event, Started):
+            return
+        self.apply(self.node.handle(event, self.now_ms()))
+
+    def deliver(self, src: Hashable, message: Any) -> None:
+        """A client's request, translated to the core's message."""
+        self.feed(MessageReceived(src, message))
+
+    def register_client(self, address: Hashable, on_message: Callable[[Any], None]) -> None:
+        self._clients[address] = on_message
+
+    def unregister_client(self, address: Hashable) -> None:
+        self._clients.pop(address, None)
+
+    def _wakeup_threadsafe(self) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._drain_coordination)
+
+    def _drain_coordination(self) -> None:
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self.is_running:
+                event = self.coordination.poll(0)
+                if event is None:
+                    break
+                self.feed(event)
+        finally:
+            self._draining = False
+
+    # -- effects ---------------------------------------------------------------------
+    def apply(self, effects: list) -> None:
+        for effect in effects:
+            if not self.is_running:
+                return  # the node halted part-way: the rest never happened
+            kind = type(effect)
+            if kind is Send:
+                self._send(effect.dst, effect.message)
+            elif kind is Trace:
+                self.trace(effect.type, effect.fields)
+            elif kind is SetTimer:
+                self._set_timer(effect.key, effect.at_ms)
+            elif kind is CancelTimer:
+                handle = self._timers.pop(effect.key, None)
+                if handle is not None:
+                    handle.cancel()
+            elif kind is CoordRequest:
+                self.coordination.request(effect.request_id, effect.op)
+                self.loop.call_soon(self._drain_coordination)
+            elif kind in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
+                self._file_effect(effect)
+            elif kind is Fsync:
+                self._fsync(effect.path, effect.token)
+            elif kind is Halt:
+                self._halt(effect)
+            else:
+                raise TypeError(f"unknown effect {kind.__name__}")
+
+    def trace(self, type_: str, fields: Any) -> None:
+        if self.writer is not None:
+            self.writer.write(self.now_ms(), self.name, type_, fields)
+
+    def _send(self, dst: Hashable, message: Any) -> None:
+        if type(message) is FetchResponse:
+            message = self._read_regions(message)
+        if dst == self.broker_id:  # the controller's request to its own broker
+            self.loop.call_soon(self.feed, MessageReceived(self.broker_id, message))
+            return
+        deliver = self._clients.get(dst)
+        if deliver is not None:
+            deliver(message)
+        elif not isinstance(dst, int):
+            return  # the client's connection closed: its answer goes nowhere, as on a socket
+        else:
+            self.trace("message_dropped", {"dst": dst, "message": type(message).__name__,
+                                           "reason": "no connection to other brokers yet"})
+
+    def _read_regions(self, response: FetchResponse) -> FetchResponse:
+        """The response with each partition's regions replaced by their bytes, read from
+        the segment files as stored (the wire's record batches v2)."""
+        partitions = {}
+        for tp, result in response.partitions.items():
+            if result.batches:
+                result = replace(result, batches=tuple(self.data_dir.read_region(r) for r in result.batches))
+            partitions[tp] = result
+        return replace(response, partitions=partitions)
+
+    def _file_effect(self, effect: Any) -> None:
+        try:
+            self.data_dir.carry_out(effect)
+        except OSError as error:
+            # The core hears of it before anything after the write happens.
+            self.feed(DiskWriteFailed(effect.path, f"{type(error).__name__}: {error.strerror or error}"))
+
+    def _fsync(self, path: str, token: int) -> None:
+        # One fsync thread: fsyncs complete in the order they were asked for, which the
+        # core's durable offsets rely on (PartitionLog.fsync_completed).
+        future = self.loop.run_in_executor(self._fsync_thread, self.data_dir.fsync, path)
+
+        def done(result: asyncio.Future) -> None:
+            if result.cancelled() or not self.is_running:
+                return
+            error = result.exception()
+            if error is not None:
+                self.feed(DiskWriteFailed(path, f"fsync: {error}"))
+            else:
+                self.feed(FsyncCompleted(path, token))
+        future.add_done_callback(done)
+
+    def _set_timer(self, key: tuple, at_ms: int) -> None:
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        self._timers[key] = self.loop.call_at(self._origin + at_ms / 1000.0, self._fire, key)
+
+    def _fire(self, key: tuple) -> None:
+        if self._timers.pop(key, None) is not None:
+            self.feed(TimerFired(key))
+
+    def _halt(self, effect: Halt) -> None:
+        self.trace("broker_halted", {"reason": effect.reason, "clean": effect.clean})
+        self.halt_reason = effect
+        if effect.clean:
+            try:
+                self.data_dir.fsync_all()  # a clean stop leaves nothing for recovery to redo
+            except OSError as error:
+                print(f"isrlab serve: fsync at shutdown failed: {error}", file=sys.stderr)
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self.halted.set_result(effect)

@@ -1,0 +1,193 @@
+"""The Kafka listener: connections, frames, and one request at a time per connection.
+
+Like Kafka's SocketServer (2.7.0: Processor mutes a channel from the moment a request
+is read until its response is sent) a connection's next request is read only after the
+previous one is answered, so responses go out in request order. An acks=0 produce gets
+no response and the next request is read at once.
+
+A frame is an int32 size and that many bytes; a size below zero or above
+``socket.request.max.bytes`` closes the connection before anything is allocated (Kafka's
+InvalidReceiveException). A request that does not parse closes the connection, as
+Kafka does; an ApiVersions request of a version not offered gets the v0 answer with
+UNSUPPORTED_VERSION so the client can pick another. None of this touches other
+connections. An idle connection costs one coroutine waiting on its socket, and is closed after
+``connections.max.idle.ms`` without a whole request (Kafka's Selector closes idle
+connections too).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+from typing import Any, Callable
+
+from real_io import kafka_api, local_apis
+from real_io.protocol import apis
+from real_io.protocol.apis import ApiKey
+from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
+from real_io.runtime import BrokerRuntime
+
+_LOCAL: dict[int, Callable[[dict], dict]] = {
+    ApiKey.API_VERSIONS: local_apis.api_versions,
+    ApiKey.FIND_COORDINATOR: local_apis.find_coordinator,
+    ApiKey.DELETE_TOPICS: local_apis.delete_topics,
+}
+
+
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000  # Kafka's connections.max.idle.ms
+
+
+class ConnectionClosed(Exception):
+    """The connection ends: the broker stopped while a request waited for the core, or
+    an acks=0 produce had an error (the only way to tell such a producer)."""
+
+
+class KafkaServer:
+    def __init__(self, runtime: BrokerRuntime, host: str, port: int,
+                 max_request_bytes: int = apis.DEFAULT_MAX_REQUEST_BYTES,
+                 connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS):
+        self.runtime = runtime
+        self.host = host
+        self.port = port
+        self.max_request_bytes = max_request_bytes
+        self.idle_s = connections_max_idle_ms / 1000.0
+        self._server: asyncio.AbstractServer | None = None
+        self._connections = itertools.count(1)
+        self._correlation = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future] = {}  # the core's correlation id -> its answer
+        self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def endpoints(self) -> dict[int, tuple[str, int]]:
+        return {self.runtime.broker_id: (self.host, self.port)}
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, backlog=4096,
+                                                  limit=2 ** 16)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(ConnectionClosed())
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- one connection --------------------------------------------------------------
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        address = f"client-{next(self._connections)}"
+        self.runtime.register_client(address, self._on_core_message)
+        try:
+            while True:
+                payload = await asyncio.wait_for(self._read_frame(reader), self.idle_s)
+                if payload is None:
+                    return
+                response = await self._handle(address, payload)
+                if response is not None:
+                    writer.write(response)
+                    await writer.drain()
+        except (ProtocolError, ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
+            return
+        except asyncio.TimeoutError:
+            return  # connections.max.idle.ms without a whole request: Kafka's Selector closes it too
+        except asyncio.CancelledError:
+            return  # the server is closing: the connection just ends
+        except Exception as error:  # a bug answering one client must not stop the others
+            print(f"isrlab serve: closing {address}: {type(error).__name__}: {error}", file=sys.stderr)
+        finally:
+            self.runtime.unregister_client(address)
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _read_frame(self, reader: asyncio.StreamReader) -> bytes | None:
+        try:
+            prefix = await reader.readexactly(4)
+        except asyncio.IncompleteReadError as eof:
+            if eof.partial:
+                raise
+            return None  # the client closed between requests
+        size = apis.frame_size(prefix, self.max_request_bytes)
+        return await reader.readexactly(size)
+
+    async def _handle(self, address: str, payload: bytes) -> bytes | None:
+        try:
+            request = apis.decode_request(payload)
+        except UnsupportedVersionError as unsupported:
+            if unsupported.api_key == ApiKey.API_VERSIONS:
+                return apis.unsupported_api_versions_response(unsupported.correlation_id)
+            raise
+        header = request.header
+        key, version = header.api_key, header.api_version
+        local = _LOCAL.get(key)
+        if local is not None:
+            body = local(request.body)
+        elif key == ApiKey.DESCRIBE_CONFIGS:
+            body = local_apis.describe_configs(request.body, self.runtime.broker_id, self.runtime.config,
+                                               self._topic_config)
+        else:
+            body = await self._through_core(address, key, version, request.body)
+            if body is None:
+                return None
+        return apis.encode_response(key, version, header.correlation_id, body)
+
+    def _topic_config(self, topic: str):
+        node = self.runtime.node
+        if not any(tp.topic == topic for tp in node.metadata):
+            return None
+        return node.replicas.config_for(topic)
+
+    async def _through_core(self, address: str, key: int, version: int, body: dict) -> dict | None:
+        cid = next(self._correlation)
+        if key == ApiKey.PRODUCE:
+            message, errors = kafka_api.produce_request(cid, body)
+            if message.acks == 0:
+                if message.partitions:
+                    self.runtime.deliver(address, message)
+                if errors:  # KafkaApis.handleProduceRequest: acks=0 with an error closes the connection
+                    raise ConnectionClosed()
+                return None  # acks=0: the producer expects no answer at all
+            answer = await self._ask(address, message) if message.partitions else None
+            return kafka_api.produce_response(answer, errors)
+        if key == ApiKey.FETCH:
+            return kafka_api.fetch_response(await self._ask(address, kafka_api.fetch_request(cid, body)))
+        if key == ApiKey.METADATA:
+            answer = await self._ask(address, kafka_api.metadata_request(cid, version, body))
+            return kafka_api.metadata_response(answer, self.endpoints)
+        if key == ApiKey.LIST_OFFSETS:
+            message, errors = kafka_api.list_offsets_request(cid, body)
+            answer = await self._ask(address, message) if message.partitions else None
+            return kafka_api.list_offsets_response(answer, errors)
+        if key == ApiKey.INIT_PRODUCER_ID:
+            return kafka_api.init_producer_id_response(
+                await self._ask(address, kafka_api.init_producer_id_request(cid, body)))
+        if key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+            return kafka_api.offset_for_leader_epoch_response(
+                await self._ask(address, kafka_api.offset_for_leader_epoch_request(cid, body)))
+        if key == ApiKey.CREATE_TOPICS:
+            message, errors = kafka_api.create_topics_request(cid, body)
+            answer = await self._ask(address, message) if message.topics else None
+            return kafka_api.create_topics_response(answer, errors)
+        raise ProtocolError(f"API key {key} has no handler")
+
+    async def _ask(self, address: str, message: Any) -> Any:
+        if not self.runtime.is_running:
+            raise ConnectionClosed()
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[message.correlation_id] = future
+        try:
+            self.runtime.deliver(address, message)
+            return await future
+        finally:
+            self._waiting.pop(message.correlation_id, None)
+
+    def _on_core_message(self, message: Any) -> None:
+        future = self._waiting.get(getattr(message, "correlation_id", None))
+        if future is not None and not future.done():
+            future.set_result(message)
+        elif future is None:
+            print(f"isrlab serve: unexpected {type(message).__name__} for a client", file=sys.stderr)

@@ -1,0 +1,196 @@
+"""Bad input at the listener: each case gets an error response or a closed connection,
+and the broker keeps serving a well-behaved client throughout (and afterwards)."""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from broker_core.records import RecordBatch, Records
+from real_io.protocol import apis
+from real_io.protocol.apis import ApiKey, RequestHeader
+from real_io.protocol.record_batch import encode_batch
+from tests.real_io.serve_process import ServeProcess
+
+MAX_REQUEST_BYTES = 65536
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("malformed")
+    process = ServeProcess(directory / "data", extra=("--max-request-bytes", str(MAX_REQUEST_BYTES))).start()
+    yield process
+    assert process.stop() == 0
+
+
+def connect(broker, timeout_s: float = 5.0) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=timeout_s)
+    return sock
+
+
+def read_frame(sock: socket.socket) -> bytes | None:
+    """The next response's payload, or None if the broker closed the connection."""
+    prefix = _read_exactly(sock, 4)
+    if prefix is None:
+        return None
+    return _read_exactly(sock, struct.unpack(">i", prefix)[0])
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def is_closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def api_versions_works(broker) -> bool:
+    """A well-behaved client's request is answered."""
+    with connect(broker) as sock:
+        sock.sendall(apis.encode_request(RequestHeader(ApiKey.API_VERSIONS, 2, 7, "good"), {}))
+        payload = read_frame(sock)
+    correlation_id, body = apis.decode_response(ApiKey.API_VERSIONS, 2, payload)
+    return correlation_id == 7 and body["error_code"] == 0
+
+
+@pytest.mark.parametrize("prefix", [struct.pack(">i", -1), struct.pack(">i", -2**31),
+                                    struct.pack(">i", MAX_REQUEST_BYTES + 1), struct.pack(">i", 2**31 - 1)])
+def test_a_negative_or_oversized_length_prefix_closes_the_connection(broker, prefix):
+    with connect(broker) as sock:
+        sock.sendall(prefix)
+        assert is_closed(sock)
+    assert api_versions_works(broker)
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x00", b"\x00\x12\x00\x02", b"\x00\x00\x00\x05\x00\x00\x00\x01\xff\xff"])
+def test_a_frame_too_short_for_its_header_or_body_closes_the_connection(broker, payload):
+    with connect(broker) as sock:
+        sock.sendall(apis.frame(payload))
+        assert is_closed(sock)
+    assert api_versions_works(broker)
+
+
+def test_unknown_api_keys_and_versions_close_the_connection_but_api_versions_answers_its_own(broker):
+    for key, version in [(999, 0), (ApiKey.PRODUCE, 99), (ApiKey.FETCH, 0), (11, 0)]:
+        with connect(broker) as sock:
+            sock.sendall(apis.frame(struct.pack(">hhih", key, version, 5, -1)))
+            assert is_closed(sock), (key, version)
+    with connect(broker) as sock:  # ApiVersions of an unknown version: the v0 answer with the table
+        sock.sendall(apis.frame(struct.pack(">hhih", ApiKey.API_VERSIONS, 77, 9, -1)))
+        correlation_id, body = apis.decode_response(ApiKey.API_VERSIONS, 0, read_frame(sock))
+        assert (correlation_id, body["error_code"]) == (9, apis.UNSUPPORTED_VERSION)
+        assert {k["api_key"] for k in body["api_keys"]} == {int(k) for k in apis.SUPPORTED}
+    assert api_versions_works(broker)
+
+
+def produce_frame(records: bytes, correlation_id: int = 3, topic: str = "crc") -> bytes:
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "records": records}]}]}
+    return apis.encode_request(RequestHeader(ApiKey.PRODUCE, 8, correlation_id, "bad-crc"), body)
+
+
+def test_a_batch_with_a_bad_crc_is_refused_with_corrupt_message_and_nothing_is_stored(broker):
+    good = encode_batch(RecordBatch(0, -1, Records(["value"], ["key"], 0, [1000], None)))
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF  # a flipped bit in the last record
+    with connect(broker) as sock:
+        sock.sendall(apis.encode_request(RequestHeader(ApiKey.METADATA, 4, 1, "crc"),
+                                         {"topics": [{"name": "crc"}], "allow_auto_topic_creation": True}))
+        read_frame(sock)  # the topic is being created
+        offsets = []
+        for correlation_id, records in enumerate([good, bytes(bad), good], 2):
+            deadline = time.monotonic() + 10
+            while True:
+                sock.sendall(produce_frame(records, correlation_id))
+                cid, body = apis.decode_response(ApiKey.PRODUCE, 8, read_frame(sock))
+                partition = body["responses"][0]["partitions"][0]
+                if partition["error_code"] != 6 or time.monotonic() > deadline:  # 6: no leader yet
+                    break
+                time.sleep(0.05)
+            assert cid == correlation_id
+            offsets.append((partition["error_code"], partition["base_offset"]))
+    assert offsets == [(0, 0), (2, -1), (0, 1)]  # 2: CORRUPT_MESSAGE; the bad batch took no offset
+    assert api_versions_works(broker)
+
+
+def test_an_acks_0_produce_with_a_bad_batch_closes_the_connection(broker):
+    """2.7.0 KafkaApis.handleProduceRequest: with acks=0 the only way to report an error
+    is to close the connection."""
+    bad = bytearray(encode_batch(RecordBatch(0, -1, Records(["v"], [None], 0, [1], None))))
+    bad[-1] ^= 0x01
+    body = {"transactional_id": None, "acks": 0, "timeout_ms": 5000,
+            "topics": [{"name": "crc", "partitions": [{"partition_index": 0, "records": bytes(bad)}]}]}
+    with connect(broker) as sock:
+        sock.sendall(apis.encode_request(RequestHeader(ApiKey.PRODUCE, 8, 1, "acks0"), body))
+        assert is_closed(sock)
+    assert api_versions_works(broker)
+
+
+def test_a_slow_client_that_never_finishes_its_frame_does_not_block_others(broker):
+    with connect(broker) as slow:
+        slow.sendall(struct.pack(">i", 1000) + b"\x00\x12")  # 2 of 1000 announced bytes, then silence
+        started = time.monotonic()
+        assert api_versions_works(broker)
+        assert time.monotonic() - started < 2
+        slow.sendall(b"\x00" * 10)  # still incomplete: the broker keeps waiting, the others keep going
+        assert api_versions_works(broker)
+
+
+def test_many_idle_connections_cost_little_and_others_are_served(broker):
+    idle = [connect(broker) for _ in range(2000)]
+    try:
+        started = time.monotonic()
+        assert api_versions_works(broker)
+        assert time.monotonic() - started < 2
+        with connect(broker) as sock:  # a request on one of them works too
+            sock.sendall(apis.encode_request(RequestHeader(ApiKey.METADATA, 1, 1, "idle"), {"topics": None}))
+            assert apis.decode_response(ApiKey.METADATA, 1, read_frame(sock))[1]["brokers"][0]["node_id"] == 1
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(payload=st.one_of(
+    st.binary(max_size=200),
+    st.builds(lambda key, version, tail: struct.pack(">hhih", key, version, 1, -1) + tail,
+              st.sampled_from([int(k) for k in apis.SUPPORTED]), st.integers(-1, 15), st.binary(max_size=120))))
+def test_any_frame_gets_an_answer_or_a_closed_connection_and_others_stay_served(broker, payload):
+    with connect(broker, timeout_s=5) as sock:
+        sock.sendall(apis.frame(payload))
+        sock.shutdown(socket.SHUT_WR)  # nothing more comes: a waiting broker sees the end
+        while True:  # whatever it answers, it ends by closing
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+    assert api_versions_works(broker)
+
+
+def test_a_connection_idle_past_connections_max_idle_ms_is_closed(tmp_path):
+    process = ServeProcess(tmp_path / "data", extra=("--connections-max-idle-ms", "300")).start()
+    try:
+        with connect(process) as idle, connect(process) as unfinished:
+            unfinished.sendall(struct.pack(">i", 100) + b"\x00\x12")
+            started = time.monotonic()
+            assert is_closed(idle) and is_closed(unfinished)
+            assert 0.25 <= time.monotonic() - started < 3
+        assert api_versions_works(process)
+    finally:
+        assert process.stop() == 0
