@@ -1,12 +1,21 @@
 """The floor under bench/sim_speed.py: the benchmark's messages with no broker logic.
 
-Each linger, the producer sends one request per broker. The request carries that
-broker's two partitions' batches of 100-byte records. Every request then costs what an
-acks=all round trip costs in any faithful model of Kafka: six deliveries through simpy,
-with the same latency and jitter as the simulated network:
+Each linger, the producer sends the requests the benchmark's partitioner causes:
+
+- ``round_robin``: one request per broker, carrying that broker's two partitions'
+  batches of 100-byte records (the tick's records spread over all six partitions);
+- ``sticky`` (KIP-480, the 2.7 profile's default): one request carrying one batch, all
+  of the tick's records, to the sticky partition's leader; the partition changes every
+  tick (each tick closes the open batch), drawn by ``broker_core.partitioner``'s
+  StickyPartitioner from a seeded generator, as the real producer draws it.
+
+Every request then costs what an acks=all round trip costs in any faithful model of
+Kafka: six deliveries through simpy, with the same latency and jitter as the simulated
+network:
 
 1. the produce request;
-2. the leader's two fetch responses (its followers' fetches wait for new data);
+2. the leader's two fetch responses (its followers' fetches wait for new data), each
+   with the request's batches;
 3. the followers' two next fetches, which carry their new log end offsets;
 4. the acknowledgement, once the high watermark has passed the batches.
 
@@ -22,7 +31,7 @@ each real run.
 
 Run alone, it also shows the floor without the trace lines and without the encoding.
 
-    .venv/bin/python bench/sim_floor.py [--seconds 20] [--linger-ms 10,100]
+    .venv/bin/python bench/sim_floor.py [--seconds 20] [--linger-ms 10,100] [--partitioner round_robin,sticky]
 """
 from __future__ import annotations
 
@@ -36,6 +45,7 @@ from pathlib import Path
 import simpy
 
 from analysis.trace import TraceWriter
+from broker_core.partitioner import PARTITIONERS, StickyPartitioner
 from broker_core.records import RecordBatch, Records
 from sim.world import collector_tuned_for_runs
 
@@ -45,19 +55,33 @@ RATE = 5000
 RECORD_BYTES = 100
 
 
+def tick_batches(partitioner: str, linger_ms: int, sticky: StickyPartitioner) -> list[tuple[int, int]]:
+    """(partition, records) of the batches one linger tick closes."""
+    if partitioner == "sticky":
+        every = list(range(PARTITIONS))
+        target = sticky.on_new_batch(PARTITIONS, every, sticky.partition(PARTITIONS, every))
+        return [(target, max(1, RATE * linger_ms // 1000))]
+    per_batch = max(1, RATE * linger_ms // 1000 // PARTITIONS)
+    return [(p, per_batch) for p in range(PARTITIONS)]
+
+
 def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: float = 0.5,
-              trace: bool = True, encode: bool = True) -> dict:
-    """One floor run; returns simulated seconds and wall seconds (trace written to a file).
+              trace: bool = True, encode: bool = True, partitioner: str = "round_robin",
+              high_watermark_lines: bool = True) -> dict:
+    """One floor run; returns simulated seconds, wall and CPU seconds (trace written to a file).
     ``trace`` and ``encode`` False leave out the trace lines or the batch encoding, to
-    show what each costs."""
+    show what each costs; ``partitioner`` (round_robin or sticky) sets which requests
+    each tick sends; ``high_watermark_lines`` False leaves out the high_watermark_advanced
+    lines, as a scenario with ``trace_high_watermarks: false`` does."""
+    if partitioner not in PARTITIONERS:
+        raise ValueError(f"unknown partitioner {partitioner!r}; known: {', '.join(PARTITIONERS)}")
     env = simpy.Environment()
     rng = random.Random(1)
+    sticky = StickyPartitioner(random.Random(2))
     log_end = {(p, b): 0 for p in range(PARTITIONS) for b in BROKERS}
     high_watermark = dict.fromkeys(range(PARTITIONS), 0)
-    waiting: dict[int, list[tuple[int, int]]] = {p: [] for p in range(PARTITIONS)}  # (end offset, op)
-    per_batch = max(1, RATE * linger_ms // 1000 // PARTITIONS)
-    led = {b: [p for p in range(PARTITIONS) if p % 3 + 1 == b] for b in BROKERS}
-    acknowledged = 0
+    waiting: dict[int, list[tuple[int, int, int]]] = {p: [] for p in range(PARTITIONS)}  # (end, op, count)
+    acknowledged = requests = 0
 
     with tempfile.TemporaryDirectory() as tmp, \
             open(Path(tmp) / "trace.jsonl", "w", encoding="utf-8", buffering=1 << 20) as stream:
@@ -68,18 +92,20 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
             env.timeout(delay).callbacks.append(lambda _event: handler(*args))
 
         def producer():
+            nonlocal requests
             sent = 0
             while env.now < seconds * 1000:
                 yield env.timeout(linger_ms)
-                for leader in BROKERS:
-                    batches = {}
-                    for p in led[leader]:
-                        values = [f"producer-1:{sent + i}" for i in range(per_batch)]
-                        sent += per_batch
-                        write(int(env.now), "producer-1", "invoke", {
-                            "f": "send", "op": sent, "partition": f"bench-{p}", "values": values, "acks": "all"})
-                        batches[p] = (sent, Records(values, None, RECORD_BYTES))
-                    deliver(produce, leader, batches)
+                by_leader: dict[int, dict] = {}
+                for p, count in tick_batches(partitioner, linger_ms, sticky):
+                    values = [f"producer-1:{sent + i}" for i in range(count)]
+                    sent += count
+                    write(int(env.now), "producer-1", "invoke", {
+                        "f": "send", "op": sent, "partition": f"bench-{p}", "values": values, "acks": "all"})
+                    by_leader.setdefault(p % 3 + 1, {})[p] = (sent, Records(values, None, RECORD_BYTES))
+                for leader in sorted(by_leader):
+                    requests += 1
+                    deliver(produce, leader, by_leader[leader])
 
         def produce(leader: int, batches: dict) -> None:
             appended = {}
@@ -88,7 +114,7 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
                 if encode:
                     batch.encode()
                 log_end[(p, leader)] = batch.next_offset
-                waiting[p].append((batch.next_offset, op))
+                waiting[p].append((batch.next_offset, op, len(records)))
                 appended[p] = batch
             for follower in BROKERS:
                 if follower != leader:
@@ -104,8 +130,9 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
                 hw = min(log_end[(p, b)] for b in BROKERS)
                 if hw > high_watermark[p]:
                     high_watermark[p] = hw
-                    write(int(env.now), f"broker-{leader}", "high_watermark_advanced",
-                          {"partition": f"bench-{p}", "high_watermark": hw})
+                    if high_watermark_lines:
+                        write(int(env.now), f"broker-{leader}", "high_watermark_advanced",
+                              {"partition": f"bench-{p}", "high_watermark": hw})
                     done = [w for w in waiting[p] if w[0] <= hw]
                     waiting[p] = [w for w in waiting[p] if w[0] > hw]
                     if done:
@@ -113,31 +140,40 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
 
         def acknowledge(p: int, done: list) -> None:
             nonlocal acknowledged
-            for end, op in done:
-                acknowledged += per_batch
+            for end, op, count in done:
+                acknowledged += count
                 write(int(env.now), "producer-1", "ok",
-                      {"f": "send", "op": op, "partition": f"bench-{p}", "offset": end - per_batch})
+                      {"f": "send", "op": op, "partition": f"bench-{p}", "offset": end - count})
 
         env.process(producer())
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         with collector_tuned_for_runs():
             env.run(until=seconds * 1000 + 100)  # the last acknowledgements arrive
-        wall = time.perf_counter() - started
-    return {"simulated_s": env.now / 1000, "wall": wall, "acknowledged": acknowledged}
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"simulated_s": env.now / 1000, "wall": wall, "cpu": cpu, "acknowledged": acknowledged,
+            "requests": requests}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--linger-ms", default="10,100", help="comma-separated producer lingers in ms")
+    parser.add_argument("--partitioner", default=",".join(PARTITIONERS),
+                        help="comma-separated partitioners whose requests the floor sends (round_robin, sticky)")
     args = parser.parse_args()
-    print("simulated s per wall s       full  no trace  no trace, no encoding")
-    for linger in (int(x) for x in args.linger_ms.split(",")):
-        speeds = []
-        for trace, encode in ((True, True), (False, True), (False, False)):
-            r = floor_run(args.seconds, linger, trace=trace, encode=encode)
-            speeds.append(r["simulated_s"] / r["wall"])
-        print(f"floor at linger {linger:>3} ms:  {speeds[0]:>9.1f}  {speeds[1]:>8.1f}  {speeds[2]:>21.1f}")
+    partitioners = args.partitioner.split(",")
+    unknown = [p for p in partitioners if p not in PARTITIONERS]
+    if unknown:
+        parser.error(f"unknown partitioner {unknown[0]!r}; known: {', '.join(PARTITIONERS)}")
+    print("simulated s per wall s                   full  no trace  no trace, no encoding")
+    for partitioner in partitioners:
+        for linger in (int(x) for x in args.linger_ms.split(",")):
+            speeds = []
+            for trace, encode in ((True, True), (False, True), (False, False)):
+                r = floor_run(args.seconds, linger, trace=trace, encode=encode, partitioner=partitioner)
+                speeds.append(r["simulated_s"] / r["wall"])
+            print(f"floor, {partitioner:<11} linger {linger:>3} ms: {speeds[0]:>7.1f}  {speeds[1]:>8.1f}  "
+                  f"{speeds[2]:>21.1f}")
     return 0
 
 

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     dst: Hashable
     message: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WriteBytes:
     path: str
     position: int
@@ -19,54 +19,54 @@ class WriteBytes:
     batch: Any = field(default=None, compare=False, repr=False)  # the batch ``data`` encodes, for runtimes that keep the objects written
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TruncateFile:
     path: str
     size: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DeleteFile:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReplaceFile:
     """Atomically replace a small file and make it durable (write temp, fsync, rename)."""
     path: str
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Fsync:
     path: str
     token: int  # echoed in FsyncCompleted
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SetTimer:
     key: tuple  # (kind, ...): the node routes a fired timer by its kind
     at_ms: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelTimer:
     key: tuple
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CoordRequest:
     request_id: int
     op: Any  # broker_core.coordination op
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Trace:
     type: str
     fields: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Halt:
     """Stop the process now (after a controlled shutdown, when the log directory failed,
     or when startup failed). ``clean``: close the coordination session instead of

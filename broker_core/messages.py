@@ -18,7 +18,7 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProduceRequest:
     correlation_id: int
     acks: int  # 0, 1 or -1 (all)
@@ -28,7 +28,7 @@ class ProduceRequest:
     partitions: Mapping[TopicPartition, Sequence[Record] | RecordBatch]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InitProducerIdRequest:
     """Kafka's InitProducerId (API key 22), as an idempotent producer sends it."""
     correlation_id: int
@@ -36,7 +36,7 @@ class InitProducerIdRequest:
     transaction_timeout_ms: int = 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InitProducerIdResponse:
     correlation_id: int
     error: ErrorCode
@@ -44,27 +44,27 @@ class InitProducerIdResponse:
     producer_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProducePartitionResult:
     error: ErrorCode
     base_offset: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProduceResponse:
     correlation_id: int
     partitions: Mapping[TopicPartition, ProducePartitionResult]
     throttle_time_ms: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchPartition:
     fetch_offset: int
     current_leader_epoch: int = -1  # -1: not checked (old clients)
     max_bytes: int = 1048576
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchRequest:
     correlation_id: int
     replica_id: int  # CONSUMER_REPLICA_ID for consumers
@@ -73,7 +73,7 @@ class FetchRequest:
     partitions: Mapping[TopicPartition, FetchPartition]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchPartitionResult:
     error: ErrorCode
     high_watermark: int = -1
@@ -84,21 +84,21 @@ class FetchPartitionResult:
     batches: tuple[Any, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchResponse:
     correlation_id: int
     partitions: Mapping[TopicPartition, FetchPartitionResult]
     throttle_time_ms: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MetadataRequest:
     correlation_id: int
     topics: tuple[str, ...] | None = None  # None: all topics
     allow_auto_topic_creation: bool = False  # the wire's field (v4+); the simulated clients never ask
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PartitionMetadata:
     error: ErrorCode
     leader: int
@@ -107,7 +107,7 @@ class PartitionMetadata:
     isr: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MetadataResponse:
     correlation_id: int
     brokers: tuple[int, ...]
@@ -143,40 +143,40 @@ class CreateTopicsResponse:
     topics: Mapping[str, TopicCreationResult]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ListOffsetsRequest:
     correlation_id: int
     partitions: Mapping[TopicPartition, int]  # EARLIEST_TIMESTAMP or LATEST_TIMESTAMP
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ListOffsetsResponse:
     correlation_id: int
     partitions: Mapping[TopicPartition, tuple[ErrorCode, int]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OffsetsForLeaderEpochRequest:
     correlation_id: int
     replica_id: int
     partitions: Mapping[TopicPartition, tuple[int, int]]  # (current_leader_epoch, leader_epoch)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EpochEndOffset:
     error: ErrorCode
     leader_epoch: int
     end_offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OffsetsForLeaderEpochResponse:
     correlation_id: int
     partitions: Mapping[TopicPartition, EpochEndOffset]
 
 
 @dataclass(frozen=True, slots=True)
-class LeaderAndIsr:
+class LeaderAndIsr:  # also the controller's state of a partition: kept immutable
     """The state of one partition as the coordination store holds it."""
     leader: int
     leader_epoch: int
@@ -194,13 +194,13 @@ class LeaderAndIsr:
                    int(data["controller_epoch"]), zk_version)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PartitionState:
     leader_and_isr: LeaderAndIsr
     replicas: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LeaderAndIsrRequest:
     correlation_id: int
     controller_id: int
@@ -208,14 +208,14 @@ class LeaderAndIsrRequest:
     partitions: Mapping[TopicPartition, PartitionState]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LeaderAndIsrResponse:
     correlation_id: int
     error: ErrorCode
     partitions: Mapping[TopicPartition, ErrorCode] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UpdateMetadataRequest:
     correlation_id: int
     controller_id: int
@@ -224,26 +224,26 @@ class UpdateMetadataRequest:
     partitions: Mapping[TopicPartition, PartitionState]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UpdateMetadataResponse:
     correlation_id: int
     error: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ControlledShutdownRequest:
     correlation_id: int
     broker_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ControlledShutdownResponse:
     correlation_id: int
     error: ErrorCode
     remaining_partitions: tuple[TopicPartition, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AlterIsrRequest:
     """A leader asks the controller to change ISRs (KIP-497). ``broker_epoch`` names the
     leader's incarnation (its registration's session), so a bounced broker is fenced."""
@@ -253,13 +253,13 @@ class AlterIsrRequest:
     partitions: Mapping[TopicPartition, LeaderAndIsr]  # proposed state, with the leader's zk_version
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AlterIsrPartitionResult:
     error: ErrorCode
     leader_and_isr: LeaderAndIsr | None = None  # the state now in the store, on success
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AlterIsrResponse:
     correlation_id: int
     error: ErrorCode

@@ -123,6 +123,8 @@ class Scenario:
     variant: str | None = None  # this scenario is the base's variant of that name
     variants: tuple["Scenario", ...] = ()  # the file's variants (on the base only)
     settings: tuple[str, ...] = ()  # the --set overrides it was read with
+    # false: leave out the leaders' per-batch high_watermark_advanced lines (no checker reads them)
+    trace_high_watermarks: bool = True
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.cluster.topics:

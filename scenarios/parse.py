@@ -83,9 +83,11 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
                                         lambda v: None if v in ("down", "all") else "must be down or all"))
     final.done()
     sample = top.take("sample_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0")
+    high_watermarks = top.take("trace_high_watermarks", "bool", True)
     top.done()
     return Scenario(name, filename, description, cluster, network, disk, producers, consumers, faults,
-                    duration_ms, final_phase, sample, nemesis, expect, expect_lines)
+                    duration_ms, final_phase, sample, nemesis, expect, expect_lines,
+                    trace_high_watermarks=high_watermarks)
 
 
 def _cluster(source: Source, data: Any) -> ClusterSpec:

@@ -22,6 +22,7 @@ from broker_core.messages import (
     MetadataRequest, MetadataResponse)
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
+from sim.deadlines import DeadlineQueue
 from sim.network import ConnectionReset, Network
 
 TraceFn = Callable[[str, str, dict], None]
@@ -49,6 +50,8 @@ class SimClient:
         self._metadata_in_flight: int | None = None
         self._bootstrap_index = 0
         self._next_op = 0
+        # every request's deadline, request_timeout_ms after it was sent; one simpy wake-up
+        self._deadlines = DeadlineQueue(env, request_timeout_ms, self._pending.__contains__, self._timed_out)
         network.add_node(name, self._receive)
 
     def now(self) -> int:
@@ -67,8 +70,7 @@ class SimClient:
         self._pending[cid] = context
         self._destination[cid] = broker
         self.network.send(self.name, broker_name(broker), build(cid))
-        event = self.env.timeout(self.request_timeout_ms)
-        event.callbacks.append(lambda _e: self._timed_out(cid))
+        self._deadlines.add(cid)
         return cid
 
     def _timed_out(self, cid: int) -> None:

@@ -63,9 +63,10 @@ class World:
         cluster = scenario.cluster
         base = broker_config(cluster.profile, cluster.config)
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
+        broker_trace = self.trace if scenario.trace_high_watermarks else self._trace_without_high_watermarks
         for broker in cluster.brokers:
             disk = SimDisk(self.env, scenario.disk.fsync_ms, derive(seed, f"disk-{broker}"))
-            self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, self.trace)
+            self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, broker_trace)
             if cluster.supervisor_restart_ms is not None:
                 self.hosts[broker].on_exit = self._supervise
         for topic in cluster.topics:
@@ -106,6 +107,11 @@ class World:
 
     def trace(self, node: str, type_: str, fields: dict) -> None:
         self.writer.write(int(self.env.now), node, type_, fields)
+
+    def _trace_without_high_watermarks(self, node: str, type_: str, fields: dict) -> None:
+        """The brokers' trace when the scenario sets ``trace_high_watermarks: false``."""
+        if type_ != "high_watermark_advanced":
+            self.writer.write(int(self.env.now), node, type_, fields)
 
     # -- the run ---------------------------------------------------------------------
     def run(self) -> None:

@@ -12,26 +12,66 @@ from sim.world import collector_tuned_for_runs
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_sim_speed_runs_and_reports_each_linger_with_its_floor():
-    out = subprocess.run([sys.executable, "bench/sim_speed.py", "--seconds", "2", "--linger-ms", "50,100"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
-    rows = re.findall(r"^\s*(\d+) ms\s+([\d,]+)\s+([\d.]+)\s+([\d.]+) \((meets|below) 50\)\s+(\d+)", out, re.M)
-    assert [int(r[0]) for r in rows] == [50, 100], out
-    for linger, _requests, _wall, speed, verdict, floor in rows:
-        assert float(speed) > 0 and int(floor) > 0
-        assert (verdict == "meets") == (float(speed) >= 50)
+def test_sim_speed_runs_each_partitioner_with_its_floor_and_the_sweep_figures():
+    out = subprocess.run([sys.executable, "bench/sim_speed.py", "--seconds", "2", "--linger-ms", "50,100",
+                          "--sweep-seeds", "1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, check=True).stdout
+    rows = re.findall(r"^(\w+)\s+(\d+) ms\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \((meets|above) 2.5\)"
+                      r"\s+([\d.]+)", out, re.M)
+    assert [(r[0], int(r[1])) for r in rows] == [
+        ("round_robin", 50), ("round_robin", 100), ("sticky", 50), ("sticky", 100)], out
+    for _partitioner, _linger, _requests, _wall, speed, floor, cpu_ratio, verdict, wall_ratio in rows:
+        assert float(speed) > 0 and float(floor) > 0 and float(cpu_ratio) > 0
+        assert abs(float(wall_ratio) - float(floor) / float(speed)) < 0.02 * float(wall_ratio) + 0.01
+        assert (verdict == "meets") == (float(cpu_ratio) <= 2.5)
+    # sticky: one request per 50 ms tick (20/s); round-robin: one per broker per tick (60/s,
+    # a few less while the producer learns the leaders)
+    requests = {(r[0], int(r[1])): int(r[2].replace(",", "")) for r in rows}
+    assert requests[("sticky", 50)] == 20 and 50 <= requests[("round_robin", 50)] <= 60, out
+    sweep = re.search(r"nemesis-safe seeds per wall minute: ([\d.]+) with one worker \(1 seeds\), "
+                      r"([\d.]+) with --jobs (\d+)", out)
+    assert sweep and float(sweep[1]) > 0 and float(sweep[2]) > 0, out
+    memory = re.search(r"peak memory .*: (\d+) MB for one benchmark run \(sticky, 50 ms\), (\d+) MB for one "
+                       r"nemesis-safe seed", out)
+    assert memory and int(memory[1]) > 10 and int(memory[2]) > 10, out
+
+
+def test_sim_speed_refuses_bad_options_with_a_message():
+    for options, message in ((["--partitioner", "hash"], "round_robin, sticky"), (["--repeat", "0"], "--repeat"),
+                             (["--linger-ms", "ten"], "--linger-ms")):
+        done = subprocess.run([sys.executable, "bench/sim_speed.py", *options],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, options
+
+
+def floor_module():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_floor
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return sim_floor
 
 
 def test_floor_acknowledges_what_it_offers():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from sim_floor import floor_run
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    result = floor_run(2, 100)
+    result = floor_module().floor_run(2, 100)
     # 5,000 records/s over 2 s, in 100 ms batches of 83 records on 6 partitions
     assert result["acknowledged"] == 20 * 6 * 83
+    assert result["requests"] == 20 * 3  # round-robin: one request per broker per tick
     assert result["simulated_s"] >= 2
+
+
+def test_sticky_floor_sends_one_request_per_tick_to_a_new_partition():
+    sim_floor = floor_module()
+    result = sim_floor.floor_run(2, 100, partitioner="sticky")
+    assert result["acknowledged"] == 20 * 500  # every record of a tick in one batch
+    assert result["requests"] == 20
+    sticky = sim_floor.StickyPartitioner(sim_floor.random.Random(2))
+    ticks = [sim_floor.tick_batches("sticky", 10, sticky) for _ in range(50)]
+    assert all(len(t) == 1 and t[0][1] == 50 for t in ticks)
+    chosen = [t[0][0] for t in ticks]
+    assert all(a != b for a, b in zip(chosen, chosen[1:]))  # a new batch moves to another partition
+    assert set(chosen) == set(range(sim_floor.PARTITIONS))
 
 
 def test_collector_setting_is_restored_after_a_run():
@@ -45,3 +85,17 @@ def test_collector_setting_is_restored_after_a_run():
     except RuntimeError:
         pass
     assert gc.get_threshold() == before
+
+
+def test_peak_memory_is_the_childs_own_not_the_parents():
+    """A forked child inherits its parent's ru_maxrss across exec on Linux; the benchmark
+    must report what the child itself reached."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sim_speed
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    ballast = b"\x01" * 150_000_000  # the parent is large when it starts the child
+    assert sim_speed.peak_memory_mb("pass") < 100
+    assert sim_speed.peak_memory_mb("x = b'\\x01' * 120_000_000") > 110
+    del ballast
