@@ -94,9 +94,10 @@ class DataDir:
     def read_region(self, region: FileRegion) -> bytes:
         return os.pread(self._descriptor(region.path), region.size, region.position)
 
-    def region_descriptor(self, region: FileRegion) -> int:
-        """A descriptor to send ``region`` from (this directory's: do not close it)."""
-        return self._descriptor(region.path)
+    def pin(self, region: FileRegion) -> "PinnedRegion":
+        """``region`` held by a descriptor of its own, so that it can be sent later even
+        if the segment is deleted meanwhile (the server sends it with sendfile)."""
+        return PinnedRegion(os.dup(self._descriptor(region.path)), region.position, region.size)
 
     # -- the write side ------------------------------------------------------------------
     def carry_out(self, effect) -> None:
@@ -179,6 +180,25 @@ class DataDir:
         for fd in self._handles.values():
             os.close(fd)
         self._handles.clear()
+
+
+class PinnedRegion:
+    """A file region with its own descriptor; ``close`` (or, failing that, garbage
+    collection) gives the descriptor back."""
+    __slots__ = ("fd", "position", "size")
+
+    def __init__(self, fd: int, position: int, size: int):
+        self.fd = fd
+        self.position = position
+        self.size = size
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def replace_durably(full: Path, data: bytes) -> None:

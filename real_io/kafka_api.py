@@ -18,6 +18,7 @@ from broker_core.messages import (
     OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
 from broker_core.types import TopicPartition
 from real_io.protocol.errors import ProtocolError
+from real_io.protocol.primitives import Splice
 from real_io.wire_batch import WireBatch, parse_records
 
 # Kafka's error codes the binding answers itself (the core's ErrorCode has the rest).
@@ -84,10 +85,11 @@ def fetch_request(correlation_id: int, body: dict) -> FetchRequest:
     return FetchRequest(correlation_id, replica_id, max(body["max_wait_ms"], 0), body["min_bytes"], partitions)
 
 
-def fetch_records(result: FetchPartitionResult) -> bytes:
-    """A partition's fetched records: the stored bytes of its regions, which the runtime
-    read when it carried out the Send (real_io/runtime.py)."""
-    return b"".join(result.batches)
+def fetch_records(result: FetchPartitionResult) -> bytes | Splice:
+    """A partition's fetched records: the Splice of pinned file regions the runtime made
+    of the core's regions (real_io/runtime.py), which the server sends with sendfile;
+    empty when there is nothing to read."""
+    return result.batches if result.batches else b""
 
 
 def fetch_response(response: FetchResponse) -> dict:

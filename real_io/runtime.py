@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any, Callable, Hashable
 
 from analysis.trace import TraceWriter
@@ -29,6 +28,7 @@ from broker_core.effects import (
     CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
     WriteBytes)
 from broker_core.messages import FetchResponse
+from real_io.protocol.primitives import Splice
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from real_io.files import DataDir
 
@@ -157,13 +157,13 @@ class BrokerRuntime:
             self.writer.write(self.now_ms(), self.name, type_, fields)
 
     def _send(self, dst: Hashable, message: Any) -> None:
-        if type(message) is FetchResponse:
-            message = self._read_regions(message)
         if dst == self.broker_id:  # the controller's request to its own broker
             self.loop.call_soon(self.feed, MessageReceived(self.broker_id, message))
             return
         deliver = self._clients.get(dst)
         if deliver is not None:
+            if type(message) is FetchResponse:
+                self._pin_regions(message)
             deliver(message)
         elif not isinstance(dst, int):
             return  # the client's connection closed: its answer goes nowhere, as on a socket
@@ -171,15 +171,15 @@ class BrokerRuntime:
             self.trace("message_dropped", {"dst": dst, "message": type(message).__name__,
                                            "reason": "no connection to other brokers yet"})
 
-    def _read_regions(self, response: FetchResponse) -> FetchResponse:
-        """The response with each partition's regions replaced by their bytes, read from
-        the segment files as stored (the wire's record batches v2)."""
-        partitions = {}
-        for tp, result in response.partitions.items():
-            if result.batches:
-                result = replace(result, batches=tuple(self.data_dir.read_region(r) for r in result.batches))
-            partitions[tp] = result
-        return replace(response, partitions=partitions)
+    def _pin_regions(self, response: FetchResponse) -> None:
+        """Each partition's regions become one Splice of pinned regions, which the server
+        sends from the segment files with sendfile: the stored record batches v2, as they
+        are. Pinned now, in effect order (every region's bytes were written before), and
+        in place: the response is the core's fresh answer to this one request."""
+        for result in response.partitions.values():
+            regions = result.batches
+            if regions:
+                result.batches = Splice(sum(r.size for r in regions), [self.data_dir.pin(r) for r in regions])
 
     def _file_effect(self, effect: Any) -> None:
         try:

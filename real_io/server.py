@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from real_io import kafka_api, local_apis
 from real_io.protocol import apis
+from real_io.protocol.primitives import Splice
 from real_io.protocol.apis import ApiKey
 from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
 from real_io.runtime import BrokerRuntime
@@ -89,8 +90,7 @@ class KafkaServer:
                     return
                 response = await self._handle(address, payload)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    await self._write(writer, response)
         except (ProtocolError, ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.TimeoutError:
@@ -114,12 +114,33 @@ class KafkaServer:
         size = apis.frame_size(prefix, self.max_request_bytes)
         return await reader.readexactly(size)
 
-    async def _handle(self, address: str, payload: bytes) -> bytes | None:
+    async def _write(self, writer: asyncio.StreamWriter, parts: list) -> None:
+        """A response's bytes, and its spliced file regions straight from the segment
+        files with sendfile (os.sendfile on a socket transport). A region the file no
+        longer holds whole (truncated meanwhile) ends the connection, as Kafka's
+        FileRecords.writeTo does, rather than send a short frame."""
+        try:
+            for part in parts:
+                if type(part) is not Splice:
+                    writer.write(part)
+                    continue
+                await writer.drain()
+                loop = asyncio.get_running_loop()
+                for region in part.parts:
+                    with open(region.fd, "rb", buffering=0, closefd=False) as file:
+                        sent = await loop.sendfile(writer.transport, file, region.position, region.size)
+                    if sent != region.size:
+                        raise ConnectionClosed()
+            await writer.drain()
+        finally:
+            _close_splices(parts)
+
+    async def _handle(self, address: str, payload: bytes) -> list | None:
         try:
             request = apis.decode_request(payload)
         except UnsupportedVersionError as unsupported:
             if unsupported.api_key == ApiKey.API_VERSIONS:
-                return apis.unsupported_api_versions_response(unsupported.correlation_id)
+                return [apis.unsupported_api_versions_response(unsupported.correlation_id)]
             raise
         header = request.header
         key, version = header.api_key, header.api_version
@@ -133,7 +154,11 @@ class KafkaServer:
             body = await self._through_core(address, key, version, request.body)
             if body is None:
                 return None
-        return apis.encode_response(key, version, header.correlation_id, body)
+        try:
+            return apis.encode_response_parts(key, version, header.correlation_id, body)
+        except BaseException:
+            _close_splices(_splices_in(body))
+            raise
 
     def _topic_config(self, topic: str):
         node = self.runtime.node
@@ -191,3 +216,21 @@ class KafkaServer:
             future.set_result(message)
         elif future is None:
             print(f"isrlab serve: unexpected {type(message).__name__} for a client", file=sys.stderr)
+
+
+def _close_splices(parts) -> None:
+    for part in parts:
+        if type(part) is Splice:
+            for region in part.parts:
+                region.close()
+
+
+def _splices_in(body) -> list:
+    """Every Splice in a response body (to give its descriptors back when it is not sent)."""
+    if type(body) is Splice:
+        return [body]
+    if isinstance(body, dict):
+        return [s for v in body.values() for s in _splices_in(v)]
+    if isinstance(body, list):
+        return [s for v in body for s in _splices_in(v)]
+    return []

@@ -128,12 +128,31 @@ def encode_request(header: RequestHeader, body: dict) -> bytes:
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
     """A whole response frame (size included)."""
+    parts = encode_response_parts(api_key, api_version, correlation_id, body)
+    if len(parts) != 1:
+        raise ProtocolError("a response with spliced fields is sent in parts")
+    return parts[0]  # type: ignore[return-value]
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+    """A whole response frame as bytes and, where a bytes field held a ``Splice``, the
+    splice: the frame's size counts the splices' sizes, and the caller sends each
+    splice's bytes in its place."""
     writer = Writer()
+    writer.int32(0)  # the frame size, filled in below
     writer.int32(correlation_id)
     if response_header_version(api_key, api_version) >= 1:
         writer.tagged_fields({})
-    writer.raw(response_schema(api_key).encode(api_version, body))
-    return frame(writer.getvalue())
+    response_schema(api_key).encode_into(writer, api_version, body)
+    out = writer.out
+    out[0:4] = (len(out) - 4 + sum(s.size for _, s in writer.splices)).to_bytes(4, "big")
+    parts: list = []
+    start = 0
+    for position, splice in writer.splices:
+        parts += [bytes(out[start:position]), splice]
+        start = position
+    parts.append(bytes(out[start:]))
+    return [p for p in parts if not isinstance(p, bytes) or p]
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> tuple[int, dict]:

@@ -132,12 +132,28 @@ class Reader:
         return fields
 
 
+class Splice:
+    """``size`` bytes of a bytes or records field that the encoder does not hold: the
+    caller sends them itself (the server: file regions, with sendfile). ``parts`` is
+    the caller's, opaque here."""
+    __slots__ = ("size", "parts")
+
+    def __init__(self, size: int, parts: object = None):
+        self.size = size
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return self.size
+
+
 class Writer:
-    """Appends primitives to a bytearray."""
-    __slots__ = ("out",)
+    """Appends primitives to a bytearray; a ``Splice`` in a bytes field leaves a gap,
+    listed in ``splices`` as (position in ``out``, splice)."""
+    __slots__ = ("out", "splices")
 
     def __init__(self):
         self.out = bytearray()
+        self.splices: list[tuple[int, Splice]] = []
 
     def getvalue(self) -> bytes:
         return bytes(self.out)
@@ -204,14 +220,20 @@ class Writer:
             self.int32(-1)
             return
         self.int32(len(v))
-        self.out += v
+        self._content(v)
+
+    def _content(self, v) -> None:
+        if type(v) is Splice:
+            self.splices.append((len(self.out), v))
+        else:
+            self.out += v
 
     def compact_bytes(self, v: bytes | None) -> None:
         if v is None:
             self.unsigned_varint(0)
             return
         self.unsigned_varint(len(v) + 1)
-        self.out += v
+        self._content(v)
 
     def array_length(self, n: int | None, compact: bool) -> None:
         if compact:

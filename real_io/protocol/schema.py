@@ -79,10 +79,15 @@ class Message:
             raise ProtocolError(f"{self.name} has no version {version}")
 
     def encode(self, version: int, value: dict) -> bytes:
-        self.check_version(version)
-        writer = Writer()
-        _write_struct(writer, self.fields, version, self.is_flexible(version), value)
+        writer = self.encode_into(Writer(), version, value)
+        if writer.splices:
+            raise ProtocolError("a spliced field needs encode_into")
         return writer.getvalue()
+
+    def encode_into(self, writer: Writer, version: int, value: dict) -> Writer:
+        self.check_version(version)
+        _write_struct(writer, self.fields, version, self.is_flexible(version), value)
+        return writer
 
     def decode(self, version: int, data: bytes | bytearray | memoryview | Reader) -> dict:
         self.check_version(version)
