@@ -412,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     zk.add_argument("--dir", default="runs/zookeeper", help="the server's directory (default runs/zookeeper)")
     zk.add_argument("--port", type=_port, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
     zk.set_defaults(func=cmd_zk)
+    from isrlab.spark_commands import add_parsers
+    add_parsers(sub, _positive_int)
     return parser
 
 
