@@ -37,7 +37,10 @@ def wilson_interval(successes: Column, trials: Column, z: float = Z95) -> tuple[
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * F.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return F.greatest(F.lit(0.0), centre - half), F.least(F.lit(1.0), centre + half)
+    # at 0 or n successes the interval ends exactly at 0 or 1; the formula misses by a rounding
+    low = F.when(successes == 0, F.lit(0.0)).otherwise(F.greatest(F.lit(0.0), centre - half))
+    high = F.when(successes == trials, F.lit(1.0)).otherwise(F.least(F.lit(1.0), centre + half))
+    return low, high
 
 
 def anomaly_probabilities(verdicts: DataFrame) -> DataFrame:
