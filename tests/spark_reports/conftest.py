@@ -31,3 +31,10 @@ def jepsen_sweep(spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "jepsen"
     result = run_sweep(spark, str(JEPSEN.relative_to(ROOT)), SWEEP_SEEDS, out)
     return result
+
+
+@pytest.fixture(scope="session")
+def jepsen_report(spark, jepsen_sweep):
+    """isrlab report over the shared sweep."""
+    from spark_reports.build import build_report
+    return build_report(spark, jepsen_sweep.out)
