@@ -65,7 +65,7 @@ def anomaly_figure(rows: Sequence[dict]):
     axes.set_xticks([c + 0.4 - width / 2 for c in range(len(configs))], configs, rotation=20, ha="right")
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("probability per run (95% Wilson interval)")
-    axes.legend(fontsize="small", ncols=3)
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure
 
 
