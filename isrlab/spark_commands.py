@@ -37,16 +37,9 @@ def add_parsers(sub, positive_int) -> None:
     report.set_defaults(func=cmd_report)
 
 
-def _spark_errors():
-    """The exceptions a Spark call raises (the JVM's, Py4J's, PySpark's)."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-    return (Py4JError, PySparkException)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     from isrlab.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds
-    from spark_reports.session import SparkUnavailable, one_line, spark_session
+    from spark_reports.session import SparkUnavailable, one_line, spark_errors, spark_session
     from spark_reports.sweep import SweepError, check_out, plan_configs, print_progress, run_sweep
     seeds = parse_seeds(args.seeds)
     out = Path(args.out)
@@ -63,7 +56,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except SparkUnavailable as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except _spark_errors() as exc:
+    except spark_errors() as exc:
         print(f"isrlab: the Spark job failed: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     sys.stderr.write("\n")
@@ -94,7 +87,7 @@ def _print_sweep(result, configs, seeds: int) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     from isrlab.cli import EXIT_BAD_INPUT, EXIT_OK, UsageError
     from spark_reports.load import ReportError, read_manifest
-    from spark_reports.session import SparkUnavailable, one_line, spark_session
+    from spark_reports.session import SparkUnavailable, one_line, spark_errors, spark_session
     folder = Path(args.folder)
     try:
         read_manifest(folder)  # a wrong folder is refused before Spark starts
@@ -106,7 +99,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except SparkUnavailable as exc:
         print(f"isrlab: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except _spark_errors() as exc:
+    except spark_errors() as exc:
         print(f"isrlab: the Spark job failed: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     _print_report(report)

@@ -140,6 +140,13 @@ def start_session(master: str, app_name: str = "isrlab"):
     return session
 
 
+def spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a Spark call raises (the JVM's through Py4J, PySpark's own)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+    return (Py4JError, PySparkException)
+
+
 def one_line(exc: BaseException) -> str:
     """The first line of a Spark or Py4J error worth showing: the Python exception a
     task raised, or Spark's own message, without the Java stack."""
