@@ -1,15 +1,17 @@
 """The Spark session of a sweep or a report: local (``local[*]``) by default, or any
 cluster given by ``--master``, quiet (errors only) and bound to 127.0.0.1 when local.
 
-The project's packages, and the pure-Python libraries the simulation needs, travel with
-the job as one zip (``addPyFile``), so a standalone cluster whose workers have only
-Python and pyspark can run a sweep. Spark's own failures become SparkUnavailable with
+On a cluster the project's packages, and the pure-Python libraries the simulation
+needs, travel with the job as one zip (``addPyFile``), so a standalone cluster whose
+workers have only Python and pyspark can run a sweep; local workers import the
+driver's own folders. Spark's own failures become SparkUnavailable with
 one line of explanation: nobody should meet a Java stack trace.
 """
 from __future__ import annotations
 
 import importlib
 import os
+import py_compile
 import re
 import socket
 import sys
@@ -82,25 +84,43 @@ def _log_config() -> Path:
 
 def project_zip() -> Path:
     """The project's packages and the pure-Python libraries, as imported by this
-    process (so a worktree ships its own code), in one zip for the executors."""
-    target = Path(tempfile.mkdtemp(prefix="isrlab-spark-")) / "isrlab_job.zip"
+    process (so a worktree ships its own code), in one zip for the executors. Each
+    module goes with its compiled .pyc beside it: zipimport never writes bytecode, so
+    without it every new Python worker would compile networkx and the simulation from
+    source again (seconds per worker)."""
+    folder = Path(tempfile.mkdtemp(prefix="isrlab-spark-"))
+    target = folder / "isrlab_job.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in PROJECT_PACKAGES + SHIPPED_LIBRARIES:
             package = Path(importlib.import_module(name).__file__).parent
             for path in sorted(package.rglob("*.py")):
-                archive.write(path, Path(name) / path.relative_to(package))
+                arcname = Path(name) / path.relative_to(package)
+                archive.write(path, arcname)
+                compiled = folder / "pyc" / arcname.with_suffix(".pyc")
+                py_compile.compile(str(path), cfile=str(compiled), dfile=str(arcname), doraise=True)
+                archive.write(compiled, arcname.with_suffix(".pyc"))
     return target
+
+
+def _project_root() -> str:
+    """The folder the project's packages are imported from in this process."""
+    return str(Path(importlib.import_module("spark_reports").__file__).parent.parent)
+
+
+def _ship_code(session, master: str) -> None:
+    """Local workers import the driver's own folders (their bytecode cache included);
+    any other master gets the zip."""
+    if not master.startswith("local"):
+        session.sparkContext.addPyFile(str(project_zip()))
 
 
 def _builder(master: str, app_name: str):
     from pyspark.sql import SparkSession
     log_option = f"-Dlog4j2.configurationFile=file:{_log_config()}"
     local = master.startswith("local")
-    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.driver.extraJavaOptions", log_option)
                .config("spark.executor.extraJavaOptions", log_option)
-               .config("spark.pyspark.python", python).config("spark.pyspark.driver.python", sys.executable)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "8"))
@@ -133,10 +153,16 @@ def spark_session(master: str = "local[*]", app_name: str = "isrlab") -> Iterato
 def start_session(master: str, app_name: str = "isrlab"):
     """A session kept until the process ends (the tests' shared one)."""
     check_master(master)
+    # PySpark starts its workers with $PYSPARK_PYTHON, else whatever `python3` is on the
+    # PATH (which may lack this environment's libraries): default to this interpreter.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):  # the Python workers inherit this environment
+        paths = [_project_root(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     with _stderr_to(log_path()):
         session = _builder(master, app_name).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    session.sparkContext.addPyFile(str(project_zip()))
+    _ship_code(session, master)
     return session
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from pyspark.accumulators import AccumulatorParam
+
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
 from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command, run_scenario
@@ -46,6 +48,7 @@ class SweepResult:
     errors: list[dict]  # seed, config, message, replay of every run whose simulation raised
     wall_seconds: float
     tasks: int
+    simulate_seconds: float = 0.0  # of wall_seconds: until the first table was written (every simulation ran)
 
 
 def parse_grid(items: Sequence[str]) -> list[list[str]]:
@@ -135,15 +138,20 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
     started = time.perf_counter()
     runs, failed = sc.accumulator(0), sc.accumulator(0)
+    # the failing and the raising runs, gathered as the tasks end (a few small tuples)
+    failing, raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
 
     def counted(pairs):
         for table, row in pairs:
             if table == "verdicts":
                 runs.add(1)
-                failed.add(row[VERDICT_OUTCOME] == "FAIL")
+                if row[VERDICT_OUTCOME] == "FAIL":
+                    failed.add(1)
+                    failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
             elif table == "errors":
                 runs.add(1)
                 failed.add(1)
+                raising.add([row])
             yield table, row
 
     shipped = sc.broadcast(configs)
@@ -151,26 +159,23 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
            .flatMap(lambda task: counted(run_task(shipped.value, keep, task)))
            .persist(StorageLevel.MEMORY_AND_DISK))
     sc.setJobGroup("isrlab-sweep", f"sweep of {file}")
-    watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
-    try:
-        watcher.start()
-        rdd.count()  # every simulation runs here, once; the writes below read the persisted rows
-    finally:
-        watcher.stop()
     if out.exists():
         shutil.rmtree(out)
-    for name, schema in TABLES.items():
-        frame = spark.createDataFrame(rdd.filter(lambda pair, n=name: pair[0] == n).values(), schema)
-        frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
-    failures = (rdd.filter(lambda pair: pair[0] == "verdicts" and pair[1][VERDICT_OUTCOME] == "FAIL")
-                .map(lambda pair: {"config": pair[1][1], "seed": pair[1][2], "replay": pair[1][VERDICT_REPLAY]})
-                .collect())
-    errors = rdd.filter(lambda pair: pair[0] == "errors").values().collect()
+    watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
+    simulated = 0.0
+    try:
+        watcher.start()
+        for name, schema in TABLES.items():  # the first write runs the simulations; the others read their rows
+            frame = spark.createDataFrame(rdd.filter(lambda pair, n=name: pair[0] == n).values(), schema)
+            frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
+            simulated = simulated or time.perf_counter() - started
+    finally:
+        watcher.stop()
     rdd.unpersist()
     shipped.destroy()
-    result = SweepResult(out, runs.value, sorted(failures, key=lambda f: (f["config"], f["seed"])),
-                         [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(errors)],
-                         time.perf_counter() - started, len(tasks))
+    failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(failing.value)]
+    errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(raising.value)]
+    result = SweepResult(out, runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
 
@@ -183,6 +188,15 @@ def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep
                             for c in configs],
                 "failures": result.failures, "errors": result.errors}
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+class _ListParam(AccumulatorParam):
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, first, second):
+        first.extend(second)
+        return first
 
 
 class _Watcher:
