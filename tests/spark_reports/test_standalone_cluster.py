@@ -54,8 +54,10 @@ def standalone_master(tmp_path_factory):
     if not spark_class.exists():
         pytest.skip(f"no {spark_class} in the pyspark installation")
     folder = tmp_path_factory.mktemp("standalone")
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(spark_class.parent.parent),
-           "SPARK_WORKER_DIR": str(folder / "work"), "PYSPARK_PYTHON": sys.executable}
+    # nothing of this environment's Python path reaches the worker's executors
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")},
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(spark_class.parent.parent),
+           "SPARK_WORKER_DIR": str(folder / "work")}
     port, ui_port = _free_port(), _free_port()
     master_url = f"spark://127.0.0.1:{port}"
     processes = []
@@ -90,13 +92,28 @@ def _comparable(tables) -> dict:
     return {"verdicts": verdicts, "operations": operations, "cluster_events": events}
 
 
+def _bare_python() -> str:
+    """The interpreter this virtual environment was made from: Python alone, without
+    simpy, networkx or yaml (the executor puts pyspark on its path itself)."""
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    if sys.prefix == sys.base_prefix or not bare.exists():
+        pytest.skip("not in a virtual environment: no bare Python to run the executors with")
+    if subprocess.run([str(bare), "-c", "import simpy"], capture_output=True).returncode == 0:
+        pytest.skip(f"{bare} has simpy: it would not show that the sweep ships its code")
+    return str(bare)
+
+
 def test_a_sweep_on_a_standalone_cluster_gives_the_same_tables_as_local(spark, standalone_master, tmp_path):
+    """The executors run a Python that has none of the simulation's libraries (nor the
+    project): the code and the libraries travel with the job."""
     from spark_reports.sweep import run_sweep
     seeds = ",".join(map(str, SEEDS))
     done = subprocess.run(
         [sys.executable, "-m", "isrlab", "sweep", str(JEPSEN.relative_to(ROOT)), "--seeds", seeds, "--variant",
          "unclean", "--master", standalone_master, "--out", str(tmp_path / "cluster")],
-        cwd=ROOT, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}, capture_output=True, text=True, timeout=900)
+        cwd=ROOT, env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                       "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": _bare_python()},
+        capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"3 runs in" in done.stdout and standalone_master in done.stdout
     local = run_sweep(spark, str(JEPSEN.relative_to(ROOT)), list(SEEDS), tmp_path / "local", variant="unclean")
