@@ -67,7 +67,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _print_sweep(result, configs, seeds: int) -> None:
-    width = max(len(c.label) for c in configs)
+    width = max(len("configuration"), *(len(c.label) for c in configs))
     print(f"  {'configuration':<{width}}  {'runs':>6}  {'passed':>6}  {'failed':>6}")
     for config in configs:
         failed = sum(1 for f in result.failures if f["config"] == config.label)
