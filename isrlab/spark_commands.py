@@ -39,12 +39,13 @@ def add_parsers(sub, positive_int) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from isrlab.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds
-    from spark_reports.session import SparkUnavailable, one_line, spark_errors, spark_session
+    from spark_reports.session import SparkUnavailable, check_master, one_line, spark_errors, spark_session
     from spark_reports.sweep import SweepError, check_out, plan_configs, print_progress, run_sweep
     seeds = parse_seeds(args.seeds)
     out = Path(args.out)
     try:
         check_out(out)
+        check_master(args.master)
         configs = plan_configs(args.file, args.variant, args.grid or (), args.set or ())  # bad input before Spark starts
         print(f"sweep of {args.file}: {len(configs)} configuration(s) x {len(seeds)} seeds = "
               f"{len(configs) * len(seeds)} runs on {args.master}")
