@@ -75,10 +75,16 @@ def latency_figure(histogram: Sequence[dict]):
     for config in sorted({r["config"] for r in histogram}):
         points = sorted((r["bucket_ms"], r["sends"]) for r in histogram if r["config"] == config)
         total = sum(n for _, n in points) or 1
-        axes.step([b for b, _ in points], [n / total for _, n in points], where="post", label=config)
+        cumulative, running = [], 0
+        for _, n in points:
+            running += n
+            cumulative.append(running / total)
+        # cumulative: a step between two distant buckets then reads true (nothing in between)
+        axes.step([b for b, _ in points], cumulative, where="post", label=config)
     axes.set_xscale("log")
-    axes.set_xlabel("produce latency of acknowledged sends (ms)")
-    axes.set_ylabel("share of sends")
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("produce latency of acknowledged sends (ms, buckets of a tenth of a decade)")
+    axes.set_ylabel("share of sends in this bucket or below")
     axes.legend(fontsize="small")
     return figure
 
