@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast bench install zookeeper kcat clean
+.PHONY: demo test test-fast bench bench-spark install zookeeper kcat chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,16 @@ kcat:
 		echo "no apt-get here: install kcat by hand; the kcat tests skip without it"; \
 	fi
 
+# The HTML report's test opens it in headless Chromium (Debian's chromium package).
+chromium:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium package (the HTML report's test runs it headless)"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; \
+	else \
+		echo "no apt-get here: install Chromium by hand; the HTML report's test skips without it"; \
+	fi
+
 # A known Kafka data-loss bug and the configuration that prevents it, side by side:
 # one file, two variants, one table (exit 0: each variant meets its own expectations).
 demo: $(STAMP)
@@ -54,16 +64,28 @@ demo: $(STAMP)
 	@echo "  pictures: $(DEMO_OUT)/jepsen-2013/unclean/timeline-t-0.png"
 	@echo "            $(DEMO_OUT)/jepsen-2013/safe/timeline-t-0.png"
 	@echo "  verdicts: $(DEMO_OUT)/jepsen-2013/unclean/verdict.json, $(DEMO_OUT)/jepsen-2013/safe/verdict.json"
+	@echo
+	@echo "The same two variants over 24 seeds each, as Spark tasks, then the Spark report:"
+	$(VENV)/bin/isrlab sweep scenarios/library/jepsen-2013.yaml --seeds 1-24 --out $(DEMO_OUT)/sweep || [ $$? -eq 1 ]
+	$(VENV)/bin/isrlab report $(DEMO_OUT)/sweep
+	@echo
+	@echo "  HTML report (open it in a browser): $(DEMO_OUT)/sweep/report/report.html"
 
-test: $(TEST_STAMP) zookeeper kcat
+test: $(TEST_STAMP) zookeeper kcat chromium
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
-test-fast: $(TEST_STAMP) zookeeper kcat
+test-fast: $(TEST_STAMP) zookeeper kcat chromium
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(PY) bench/sim_speed.py --write docs/benchmarks.md
+
+# Spark sweeps against one process, and the report against DuckDB (docs/benchmarks.md).
+bench-spark: $(STAMP)
+	$(PY) -m pip install --quiet duckdb
+	$(PY) bench/spark_sweep.py
+	$(PY) bench/spark_report.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

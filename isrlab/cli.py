@@ -488,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the CLOCK_MONOTONIC time (time.monotonic()) that is 0 ms on the broker's clock and in "
                           "its trace (default: when it starts); isrlab run --binding real passes its own start")
     srv.set_defaults(func=cmd_serve)
+    from isrlab.spark_commands import add_parsers
+    add_parsers(sub, _positive_int)
     return parser
 
 

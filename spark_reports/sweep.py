@@ -1,0 +1,247 @@
+"""``isrlab sweep``: the seeds of a scenario, its variants and a grid of settings, run as
+Spark tasks (each task a range of seeds of one configuration), written as Parquet tables
+partitioned by scenario and configuration (spark_reports.schemas, docs/spark.md)."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from pyspark.accumulators import AccumulatorParam
+
+from scenarios.model import Scenario
+from scenarios.parse import load_scenario
+from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command, run_scenario
+from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
+
+MAX_SEEDS_PER_TASK = 50
+
+
+class SweepError(Exception):
+    """Bad input to a sweep (a grid, an output folder): one line for the user."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a sweep: a variant (or the base scenario) at one grid point."""
+    label: str
+    variant: str | None
+    grid: str  # "key=value;key=value", "" without --grid
+    settings: tuple[str, ...]  # every --set and grid assignment, in order
+    scenario: Scenario
+    replay_parts: tuple[str, str]  # the replay command around its seed
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    out: Path
+    runs: int
+    failures: list[dict]  # seed, config, replay of every failing run
+    errors: list[dict]  # seed, config, message, replay of every run whose simulation raised
+    wall_seconds: float
+    tasks: int
+    simulate_seconds: float = 0.0  # of wall_seconds: until the first table was written (every simulation ran)
+
+
+def parse_grid(items: Sequence[str]) -> list[list[str]]:
+    """``key=v1,v2`` per item -> their product as lists of ``key=value`` assignments."""
+    axes = []
+    for item in items:
+        key, sep, values = item.partition("=")
+        choices = [v.strip() for v in values.split(",")] if sep else []
+        if not key.strip() or not choices or any(not c for c in choices):
+            raise SweepError(f"--grid {item!r}: expected key=value1,value2,... e.g. "
+                             "cluster.config.min.insync.replicas=1,2")
+        axes.append([f"{key.strip()}={c}" for c in choices])
+    return [list(point) for point in itertools.product(*axes)]
+
+
+def plan_configs(file: str, variant: str | None, grid: Sequence[str], settings: Sequence[str] = ()) -> list[Config]:
+    configs = []
+    for point in parse_grid(grid):
+        all_settings = tuple(settings) + tuple(point)
+        scenario = load_scenario(file, all_settings)
+        chosen = list(scenario.variants) or [scenario]
+        if variant is not None:
+            chosen = [v for v in scenario.variants if v.variant == variant]
+            if not chosen:
+                names = ", ".join(v.variant for v in scenario.variants) or "none"
+                raise SweepError(f"--variant {variant}: no such variant in {file}; its variants: {names}")
+        grid_label = ";".join(point)
+        for one in chosen:
+            label = "|".join(x for x in (one.variant or "base", grid_label) if x)
+            command = replay_command(file, 0, None, one.variant, all_settings)
+            before, _, after = command.partition(" --seed 0")
+            configs.append(Config(label, one.variant, grid_label, all_settings, one, (before, after)))
+    return configs
+
+
+def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[tuple[int, tuple[int, ...]]]:
+    """(config index, seeds) per task: about four tasks per core over the whole sweep,
+    at most MAX_SEEDS_PER_TASK seeds each, so that progress moves and a slow seed does
+    not hold a core alone at the end."""
+    wanted = max(1, 4 * parallelism // max(n_configs, 1))
+    size = max(1, min(MAX_SEEDS_PER_TASK, math.ceil(len(seeds) / wanted)))
+    return [(c, tuple(seeds[i:i + size])) for c in range(n_configs) for i in range(0, len(seeds), size)]
+
+
+def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
+    """On an executor: run each seed of the task and yield (table, row) pairs."""
+    from analysis.trace import read_events
+    from spark_reports import rows
+    config = configs[task[0]]
+    base = config.scenario
+    scenario_name = base.name[: -len(f"-{base.variant}")] if base.variant else base.name
+    for seed in task[1]:
+        replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
+        with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
+            try:
+                result = run_scenario(base, seed, folder, plot=False)
+            except SimulationFailed as exc:
+                yield "errors", (config.label, seed, str(exc), replay)
+                continue
+            events = list(read_events(result.trace_path))
+        key = {"scenario": scenario_name, "config": config.label, "seed": seed,
+               "run_id": f"{base.name}-seed{seed}"}
+        yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
+        yield from (("operations", r) for r in rows.operation_rows(key, events))
+        yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
+        if keep == "all" or (keep == "failing" and not result.passed):
+            yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
+
+
+def check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise SweepError(f"--out: {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_FILE).exists():
+        raise SweepError(f"--out: {out} holds other files; name an empty or new folder (or an earlier sweep's, "
+                         "which is replaced)")
+
+
+def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | None = None,
+              grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
+              progress: Callable[[dict], None] | None = None) -> SweepResult:
+    from pyspark import StorageLevel
+    if keep not in KEEP_CHOICES:
+        raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
+    check_out(out)
+    configs = plan_configs(file, variant, grid, settings)
+    sc = spark.sparkContext
+    tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
+    started = time.perf_counter()
+    runs, failed = sc.accumulator(0), sc.accumulator(0)
+    # the failing and the raising runs, gathered as the tasks end (a few small tuples)
+    failing, raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
+
+    def counted(pairs):
+        for table, row in pairs:
+            if table == "verdicts":
+                runs.add(1)
+                if row[VERDICT_OUTCOME] == "FAIL":
+                    failed.add(1)
+                    failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
+            elif table == "errors":
+                runs.add(1)
+                failed.add(1)
+                raising.add([row])
+            yield table, row
+
+    shipped = sc.broadcast(configs)
+    rdd = (sc.parallelize(tasks, len(tasks))
+           .flatMap(lambda task: counted(run_task(shipped.value, keep, task)))
+           .persist(StorageLevel.MEMORY_AND_DISK))
+    sc.setJobGroup("isrlab-sweep", f"sweep of {file}")
+    if out.exists():
+        shutil.rmtree(out)
+    watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
+    simulated = 0.0
+    try:
+        watcher.start()
+        for name, schema in TABLES.items():  # the first write runs the simulations; the others read their rows
+            frame = spark.createDataFrame(rdd.filter(lambda pair, n=name: pair[0] == n).values(), schema)
+            frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
+            simulated = simulated or time.perf_counter() - started
+    finally:
+        watcher.stop()
+    rdd.unpersist()
+    shipped.destroy()
+    failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(failing.value)]
+    errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(raising.value)]
+    result = SweepResult(out, runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
+    _write_manifest(out, file, seeds, configs, keep, result)
+    return result
+
+
+def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep: str, result: SweepResult) -> None:
+    manifest = {"sweep_format_version": SWEEP_FORMAT_VERSION, "trace_schema_version": TRACE_SCHEMA_VERSION,
+                "scenario_file": str(file), "seeds": [min(seeds), max(seeds)] if seeds else [], "runs": result.runs,
+                "seed_count": len(seeds), "keep": keep, "tables": sorted(TABLES),
+                "configs": [{"config": c.label, "variant": c.variant, "grid": c.grid, "settings": list(c.settings)}
+                            for c in configs],
+                "failures": result.failures, "errors": result.errors}
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+class _ListParam(AccumulatorParam):
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, first, second):
+        first.extend(second)
+        return first
+
+
+class _Watcher:
+    """Reports progress from the driver while the tasks run: tasks done (Spark's status
+    tracker), runs and failures so far (accumulators, updated as each task ends)."""
+
+    def __init__(self, sc, total_tasks: int, runs, failed, started: float, progress):
+        self._sc, self._total, self._runs, self._failed = sc, total_tasks, runs, failed
+        self._started, self._progress = started, progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        if self._progress:
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._progress:
+            self._thread.join()
+            self._report()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self._report()
+
+    def _report(self) -> None:
+        tracker = self._sc.statusTracker()
+        done = 0
+        for job in tracker.getJobIdsForGroup("isrlab-sweep"):
+            info = tracker.getJobInfo(job)
+            for stage in (info.stageIds if info else ()):
+                stage_info = tracker.getStageInfo(stage)
+                done += stage_info.numCompletedTasks if stage_info else 0
+        elapsed = time.perf_counter() - self._started
+        runs = self._runs.value
+        self._progress({"tasks_done": min(done, self._total), "tasks": self._total, "runs": runs,
+                        "failures": self._failed.value, "runs_per_second": runs / elapsed if elapsed else 0.0})
+
+
+VERDICT_OUTCOME = TABLES["verdicts"].fieldNames().index("outcome")
+VERDICT_REPLAY = TABLES["verdicts"].fieldNames().index("replay")
+
+
+def print_progress(state: dict) -> None:
+    sys.stderr.write(f"\r  tasks {state['tasks_done']}/{state['tasks']}  runs {state['runs']}  "
+                     f"{state['runs_per_second']:.1f} runs/s  failures so far {state['failures']}   ")
+    sys.stderr.flush()
