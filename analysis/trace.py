@@ -100,3 +100,15 @@ def read_header(path: str | Path) -> dict:
         raise TraceError(f"{path}: empty trace")
     raw = json.loads(first)
     return {k: raw[k] for k in ("run_id", "seed", "binding")}
+
+
+def run_started_fields(scenario) -> dict:
+    """The ``run_started`` event's fields for a scenario (scenarios.model.Scenario, the
+    layer above: used, not imported), the same whichever binding runs it."""
+    cluster = scenario.cluster
+    return {
+        "scenario": scenario.name, "duration_ms": scenario.duration_ms, "profile": cluster.profile,
+        "brokers": list(cluster.brokers), "config": {k: cluster.config[k] for k in sorted(cluster.config)},
+        "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+                    "config": t.config, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())}}
+                   for t in cluster.topics]}

@@ -222,10 +222,7 @@ class RecordBatch:
 
     @property
     def last_sequence(self) -> int:
-        """Kafka's DefaultRecordBatch.lastSequence: sequences wrap at 2**31 - 1."""
-        if self.base_sequence == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return (self.base_sequence + len(self.records) - 1) % _SEQUENCE_LIMIT
+        return last_sequence(self.base_sequence, len(self.records))
 
     def producer_fields(self) -> dict:
         """The v2 header fields other than offsets and leader epoch, where set."""
@@ -276,6 +273,13 @@ class RecordBatch:
 
 
 _SEQUENCE_LIMIT = 2**31  # sequence numbers are int32 and wrap to 0 after 2**31 - 1
+
+
+def last_sequence(base_sequence: int, record_count: int) -> int:
+    """Kafka's DefaultRecordBatch.lastSequence: sequences wrap at 2**31 - 1."""
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return (base_sequence + record_count - 1) % _SEQUENCE_LIMIT
 _PRODUCER_FIELDS = (("producer_id", NO_PRODUCER_ID), ("producer_epoch", NO_PRODUCER_EPOCH),
                     ("base_sequence", NO_SEQUENCE), ("attributes", 0),
                     ("first_timestamp", NO_TIMESTAMP), ("max_timestamp", NO_TIMESTAMP))

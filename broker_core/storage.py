@@ -29,7 +29,8 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
-from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch
+from broker_core.records import (
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch, last_sequence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +39,6 @@ class FileRegion:
     path: str
     position: int
     size: int
-
-
-_SEQUENCE_LIMIT = 2**31
 
 
 class StoredBatch:
@@ -65,9 +63,7 @@ class StoredBatch:
 
     @property
     def last_sequence(self) -> int:
-        if self.base_sequence == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return (self.base_sequence + self.record_count - 1) % _SEQUENCE_LIMIT
+        return last_sequence(self.base_sequence, self.record_count)
 
     def __repr__(self) -> str:
         return (f"StoredBatch({self.base_offset}..{self.next_offset - 1}, epoch {self.leader_epoch}, "

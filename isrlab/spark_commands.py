@@ -37,29 +37,42 @@ def add_parsers(sub, positive_int) -> None:
     report.set_defaults(func=cmd_report)
 
 
+def _on_spark(job, bad_input: type[Exception]):
+    """``job()``'s result, or None after one line on stderr when Spark could not run it
+    (the caller exits 2); ``bad_input`` (the command's own error) becomes a UsageError."""
+    from isrlab.cli import UsageError
+    from spark_reports.session import SparkUnavailable, one_line, spark_errors
+    try:
+        return job()
+    except bad_input as exc:
+        raise UsageError(str(exc)) from None
+    except SparkUnavailable as exc:
+        print(f"isrlab: {exc}", file=sys.stderr)
+    except spark_errors() as exc:
+        print(f"isrlab: the Spark job failed: {one_line(exc)}", file=sys.stderr)
+    return None
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from isrlab.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds
-    from spark_reports.session import SparkUnavailable, check_master, one_line, spark_errors, spark_session
+    from isrlab.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, parse_seeds
+    from spark_reports.session import check_master, spark_session
     from spark_reports.sweep import SweepError, check_out, plan_configs, print_progress, run_sweep
     seeds = parse_seeds(args.seeds)
     out = Path(args.out)
-    try:
+
+    def job():
         check_out(out)
         check_master(args.master)
         configs = plan_configs(args.file, args.variant, args.grid or (), args.set or ())  # bad input before Spark starts
         print(f"sweep of {args.file}: {len(configs)} configuration(s) x {len(seeds)} seeds = "
               f"{len(configs) * len(seeds)} runs on {args.master}")
         with spark_session(args.master, "isrlab sweep") as spark:
-            result = run_sweep(spark, args.file, seeds, out, args.variant, args.grid or (), args.set or (),
-                               args.keep, progress=print_progress)
-    except SweepError as exc:
-        raise UsageError(str(exc)) from None
-    except SparkUnavailable as exc:
-        print(f"isrlab: {exc}", file=sys.stderr)
+            return configs, run_sweep(spark, args.file, seeds, out, args.variant, args.grid or (), args.set or (),
+                                      args.keep, progress=print_progress)
+    done = _on_spark(job, SweepError)
+    if done is None:
         return EXIT_BAD_INPUT
-    except spark_errors() as exc:
-        print(f"isrlab: the Spark job failed: {one_line(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    configs, result = done
     sys.stderr.write("\n")
     _print_sweep(result, configs, len(seeds))
     if result.errors:
@@ -86,22 +99,18 @@ def _print_sweep(result, configs, seeds: int) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from isrlab.cli import EXIT_BAD_INPUT, EXIT_OK, UsageError
+    from isrlab.cli import EXIT_BAD_INPUT, EXIT_OK
     from spark_reports.load import ReportError, read_manifest
-    from spark_reports.session import SparkUnavailable, one_line, spark_errors, spark_session
+    from spark_reports.session import spark_session
     folder = Path(args.folder)
-    try:
+
+    def job():
         read_manifest(folder)  # a wrong folder is refused before Spark starts
         from spark_reports.build import build_report
         with spark_session(args.master, "isrlab report") as spark:
-            report = build_report(spark, folder, Path(args.out) if args.out else None)
-    except ReportError as exc:
-        raise UsageError(str(exc)) from None
-    except SparkUnavailable as exc:
-        print(f"isrlab: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except spark_errors() as exc:
-        print(f"isrlab: the Spark job failed: {one_line(exc)}", file=sys.stderr)
+            return build_report(spark, folder, Path(args.out) if args.out else None)
+    report = _on_spark(job, ReportError)
+    if report is None:
         return EXIT_BAD_INPUT
     _print_report(report)
     return EXIT_OK

@@ -26,7 +26,7 @@ from typing import Callable
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
-from analysis.trace import COMMON_FIELDS, TraceWriter
+from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
 from broker_core.config import client_defaults
 from faults import model as fm
 from faults.rng import derive
@@ -148,13 +148,7 @@ class RealRun:
     # -- the run -------------------------------------------------------------------
     def run(self) -> None:
         scenario = self.scenario
-        cluster = scenario.cluster
-        self.record("world", "run_started", {
-            "scenario": scenario.name, "duration_ms": scenario.duration_ms, "profile": cluster.profile,
-            "brokers": list(cluster.brokers), "config": {k: cluster.config[k] for k in sorted(cluster.config)},
-            "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
-                        "config": t.config, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())}}
-                       for t in cluster.topics]})
+        self.record("world", "run_started", run_started_fields(scenario))
         self.broker.start()
         try:
             if not self.broker.wait_ready(READY_TIMEOUT_S):

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import struct
 
-from broker_core.records import NO_SEQUENCE, Records
+from broker_core.records import Records, last_sequence
 from real_io.protocol import compression, record_batch
 from real_io.protocol.errors import ProtocolError
 
 _BASE_OFFSET = struct.Struct(">q")  # at byte 0
 _LEADER_EPOCH = struct.Struct(">i")  # at byte 12
-_SEQUENCE_LIMIT = 2**31
 
 
 class WireBatch:
@@ -72,9 +71,7 @@ class WireBatch:
 
     @property
     def last_sequence(self) -> int:
-        if self.base_sequence == NO_SEQUENCE:
-            return NO_SEQUENCE
-        return (self.base_sequence + self.record_count - 1) % _SEQUENCE_LIMIT
+        return last_sequence(self.base_sequence, self.record_count)
 
     @property
     def records(self) -> Records:

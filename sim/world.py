@@ -14,7 +14,7 @@ from faults.triggers import cluster_view
 import simpy
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, replica_digests
-from analysis.trace import TraceWriter
+from analysis.trace import TraceWriter, run_started_fields
 from broker_core import coordination as coord
 from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.types import TopicPartition
@@ -121,13 +121,7 @@ class World:
 
     def _main(self):
         scenario = self.scenario
-        cluster = scenario.cluster
-        self.trace("world", "run_started", {
-            "scenario": scenario.name, "duration_ms": scenario.duration_ms, "profile": cluster.profile,
-            "brokers": list(cluster.brokers), "config": {k: cluster.config[k] for k in sorted(cluster.config)},
-            "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
-                        "config": t.config, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())}}
-                       for t in cluster.topics]})
+        self.trace("world", "run_started", run_started_fields(scenario))
         for host in self.hosts.values():
             host.start()
         for step in scenario.faults:
