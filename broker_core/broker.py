@@ -384,10 +384,11 @@ class BrokerNode:
             tp = TopicPartition.parse(directory)
         except ValueError:
             return
-        log = self._all_logs().get(tp)
+        logs = self._all_logs()
+        log = logs.get(tp)
         if log is not None:
             log.fsync_completed(event.path, event.token)
-        if self.logs.closing is not None and self.logs.all_flushed(self._all_logs()):
+        if self.logs.closing is not None and self.logs.all_flushed(logs):
             self._halt_after_closing()
 
     def _on_disk_write_failed(self, event: DiskWriteFailed) -> None:

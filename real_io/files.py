@@ -14,7 +14,7 @@ files: segments hold record batches v2 exactly as clients receive them
 (real_io.wire_batch), so the read side lists files, reads a checkpoint, decodes the
 batch at a position (recovery's CRC scan), and reads a region's batches back. A fetch
 never decodes anything: the server sends a response's regions straight from the files
-(``region_descriptor``).
+(``pin``).
 """
 from __future__ import annotations
 

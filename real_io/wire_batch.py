@@ -66,10 +66,6 @@ class WireBatch:
         return self.next_offset - self.base_offset
 
     @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id >= 0
-
-    @property
     def last_sequence(self) -> int:
         return last_sequence(self.base_sequence, self.record_count)
 

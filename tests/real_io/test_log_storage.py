@@ -11,6 +11,7 @@ from broker_core.storage import FileRegion
 from broker_core.types import TopicPartition
 from real_io.files import DataDir
 from real_io.protocol import compression, record_batch
+from real_io.protocol.errors import ProtocolError
 from real_io.wire_batch import WireBatch, parse_records
 
 TP = TopicPartition("t", 0)
@@ -120,7 +121,7 @@ def test_a_batch_the_producer_damaged_is_refused_before_it_reaches_the_log():
     does not match is refused (CORRUPT_MESSAGE), never stored."""
     data = bytearray(client_batch(["a"]))
     data[-1] ^= 1
-    with pytest.raises(Exception, match="CRC"):
+    with pytest.raises(ProtocolError, match="CRC"):
         parse_records(bytes(data))
 
 
