@@ -164,7 +164,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "give --seed, not --seeds")
         from scenarios.runner import check_binding
         for chosen in scenarios:  # refuse before anything runs
-            check_binding(chosen, args.binding)
+            check_binding(chosen, args.binding, args.zk)
+    elif args.zk:
+        raise UsageError("--zk is for --binding real: the simulation has its own coordination service")
     if args.seeds:
         sweeps = []
         for chosen in scenarios:
@@ -179,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for chosen in scenarios:
         out = _out_for(args, chosen, scenarios, f"seed{args.seed}")
         results.append(run_scenario(chosen, args.seed, out, progress=_progress_printer(sys.stderr, args.binding),
-                                    plot=not args.no_plot, binding=args.binding))
+                                    plot=not args.no_plot, binding=args.binding, zk=args.zk))
         if sys.stderr.isatty():
             sys.stderr.write("\r" + " " * 60 + "\r")
     if len(results) == 1:
@@ -416,7 +418,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("serve: --broker-id must not be negative")
     options = serve.ServeOptions(args.broker_id, Path(args.data_dir), host, port, args.zk,
                                  Path(args.trace) if args.trace else None, overrides, args.max_request_bytes,
-                                 args.connections_max_idle_ms, args.clock_origin)
+                                 args.connections_max_idle_ms, args.clock_origin,
+                                 Path(args.zk_session_file) if args.zk_session_file else None)
+    if options.zk_session_file is not None and options.zk is None:
+        raise UsageError("serve: --zk-session-file needs --zk (the embedded store has no session to take over)")
     return serve.run(options)
 
 
@@ -450,6 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--binding", choices=BINDINGS, default="sim",
                      help="sim (default): simulate the cluster; real: run a one-broker scenario on an isrlab serve "
                           "process with real clients (confluent-kafka) and signals as faults (one --seed at a time)")
+    run.add_argument("--zk", metavar="HOST:PORT",
+                     help="with --binding real: keep the broker's metadata in this ZooKeeper (each run in a chroot "
+                          "of its own, removed afterwards) instead of its embedded store; expire_session faults "
+                          "need it")
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check scenario files without running them",
                               description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")
@@ -487,6 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--clock-origin", type=float, metavar="SECONDS",
                      help="the CLOCK_MONOTONIC time (time.monotonic()) that is 0 ms on the broker's clock and in "
                           "its trace (default: when it starts); isrlab run --binding real passes its own start")
+    srv.add_argument("--zk-session-file", metavar="FILE",
+                     help="with --zk: write each ZooKeeper session's id and password to FILE (mode 0600), so a "
+                          "fault injector can expire the session; isrlab run --binding real --zk uses it")
     srv.set_defaults(func=cmd_serve)
     from isrlab.spark_commands import add_parsers
     add_parsers(sub, _positive_int)

@@ -39,7 +39,9 @@ def config_argument(key: str, value) -> str:
 
 class BrokerProcess:
     def __init__(self, broker_id: int, data_dir: Path, port: int, trace: Path, config: dict,
-                 clock_origin: float, stderr_path: Path):
+                 clock_origin: float, stderr_path: Path, zk: str | None = None, zk_session_file: Path | None = None):
+        """``zk`` (HOST:PORT[/CHROOT]) runs the broker on ZooKeeper; it publishes each of
+        its sessions to ``zk_session_file`` (for expire_session)."""
         self.broker_id = broker_id
         self.port = port
         self.args = [sys.executable, "-m", "isrlab", "serve", "--broker-id", str(broker_id),
@@ -47,6 +49,12 @@ class BrokerProcess:
                      "--clock-origin", repr(clock_origin)]
         for key in sorted(config):
             self.args += ["--config", config_argument(key, config[key])]
+        if zk is not None:
+            self.args += ["--zk", zk]
+            if zk_session_file is not None:
+                self.args += ["--zk-session-file", str(zk_session_file)]
+                zk_session_file.unlink(missing_ok=True)
+        self.zk_session_file = zk_session_file
         self.stderr_path = stderr_path
         self.process: subprocess.Popen | None = None
         self.paused = False
@@ -91,6 +99,16 @@ class BrokerProcess:
             if not self.alive:
                 return False
         return False
+
+    def last_words(self) -> str | None:
+        """The last line the process wrote to stderr, once it has exited; else None."""
+        if self.alive:
+            return None
+        try:
+            lines = self.stderr_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        except OSError:
+            return None
+        return lines[-1].strip() if lines else None
 
     def kill(self) -> None:
         """SIGKILL: the process dies at once; what it wrote stays in the page cache."""

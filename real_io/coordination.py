@@ -29,10 +29,13 @@ whenever an input is ready, so an event loop can be woken.
 """
 from __future__ import annotations
 
+import json
+import os
 import queue
-from collections import deque
 import threading
 import time
+from collections import deque
+from pathlib import Path
 from typing import Any, Callable
 
 from kazoo.client import KazooClient, KazooState
@@ -128,7 +131,9 @@ class _Watcher:
 class ZooKeeperCoordination:
     """One broker's ZooKeeper session, carrying out the core's coordination requests."""
 
-    def __init__(self, hosts: str, session_timeout_ms: int, wakeup: Callable[[], None] = lambda: None):
+    def __init__(self, hosts: str, session_timeout_ms: int, wakeup: Callable[[], None] = lambda: None,
+                 session_file: Path | None = None):
+        self._session_file = session_file
         self._handler = _OneQueueHandler()
         self._client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000, handler=self._handler,
                                    connection_retry={"max_tries": -1, "delay": 0.05, "max_delay": 1.0})
@@ -237,6 +242,7 @@ class ZooKeeperCoordination:
                 old, self._zk_session = self._zk_session, session
             if session is None or session == old:
                 return  # reconnected within the same session
+            self._publish_session(client_id)
             if old is not None:
                 self._dispatch(old, CoordSessionExpired(old))
             self._dispatch(session, CoordSessionStarted(session))
@@ -247,6 +253,20 @@ class ZooKeeperCoordination:
                 self._dispatch(old, CoordSessionExpired(old))
         # SUSPENDED: kazoo fails the requests in flight with ConnectionLoss and drops its
         # watches; both reach the core through their callbacks.
+
+    def _publish_session(self, client_id: tuple[int, bytes]) -> None:
+        """Write the new session's id and password to ``session_file`` (owner-only), so a
+        fault injector can take the session over and close it: the only way to expire a
+        ZooKeeper session from outside, as ZooKeeper itself does when a client is gone.
+        Written to a temporary name first, so a reader never sees half of it."""
+        if self._session_file is None:
+            return
+        text = json.dumps({"session_id": client_id[0], "password": client_id[1].hex()})
+        temporary = self._session_file.with_name(self._session_file.name + ".tmp")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, self._session_file)
 
     def _dispatch(self, session: int, event: Any) -> None:
         self._handler.dispatch_callback(Callback("coordination", self._emit, (session, event)))

@@ -8,6 +8,7 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | shutdown | SIGTERM: the broker's controlled shutdown, then it exits by itself |
 | pause / resume | SIGSTOP / SIGCONT |
 | heal | ``network``: there is no network fault to end; ``all``: resume and restart every broker |
+| expire_session | on ZooKeeper only (``--zk``): another client takes the broker's session over with its id and password (published by ``isrlab serve --zk-session-file``) and closes it, so ZooKeeper expires it as it does for a client that is gone |
 
 Everything else is refused before the run starts (``UNSUPPORTED``). Fault events carry
 the simulation's fields (faults/events.py), so the checkers read them alike; roles
@@ -15,7 +16,9 @@ resolve with faults/roles.py on the view the runner reads from the broker's meta
 """
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 from typing import Callable
 
 from faults import model as fm
@@ -24,6 +27,7 @@ from faults.roles import resolve_role
 from real_io.broker_process import BrokerProcess
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
+ON_ZOOKEEPER = frozenset({"expire_session"})  # supported when the broker runs on ZooKeeper
 _NETWORK = "needs a fault-injecting proxy on the links, which the real binding does not have yet"
 _DISK = "needs a faulty file system under the data directory, which the real binding does not have yet"
 UNSUPPORTED = {
@@ -34,19 +38,34 @@ UNSUPPORTED = {
     "cut": _NETWORK, "link": _NETWORK,
     "slow_fsync": _DISK, "write_errors": _DISK, "disk_full": _DISK, "torn_writes": _DISK,
     "bit_flip": "flipping a bit under a running broker is not built yet",
-    "expire_session": "the embedded coordination store's session lives inside the broker process; "
-                      "expiring it from outside is not built yet",
+    "expire_session": "the embedded coordination store's session lives inside the broker process: "
+                      "run with --zk HOST:PORT to expire a real ZooKeeper session",
     "preferred_replica_election": "the embedded coordination store lives inside the broker process; "
                                   "the run cannot write its admin node",
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
+EXPIRE_TIMEOUT_S = 10.0
+
+
+def supported(on_zookeeper: bool) -> frozenset:
+    """The fault kinds a scenario may script on this binding."""
+    return SUPPORTED | ON_ZOOKEEPER if on_zookeeper else SUPPORTED
+
+
+def nemesis_supported(on_zookeeper: bool) -> frozenset:
+    """The kinds the nemesis may draw on this binding."""
+    return NEMESIS_SUPPORTED | ON_ZOOKEEPER if on_zookeeper else NEMESIS_SUPPORTED
 
 TraceFn = Callable[[str, str, dict], None]
 
 
 class RealFaultExecutor:
-    def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict], role_rng):
+    def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict], role_rng,
+                 zk: str | None = None):
+        """``zk``: the ZooKeeper servers (HOST:PORT, no chroot) the brokers run on, if any."""
         self.brokers = brokers
+        self.zk = zk
+        self.supported = supported(zk is not None)
         self.trace = trace
         self.view = view
         self.role_rng = role_rng
@@ -94,7 +113,7 @@ class RealFaultExecutor:
     def apply(self, fault: fm.Fault, step=None) -> int | None:
         """Start a fault (of the scenario's ``step``, if it is one); its id when it lasts."""
         kind = fm.kind_of(fault)
-        if kind not in SUPPORTED:  # the runner refuses these before the run: a bug if one gets here
+        if kind not in self.supported:  # the runner refuses these before the run: a bug if one gets here
             raise ValueError(f"the real binding cannot apply {kind}: {UNSUPPORTED.get(kind, 'unknown fault')}")
         with self._lock:
             roles, problems = self._resolve(fault)
@@ -159,6 +178,21 @@ class RealFaultExecutor:
         if fault_id is not None and fault_id not in self._paused.values():
             self._end(fault_id)
 
+    def _apply_expire_session(self, fault, step, roles, targets) -> None:
+        """Expire each target's ZooKeeper session now (instant, as the simulation's
+        coordination service does it). A broker that is down, or whose session is
+        already gone, is named in ``no_effect``: the fault changed nothing there."""
+        expired, missed = [], []
+        for broker in targets:
+            process = self.brokers[broker]
+            why = "it is not running" if not process.alive else _expire(self.zk, process.zk_session_file)
+            if why is None:
+                expired.append(broker)
+            else:
+                missed.append(f"broker {broker}: {why}")
+        self._start(fault, step, roles, instant=True, targets=expired,
+                    no_effect="; ".join(missed) if not expired else None, **({"missed": missed} if missed else {}))
+
     def _apply_heal(self, fault, step, roles, targets) -> None:
         self._start(fault, step, roles, instant=True, scope=fault.scope)
         if fault.scope == "all":
@@ -193,3 +227,30 @@ class RealFaultExecutor:
             for broker in sorted(self.brokers):
                 self.brokers[broker].kill()
             self.apply(fm.Restart(tuple(sorted(self.brokers))))
+
+
+def _expire(zk: str | None, session_file: Path | None) -> str | None:
+    """Take the session written in ``session_file`` over and close it; why not, or None.
+    ZooKeeper moves the session to the new connection (the broker's own connection is
+    dropped) and the close ends it: its ephemeral nodes go and the broker hears of the
+    expiry when it reconnects, as after a real session timeout."""
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+    if zk is None or session_file is None:
+        return "the broker does not run on ZooKeeper"
+    try:
+        written = json.loads(session_file.read_text(encoding="utf-8"))
+        client_id = (int(written["session_id"]), bytes.fromhex(written["password"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return "it has not published a ZooKeeper session yet"
+    thief = KazooClient(hosts=zk, client_id=client_id)
+    try:
+        thief.start(timeout=EXPIRE_TIMEOUT_S)
+        taken = thief.client_id is not None and thief.client_id[0] == client_id[0]
+    except KazooTimeoutError:
+        taken = False
+    finally:
+        thief.stop()  # closes whichever session the thief holds: the broker's, if it took it
+        thief.close()
+    # kazoo opens a new session of its own when the old one is already gone
+    return None if taken else f"its session {client_id[0]:#x} was already gone"

@@ -20,6 +20,7 @@ import math
 import shutil
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -34,7 +35,7 @@ from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.metadata_view import VIEW_FIELDS, MetadataView
 from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
-from real_io.real_faults import NEMESIS_SUPPORTED, SUPPORTED, UNSUPPORTED, RealFaultExecutor
+from real_io.real_faults import UNSUPPORTED, RealFaultExecutor, nemesis_supported, supported
 
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs
 RECORD_BYTES = 100  # the scenarios' default record_bytes: the simulation's size model only
@@ -47,9 +48,11 @@ class RealRunError(Exception):
     """The real run could not go on (the broker did not start): not a verdict."""
 
 
-def refusals(scenario) -> list[tuple[tuple, int | None, str]]:
-    """What ``scenario`` asks that the real binding cannot do: (path in the file, line if
-    known, why). Nothing is skipped silently: a run refuses any of these."""
+def refusals(scenario, on_zookeeper: bool = False) -> list[tuple[tuple, int | None, str]]:
+    """What ``scenario`` asks that the real binding (on ZooKeeper, or on the embedded
+    store) cannot do: (path in the file, line if known, why). Nothing is skipped
+    silently: a run refuses any of these."""
+    kinds, nemesis_kinds = supported(on_zookeeper), nemesis_supported(on_zookeeper)
     out: list[tuple[tuple, int | None, str]] = []
     cluster = scenario.cluster
     if len(cluster.brokers) != 1:
@@ -78,17 +81,18 @@ def refusals(scenario) -> list[tuple[tuple, int | None, str]]:
                         "not supported by the real binding's consumers"))
     for i, step in enumerate(scenario.faults):
         kind = fm.kind_of(step.fault)
-        if kind not in SUPPORTED:
+        if kind not in kinds:
             out.append((("faults", i, kind), step.line, f"the real binding cannot apply {kind}: {UNSUPPORTED[kind]}"))
         if step.when is not None:
             why = _unseen_condition(step.when)
             if why:
                 out.append((("faults", i, "when"), step.line, why))
     if scenario.nemesis is not None:
-        bad = sorted(set(scenario.nemesis.kinds) - NEMESIS_SUPPORTED)
+        bad = sorted(set(scenario.nemesis.kinds) - nemesis_kinds)
         if bad:
-            out.append((("nemesis", "kinds"), None, f"the real binding can draw only "
-                        f"{', '.join(sorted(NEMESIS_SUPPORTED))}, not {', '.join(bad)}"))
+            where = "on ZooKeeper" if on_zookeeper else "on its embedded store (--zk adds expire_session)"
+            out.append((("nemesis", "kinds"), None, f"the real binding {where} can draw only "
+                        f"{', '.join(sorted(nemesis_kinds))}, not {', '.join(bad)}"))
     return out
 
 
@@ -122,8 +126,10 @@ class _Recorder:
 
 
 class RealRun:
-    def __init__(self, scenario, seed: int, work_dir: Path, progress=None):
-        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported)."""
+    def __init__(self, scenario, seed: int, work_dir: Path, progress=None, zk: str | None = None):
+        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported);
+        ``zk`` the ZooKeeper (HOST:PORT) to keep the broker's metadata in, in a chroot of
+        this run's own, or None for the broker's embedded store."""
         self.scenario = scenario
         self.seed = seed
         self.progress = progress
@@ -135,12 +141,16 @@ class RealRun:
         shutil.rmtree(data_dir, ignore_errors=True)
         self.broker_trace = work_dir / f"broker-{self.broker_id}-trace.jsonl"
         self.broker_trace.unlink(missing_ok=True)
+        self.zk = zk
+        self.chroot = f"/isrlab-runs/{uuid.uuid4().hex}" if zk is not None else None
         self.broker = BrokerProcess(self.broker_id, data_dir, free_port(), self.broker_trace,
-                                    dict(scenario.cluster.config), self.origin, work_dir / f"broker-{self.broker_id}.stderr")
+                                    dict(scenario.cluster.config), self.origin, work_dir / f"broker-{self.broker_id}.stderr",
+                                    zk=None if zk is None else zk + self.chroot,
+                                    zk_session_file=None if zk is None else work_dir / f"broker-{self.broker_id}.zk-session")
         self.partitions = [f"{t.name}-{p}" for t in scenario.cluster.topics for p in range(t.partitions)]
         self.view = MetadataView(self.broker, self.partitions)
         self.faults = RealFaultExecutor({self.broker_id: self.broker}, self.record, self.view,
-                                        derive(seed, "fault-roles"))
+                                        derive(seed, "fault-roles"), zk)
         self.final_phase = False
         self.settled = False
         self._due_ms = 0.0  # the schedule's nominal time (now_ms)
@@ -152,6 +162,9 @@ class RealRun:
         self.broker.start()
         try:
             if not self.broker.wait_ready(READY_TIMEOUT_S):
+                said = self.broker.last_words()
+                if said:  # it exited saying why (a ZooKeeper it cannot reach, a port in use)
+                    raise RealRunError(f"the broker exited while starting: {said}")
                 raise RealRunError(f"the broker did not start within {READY_TIMEOUT_S:.0f}s; its stderr: "
                                    f"{self.broker.stderr_path}")
             self._create_topics()
@@ -161,6 +174,8 @@ class RealRun:
         finally:
             self.view.close()
             self.broker.stop()  # after the run: its shutdown is not part of the trace
+            if self.chroot is not None:
+                _remove_chroot(self.zk, self.chroot)
 
     def _create_topics(self) -> None:
         admin = AdminClient({"bootstrap.servers": self.broker.bootstrap, **QUIET})
@@ -331,9 +346,27 @@ def _broker_events(path: Path):
             yield raw["t_ms"], raw["node"], raw["type"], {k: v for k, v in raw.items() if k not in COMMON_FIELDS}
 
 
+def _remove_chroot(zk: str, chroot: str) -> None:
+    """The run's metadata goes with it; a ZooKeeper that went away keeps it (harmless:
+    every run has a chroot of its own)."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
+    client = KazooClient(hosts=zk)
+    try:
+        client.start(timeout=10)
+        client.delete(chroot, recursive=True)
+    except (KazooException, KazooTimeoutError):
+        pass
+    finally:
+        client.stop()
+        client.close()
+
+
 def run_real(scenario, seed: int, writer: TraceWriter, work_dir: Path,
-             progress: Callable[[float, int], None] | None = None) -> None:
-    """Run ``scenario`` for real and write its one trace through ``writer``."""
-    run = RealRun(scenario, seed, work_dir, progress)
+             progress: Callable[[float, int], None] | None = None, zk: str | None = None) -> None:
+    """Run ``scenario`` for real (on ZooKeeper ``zk``, or the embedded store) and write
+    its one trace through ``writer``."""
+    run = RealRun(scenario, seed, work_dir, progress, zk)
     run.run()
     run.write_trace(writer)

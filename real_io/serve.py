@@ -46,6 +46,7 @@ class ServeOptions:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS
     clock_origin: float | None = None  # CLOCK_MONOTONIC seconds that are t_ms 0; None: the start
+    zk_session_file: Path | None = None  # where to publish each ZooKeeper session (fault injection)
 
 
 def lock_data_dir(root: Path) -> int:
@@ -65,7 +66,7 @@ def _coordination(options: ServeOptions, data_dir: DataDir, session_timeout_ms: 
         return EmbeddedCoordination(data_dir.root / SNAPSHOT_FILE)
     from real_io.coordination import ZooKeeperCoordination
     ensure_chroot(options.zk)
-    return ZooKeeperCoordination(options.zk, session_timeout_ms)
+    return ZooKeeperCoordination(options.zk, session_timeout_ms, session_file=options.zk_session_file)
 
 
 def ensure_chroot(hosts: str, timeout_s: float = 10.0) -> None:

@@ -28,7 +28,8 @@ VERDICT_FILE = "verdict.json"
 
 
 def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | None = None,
-                   variant: str | None = None, settings: Sequence[str] = (), binding: str = "sim") -> str:
+                   variant: str | None = None, settings: Sequence[str] = (), binding: str = "sim",
+                   zk: str | None = None) -> str:
     """The command that runs ``seed`` again, pasteable in a fresh shell from where this one
     runs: the isrlab script beside this Python (a virtual environment's bin/), by the
     shortest path, and the same output folder."""
@@ -41,6 +42,8 @@ def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | N
     command = f"{program} run {shlex.quote(str(scenario_path))} --seed {seed}"
     if binding != "sim":
         command += f" --binding {binding}"
+    if zk is not None:
+        command += f" --zk {shlex.quote(zk)}"
     if variant is not None:
         command += f" --variant {shlex.quote(variant)}"
     command += "".join(f" --set {shlex.quote(s)}" for s in settings)
@@ -56,13 +59,14 @@ class BindingError(Exception):
     """The real binding could not run (its broker did not start): not a verdict."""
 
 
-def check_binding(scenario: Scenario, binding: str) -> None:
+def check_binding(scenario: Scenario, binding: str, zk: str | None = None) -> None:
     """Raise ScenarioError (file, line, field, why) for the first thing in the scenario
-    the binding cannot do; the simulation can do everything."""
+    the binding cannot do (the real one on ZooKeeper ``zk``, or on its embedded store);
+    the simulation can do everything."""
     if binding == "sim":
         return
     from real_io.scenario_run import refusals
-    found = refusals(scenario)
+    found = refusals(scenario, zk is not None)
     if not found:
         return
     path, line, message = found[0]
@@ -114,6 +118,7 @@ class RunResult:
     evaluations: tuple[Evaluation, ...] = ()
     plots: tuple[Path, ...] = field(default_factory=tuple)
     binding: str = "sim"
+    zk: str | None = None  # the real binding's ZooKeeper, when it ran on one
 
     @property
     def untested(self) -> list[str]:
@@ -138,7 +143,7 @@ class RunResult:
     @property
     def replay_command(self) -> str:
         return replay_command(self.scenario.path, self.seed, self.trace_path.parent, self.scenario.variant,
-                              self.scenario.settings, self.binding)
+                              self.scenario.settings, self.binding, self.zk)
 
 
 def run_id(scenario: Scenario, seed: int) -> str:
@@ -146,11 +151,14 @@ def run_id(scenario: Scenario, seed: int) -> str:
 
 
 def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=None, judge: bool = True,
-                 plot: bool = False, binding: str = "sim") -> RunResult:
-    """``binding`` ``real`` runs the scenario for real (one broker); its trace is judged
-    exactly as a simulated one. A real run's working files (the broker's data directory,
-    its own trace and stderr) stay in ``out_dir/real``."""
-    check_binding(scenario, binding)
+                 plot: bool = False, binding: str = "sim", zk: str | None = None) -> RunResult:
+    """``binding`` ``real`` runs the scenario for real (one broker, its metadata in the
+    ZooKeeper ``zk`` or in its embedded store); its trace is judged exactly as a
+    simulated one. A real run's working files (the broker's data directory, its own
+    trace and stderr) stay in ``out_dir/real``."""
+    if zk is not None and binding == "sim":
+        raise ValueError("zk is for the real binding; the simulation has its own coordination service")
+    check_binding(scenario, binding, zk)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trace_path = out / TRACE_FILE
@@ -158,7 +166,7 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     with open(trace_path, "w", encoding="utf-8", buffering=1 << 20) as stream:
         writer = TraceWriter(stream, run_id(scenario, seed), seed, binding)
         try:
-            _run_binding(scenario, seed, writer, out, progress, binding)
+            _run_binding(scenario, seed, writer, out, progress, binding, zk)
         except BindingError:
             raise
         except Exception as exc:  # an invariant or a crash in the run: name the seed
@@ -169,7 +177,7 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     events = list(read_events(trace_path))  # parsed once for the summary and the verdict
     summary = summarize_events(events)
     if not judge:
-        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding)
+        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding, zk=zk)
     verdict = check_events(events, run_id(scenario, seed), seed, binding)
     verdict.write_json(out / VERDICT_FILE)
     evaluations = tuple(evaluate(verdict, scenario.expect)) if scenario.expect else ()
@@ -178,17 +186,18 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
         from analysis.timeline import plot_trace
         plots = tuple(plot_trace(trace_path, out, set(summary.missing)))
     return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots,
-                     binding)
+                     binding, zk)
 
 
-def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, progress, binding: str) -> None:
+def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, progress, binding: str,
+                 zk: str | None) -> None:
     if binding == "sim":
         from sim.world import World
         World(scenario, seed, writer, progress).run()
         return
     from real_io.scenario_run import RealRunError, run_real
     try:
-        run_real(scenario, seed, writer, out / "real", progress)
+        run_real(scenario, seed, writer, out / "real", progress, zk)
     except RealRunError as exc:
         raise BindingError(f"{scenario.path}: --binding real: {exc}") from None
 

@@ -1,0 +1,100 @@
+"""``isrlab run --binding real --zk``: the broker keeps its metadata in a real ZooKeeper
+(started by the test session), in a chroot of the run's own, and the run can expire its
+session from outside, as ZooKeeper does for a client that is gone."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from analysis.trace import read_events
+from scenarios.parse import load_scenario
+from scenarios.runner import check_binding, run_scenario
+from scenarios.source import ScenarioError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPIRING = """
+name: expiring
+cluster: {brokers: 1, config: {zookeeper.session.timeout.ms: 4000}, topics: [{name: t, partitions: 2}]}
+workload: {producers: [{topic: t, acks: all, rate: 100}], consumers: [{topic: t}]}
+faults:
+  - {at: 2s, expire_session: 1}
+duration: 6s
+expect: {lost_writes: 0, acknowledged: ">100", faults_without_effect: 0}
+"""
+
+
+def _scenario(tmp_path: Path, text: str = EXPIRING):
+    path = tmp_path / "expiring.yaml"
+    path.write_text(text)
+    return load_scenario(path)
+
+
+def test_an_expired_session_gives_the_same_verdict_simulated_and_on_zookeeper(zookeeper, tmp_path):
+    """The broker's ZooKeeper session is taken over with its id and password and closed:
+    its ephemeral /brokers/ids/1 goes, the core hears CoordSessionExpired and then a new
+    session (2.7.0 KafkaZkClient / ZooKeeperClient.reinitialize), registers again and
+    goes on leading; the verdict equals the simulated run's."""
+    scenario = _scenario(tmp_path)
+    sim = run_scenario(scenario, 1, tmp_path / "sim", binding="sim")
+    real = run_scenario(scenario, 1, tmp_path / "real", binding="real", zk=zookeeper.hosts)
+    assert sim.passed and real.passed, ([e for e in real.evaluations if not e.passed], real.untested)
+    assert {n: c.valid for n, c in real.verdict.results.items()} == {n: c.valid for n, c in sim.verdict.results.items()}
+    events = list(read_events(real.trace_path))
+    fault = next(e for e in events if e.type == "fault_started")
+    assert (fault["fault"], fault["targets"], "no_effect" in fault.fields) == ("expire_session", [1], False)
+    expired = [e for e in events if e.type == "session_expired" and e.node == "broker-1"]
+    assert expired and expired[0].t_ms >= fault.t_ms, "the broker never heard its session expire"
+    # it registered again on a new session and led to the end: every partition read back whole
+    assert real.summary.final_read_complete and real.summary.settled
+    assert real.verdict.value("acknowledged") > 100 and real.verdict.value("lost_writes") == 0
+    # the run's chroot went with it
+    admin = KazooClient(hosts=zookeeper.hosts)
+    admin.start(timeout=10)
+    try:
+        assert admin.get_children("/isrlab-runs") == []
+    finally:
+        admin.stop()
+        admin.close()
+    assert f"--zk {zookeeper.hosts}" in real.replay_command
+
+
+def test_expiring_a_broker_that_is_down_is_said_to_have_changed_nothing(zookeeper, tmp_path):
+    """A session cannot be expired on a broker that is not running: the fault is traced
+    with ``no_effect`` and the run fails as one that tested nothing."""
+    text = EXPIRING.replace("  - {at: 2s, expire_session: 1}",
+                            "  - {at: 1s, crash: 1, for: 3s}\n  - {at: 2s, expire_session: 1}")
+    real = run_scenario(_scenario(tmp_path, text), 1, tmp_path / "real", binding="real", zk=zookeeper.hosts)
+    events = list(read_events(real.trace_path))
+    expiry = next(e for e in events if e.type == "fault_started" and e["fault"] == "expire_session")
+    assert expiry["targets"] == [] and "not running" in expiry["no_effect"]
+    assert real.verdict.value("faults_without_effect") == 1 and not real.passed
+
+
+def test_expire_session_needs_zookeeper(tmp_path):
+    scenario = _scenario(tmp_path)
+    with pytest.raises(ScenarioError) as refused:
+        check_binding(scenario, "real")
+    assert (refused.value.line, refused.value.field) == (6, "faults[0].expire_session")
+    assert "--zk" in refused.value.message
+    check_binding(scenario, "real", zk="127.0.0.1:2181")  # refused on the embedded store only
+    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario.path), "--zk", "127.0.0.1:1"],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 2 and "--zk is for --binding real" in result.stderr
+
+
+def test_a_zookeeper_that_cannot_be_reached_is_named_and_exits_2(tmp_path):
+    """The broker exits saying it cannot reach ZooKeeper; the run passes that on in one
+    line (exit 2), not as a timeout or a traceback."""
+    scenario = _scenario(tmp_path, EXPIRING.replace("  - {at: 2s, expire_session: 1}", "  - {at: 2s, crash: 1}"))
+    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario.path), "--binding", "real",
+                             "--zk", "127.0.0.1:1", "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 2, result.stderr
+    assert "the broker exited while starting" in result.stderr and "cannot reach ZooKeeper at 127.0.0.1:1" \
+        in result.stderr
+    assert "Traceback" not in result.stderr
