@@ -369,7 +369,7 @@ def cmd_zk(args: argparse.Namespace) -> int:
     from real_io import zk_server
     try:
         if args.action == "start":
-            server = zk_server.start(args.dir, args.port)
+            server = zk_server.start(args.dir, args.port, tick_time_ms=args.tick_ms)
             print(f"ZooKeeper listening on {server.hosts} (pid {server.pid}); files in {server.directory}")
             print(f"  stop it with: isrlab zk stop --dir {args.dir}")
         else:
@@ -475,6 +475,10 @@ def build_parser() -> argparse.ArgumentParser:
     zk.add_argument("action", choices=("start", "stop"))
     zk.add_argument("--dir", default="runs/zookeeper", help="the server's directory (default runs/zookeeper)")
     zk.add_argument("--port", type=_port, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
+    zk.add_argument("--tick-ms", type=_positive_int, default=2000,
+                    help="ZooKeeper's tickTime (default 2000, as ZooKeeper's own); it grants session timeouts of "
+                         "2 to 20 ticks only, so scenarios with a short zookeeper.session.timeout.ms need a "
+                         "smaller tick (start only)")
     zk.set_defaults(func=cmd_zk)
     srv = sub.add_parser("serve", help="run one broker that real Kafka clients use",
                          description="Run one broker of the real-I/O binding: the Kafka wire protocol on a socket, "

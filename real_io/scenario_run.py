@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
-from broker_core.config import client_defaults
+from broker_core.config import broker_config, client_defaults
 from faults import model as fm
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
@@ -346,6 +346,23 @@ def _broker_events(path: Path):
             yield raw["t_ms"], raw["node"], raw["type"], {k: v for k, v in raw.items() if k not in COMMON_FIELDS}
 
 
+def _check_session_timeout(scenario, zk: str) -> None:
+    """Refuse a ZooKeeper that would not grant the scenario's session timeout: the
+    broker would live by another timeout than the simulation models (for example a
+    crashed broker's session outliving its restart), and the verdicts would differ for
+    a reason that is not the broker's."""
+    from real_io.zk_server import negotiated_session_timeout_ms
+    asked = broker_config(PROFILE, dict(scenario.cluster.config)).zookeeper_session_timeout_ms
+    try:
+        granted = negotiated_session_timeout_ms(zk, asked)
+    except (OSError, ValueError) as error:
+        raise RealRunError(f"cannot reach ZooKeeper at {zk}: {error}") from None
+    if granted != asked:
+        raise RealRunError(f"ZooKeeper at {zk} grants sessions of {granted} ms, not the {asked} ms the scenario asks "
+                           f"(zookeeper.session.timeout.ms); a server allows 2 to 20 ticks of its tickTime: start one "
+                           f"whose tick fits, e.g. isrlab zk start --tick-ms {max(1, asked // 2)}")
+
+
 def _remove_chroot(zk: str, chroot: str) -> None:
     """The run's metadata goes with it; a ZooKeeper that went away keeps it (harmless:
     every run has a chroot of its own)."""
@@ -367,6 +384,8 @@ def run_real(scenario, seed: int, writer: TraceWriter, work_dir: Path,
              progress: Callable[[float, int], None] | None = None, zk: str | None = None) -> None:
     """Run ``scenario`` for real (on ZooKeeper ``zk``, or the embedded store) and write
     its one trace through ``writer``."""
+    if zk is not None:
+        _check_session_timeout(scenario, zk)
     run = RealRun(scenario, seed, work_dir, progress, zk)
     run.run()
     run.write_trace(writer)

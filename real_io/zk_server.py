@@ -228,3 +228,51 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def negotiated_session_timeout_ms(hosts: str, asked_ms: int, timeout_s: float = 10.0) -> int:
+    """The session timeout ZooKeeper grants a client that asks for ``asked_ms``: the
+    server clamps it to [minSessionTimeout, maxSessionTimeout], by default 2 and 20
+    ticks. Found by a handshake of ZooKeeper's own protocol (a ConnectRequest and its
+    ConnectResponse, then closeSession), since kazoo does not keep the granted value.
+    OSError when the first server of ``hosts`` cannot be reached."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _granted_timeout_ms(hosts, asked_ms, timeout_s)
+        except _NotServing:
+            # a server that has just started answers ruok before it serves sessions
+            if time.monotonic() > deadline:
+                raise OSError("ZooKeeper keeps closing the connection (not serving sessions)") from None
+            time.sleep(0.1)
+
+
+class _NotServing(OSError):
+    pass
+
+
+def _granted_timeout_ms(hosts: str, asked_ms: int, timeout_s: float) -> int:
+    from kazoo.protocol.serialization import Connect
+    server = hosts.split("/", 1)[0].split(",")[0]
+    host, _, port = server.rpartition(":")
+    with socket.create_connection((host or HOST, int(port)), timeout_s) as connection:
+        connection.settimeout(timeout_s)
+        request = bytes(Connect(0, 0, asked_ms, 0, b"\x00" * 16, False).serialize())
+        connection.sendall(len(request).to_bytes(4, "big") + request)
+        size = int.from_bytes(_read_exactly(connection, 4), "big", signed=True)
+        if not 0 < size < 1 << 16:
+            raise OSError(f"{server} did not answer as ZooKeeper does")
+        reply, _ = Connect.deserialize(_read_exactly(connection, size), 0)
+        close_session = (1).to_bytes(4, "big") + (-11).to_bytes(4, "big", signed=True)  # xid 1, OpCode.closeSession
+        connection.sendall(len(close_session).to_bytes(4, "big") + close_session)
+    return int(reply.time_out)
+
+
+def _read_exactly(connection: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            raise _NotServing("ZooKeeper closed the connection")
+        data += chunk
+    return bytes(data)

@@ -87,14 +87,53 @@ def test_expire_session_needs_zookeeper(tmp_path):
     assert result.returncode == 2 and "--zk is for --binding real" in result.stderr
 
 
+def _run_cli(scenario, tmp_path, *extra):
+    return subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario.path), "--binding", "real",
+                           "--out", str(tmp_path / "out"), *extra], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
 def test_a_zookeeper_that_cannot_be_reached_is_named_and_exits_2(tmp_path):
-    """The broker exits saying it cannot reach ZooKeeper; the run passes that on in one
-    line (exit 2), not as a timeout or a traceback."""
     scenario = _scenario(tmp_path, EXPIRING.replace("  - {at: 2s, expire_session: 1}", "  - {at: 2s, crash: 1}"))
-    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario.path), "--binding", "real",
-                             "--zk", "127.0.0.1:1", "--out", str(tmp_path / "out")],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = _run_cli(scenario, tmp_path, "--zk", "127.0.0.1:1")
     assert result.returncode == 2, result.stderr
-    assert "the broker exited while starting" in result.stderr and "cannot reach ZooKeeper at 127.0.0.1:1" \
-        in result.stderr
+    assert "cannot reach ZooKeeper at 127.0.0.1:1" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_zookeeper_that_grants_another_session_timeout_is_refused(zookeeper, tmp_path):
+    """The test's server ticks every 250 ms, so it grants 500 to 5000 ms: a scenario that
+    asks for 6000 ms would run by a timeout the simulation does not model, and is
+    refused before the broker starts, naming both numbers and the way out."""
+    scenario = _scenario(tmp_path, EXPIRING.replace("zookeeper.session.timeout.ms: 4000",
+                                                    "zookeeper.session.timeout.ms: 6000"))
+    result = _run_cli(scenario, tmp_path, "--zk", zookeeper.hosts)
+    assert result.returncode == 2, result.stderr
+    assert "grants sessions of 5000 ms, not the 6000 ms the scenario asks" in result.stderr
+    assert "isrlab zk start --tick-ms 3000" in result.stderr
+    assert not (tmp_path / "out" / "real" / "broker-1-trace.jsonl").exists()  # nothing started
+
+
+def test_a_broker_that_exits_while_starting_is_named_by_its_last_words(tmp_path):
+    """The broker cannot use its data directory (a file stands in its place): it exits
+    saying so, and the run passes that on in one line (exit 2), not as a timeout."""
+    scenario = _scenario(tmp_path, EXPIRING.replace("  - {at: 2s, expire_session: 1}", "  - {at: 2s, crash: 1}"))
+    (tmp_path / "out" / "real").mkdir(parents=True)
+    (tmp_path / "out" / "real" / "broker-1-data").write_text("not a directory")
+    result = _run_cli(scenario, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "the broker exited while starting: isrlab: serve: cannot use the data directory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_library_crash_scenario_gives_the_same_verdict_on_zookeeper(zookeeper, tmp_path):
+    """single-broker-crash (acks=all) with the metadata in ZooKeeper: the killed broker's
+    session ends within the scenario's 2 s timeout, so the restarted broker registers
+    again (2.7.0 KafkaZkClient.registerBroker) and the verdict equals the simulated one."""
+    library = ROOT / "scenarios" / "library" / "single-broker-crash.yaml"
+    scenario = next(v for v in load_scenario(library).variants if v.variant == "acks-all")
+    sim = run_scenario(scenario, 1, tmp_path / "sim", binding="sim")
+    real = run_scenario(scenario, 1, tmp_path / "real", binding="real", zk=zookeeper.hosts)
+    assert sim.passed and real.passed, ([e for e in real.evaluations if not e.passed], real.untested)
+    assert [(e.name, e.passed) for e in real.evaluations] == [(e.name, e.passed) for e in sim.evaluations]
+    events = list(read_events(real.trace_path))
+    assert [e.type for e in events if e.type in ("broker_registered", "broker_registration_conflict")] \
+        == ["broker_registered", "broker_registered"]

@@ -33,6 +33,10 @@ def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
         assert f"ZooKeeper listening on 127.0.0.1:{port}" in started.stdout
         assert zk_server.four_letter_word("127.0.0.1", port, "ruok") == "imok"
         assert "clientPortAddress=127.0.0.1" in (tmp_path / "zk" / "zoo.cfg").read_text()
+        # tickTime 2000: sessions of 4 to 40 s, whatever a client asks
+        hosts = f"127.0.0.1:{port}"
+        assert [zk_server.negotiated_session_timeout_ms(hosts, ms) for ms in (1000, 6000, 60000)] \
+            == [4000, 6000, 40000]
 
         again = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port))
         assert again.returncode == 2 and "already running" in again.stderr
@@ -45,6 +49,18 @@ def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
     assert not (tmp_path / "zk" / zk_server.PID_FILE).exists()
     nothing = isrlab("zk", "stop", "--dir", str(tmp_path / "zk"))
     assert nothing.returncode == 2 and "no ZooKeeper started from" in nothing.stderr
+
+
+def test_the_tick_bounds_the_session_timeouts_granted(installed, tmp_path):
+    port = zk_server.free_port()
+    started = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port), "--tick-ms", "100")
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "tickTime=100" in (tmp_path / "zk" / "zoo.cfg").read_text()
+        hosts = f"127.0.0.1:{port}"
+        assert [zk_server.negotiated_session_timeout_ms(hosts, ms) for ms in (100, 1500, 6000)] == [200, 1500, 2000]
+    finally:
+        isrlab("zk", "stop", "--dir", str(tmp_path / "zk"))
 
 
 def test_a_missing_package_is_named_with_how_to_install_it(monkeypatch, tmp_path):
