@@ -155,16 +155,17 @@ def fault_anomalies(verdicts: DataFrame, intervals: DataFrame) -> DataFrame:
 
 def fault_latency(operations: DataFrame, intervals: DataFrame) -> DataFrame:
     """Per configuration and fault kind: latency of acknowledged sends invoked while a
-    fault of that kind was active (``during`` true) against all the others."""
-    sends = acknowledged_sends(operations).select(*RUN, "process", "op", "invoke_ms", "latency_ms")
+    fault of that kind was active (``during`` true) against all the others. A run has
+    few faults: each send is paired with its run's intervals of a kind as one small
+    array, so no step groups the sends themselves again."""
+    sends = acknowledged_sends(operations).select(*RUN, "invoke_ms", "latency_ms")
     kinds = intervals.select(*KEY, "fault").distinct()
-    paired = sends.join(kinds, KEY)  # every send against every kind of its configuration
-    i = intervals.alias("i")
-    flags = (paired.alias("s").join(i, [F.col(f"s.{c}") == F.col(f"i.{c}") for c in RUN + ["fault"]]
-                                    + [F.col("s.invoke_ms").between(F.col("i.start_ms"), F.col("i.end_ms"))], "left")
-             .groupBy(*[F.col(f"s.{c}") for c in RUN], "s.process", "s.op", "s.fault", "s.latency_ms")
-             .agg((F.count("i.fault_id") > 0).alias("during")))
-    return flags.groupBy(*KEY, "fault", "during").agg(*_latency_aggregates()).orderBy(*KEY, "fault", "during")
+    spans = intervals.groupBy(*RUN, "fault").agg(F.collect_list(F.struct("start_ms", "end_ms")).alias("spans"))
+    paired = sends.join(kinds, KEY).join(spans, RUN + ["fault"], "left")  # every send against every kind
+    during = F.coalesce(F.exists("spans", lambda span: F.col("invoke_ms").between(span["start_ms"], span["end_ms"])),
+                        F.lit(False))
+    return (paired.withColumn("during", during).groupBy(*KEY, "fault", "during").agg(*_latency_aggregates())
+            .orderBy(*KEY, "fault", "during"))
 
 
 def fault_availability(verdicts: DataFrame, intervals: DataFrame) -> DataFrame:
