@@ -246,3 +246,27 @@ def test_truncation_replays_producer_state_from_sealed_segments():
     entry = log.producers.entries[7]
     assert entry.last_sequence == cut - 1
     assert [m.first_offset for m in entry.batches] == list(range(cut - 5, cut))
+
+
+def test_a_late_follower_catches_up_from_the_leaders_sealed_segments():
+    """Through the in-test router (MemoryFiles disks): a replica that starts after the
+    leader rolled many segments fetches them all through the leader's indexes, and
+    every replica ends with the same records and the same index files."""
+    from tests.broker_core.test_replication import produce_batches
+    from tests.harness import Cluster
+    cluster = Cluster(assignment={0: [1, 2, 3]}, config={"log.segment.bytes": 1500, "log.index.interval.bytes": 200})
+    cluster.start(1)
+    cluster.start(2)
+    assert cluster.wait_for(lambda: cluster.settled(replicas=[1, 2]), 5000)
+    acked = produce_batches(cluster, "v", 150, acks=1)
+    assert len(acked) == 150
+    cluster.start(3)
+    assert cluster.wait_for(cluster.settled, 60000)
+    leader = cluster.leader()
+    values = {b: cluster.values(b) for b in cluster.brokers}
+    assert values[3] == values[leader] and acked == values[leader]
+    leader_log = cluster.partition(leader).log
+    assert len(leader_log.segments) >= 5 and len(leader_log.active_batches) < 150 // 4
+    indexes = {b: {p: bytes(d) for p, d in cluster.disks[b].files.items() if p.endswith(".index")}
+               for b in cluster.brokers}
+    assert indexes[3] == indexes[leader] and len(indexes[leader]) == len(leader_log.segments) - 1
