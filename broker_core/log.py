@@ -3,13 +3,14 @@ cache and what the disk has made durable.
 
 Every change to stored bytes is returned as effects (write, truncate, delete, replace,
 fsync) for the runtime to carry out. The log never keeps records. Of the active (last)
-segment it keeps each batch's header (``StoredBatch``), so that appends, the reads at
-the log's tail and truncations near it need no disk; of a sealed segment it keeps only
-its base offset, path and size, and finds a batch in it as Kafka does: the segment's
-sparse offset index (``broker_core.offset_index``, written next to the segment when it
-is rolled) gives a position, and batch headers are read from there through the
-runtime's storage port (``broker_core.storage``). Memory therefore grows with the
-number of segments, not with the number of batches.
+segment it keeps the newest batches' headers (``StoredBatch``, at most
+``ACTIVE_HEADERS``), so that appends, the reads at the log's tail and truncations near
+it need no disk; of a sealed segment only its base offset, path and size. Any other
+batch is found as Kafka finds it: the segment's sparse offset index
+(``broker_core.offset_index``; written next to the segment when it is rolled) gives a
+position, and batch headers are read from there through the runtime's storage port
+(``broker_core.storage``). Memory therefore grows with the number of segments, not
+with the number of batches.
 """
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ SEGMENT_SUFFIX = ".log"
 # How many sealed segments' indexes stay loaded (Kafka maps them and lets the OS page
 # them out; here the least recently used one is dropped and read again when needed).
 LOADED_INDEXES = 8
+# At most this many of the active segment's newest batch headers stay in memory (the
+# tail every caught-up reader and every append needs); when there are more, the older
+# half is dropped and read through the index and the port like a sealed segment's.
+ACTIVE_HEADERS = 4096
 
 
 @dataclass
@@ -66,7 +71,8 @@ class PartitionLog:
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self.storage = storage  # the runtime's read side of the data directory
-        self.active_batches: list[StoredBatch] = []  # the active segment's headers
+        self.active_batches: list[StoredBatch] = []  # the active segment's newest headers
+        self.active_headers = ACTIVE_HEADERS
         self._active_bases: list[int] = []
         self.segments: list[Segment] = []
         self._loaded_indexes: deque[Segment] = deque()  # sealed segments with their index loaded
@@ -134,6 +140,8 @@ class PartitionLog:
         self.active_batches.append(StoredBatch(batch, len(self.segments) - 1, position, batch.size_bytes,
                                                position + len(data)))
         self._active_bases.append(batch.base_offset)
+        if len(self.active_batches) > self.active_headers:
+            self._drop_older_headers()
         segment.index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
         segment.size_bytes += len(data)
         self.log_end_offset = batch.next_offset
@@ -159,24 +167,31 @@ class PartitionLog:
     def _batches_from(self, offset: int) -> Iterator[StoredBatch]:
         """The stored batches, in order, from the one holding ``offset`` (or the first
         after it): a sealed segment's read through its index and the storage port, the
-        active segment's from memory."""
+        active segment's newest from memory (its older ones like a sealed segment's)."""
         if not self.segments:
             return
         active = len(self.segments) - 1
         for i in range(self._segment_holding(offset), active):
             yield from self._sealed_batches(i, offset)
         batches = self.active_batches
+        if batches and batches[0].position > 0 and offset < batches[0].base_offset:
+            yield from self._sealed_batches(active, offset, batches[0].position)
         for j in range(max(bisect_right(self._active_bases, offset) - 1, 0), len(batches)):
             if batches[j].next_offset > offset:
                 yield batches[j]
 
-    def _sealed_batches(self, i: int, offset: int, end: int | None = None) -> Iterator[StoredBatch]:
-        """Kafka's LogSegment.translateOffset and onwards: the batches of sealed segment
-        ``i`` ending after ``offset``, read from the position its index gives for it."""
+    def _sealed_batches(self, i: int, offset: int, end: int | None = None,
+                        start: int | None = None) -> Iterator[StoredBatch]:
+        """Kafka's LogSegment.translateOffset and onwards: the batches of segment ``i``
+        ending after ``offset``, read through the port from the position its index gives
+        for it (or ``start``) up to ``end``."""
         segment = self.segments[i]
         if self.storage is None:
             raise CoreError(f"{self.tp}: no storage to read segment {segment.path} from")
-        position = self._index_of(i).lookup(offset) if offset > segment.base_offset else 0
+        if start is not None:
+            position = start
+        else:
+            position = self._index_of(i).lookup(offset) if offset > segment.base_offset else 0
         end = segment.size_bytes if end is None else end
         while position < end:
             try:
@@ -260,25 +275,41 @@ class PartitionLog:
     def _activate(self, i: int, end: int) -> None:
         """Make sealed segment ``i`` (now the last) active, its first ``end`` bytes kept."""
         segment = self.segments[i]
-        batches = list(self._sealed_batches(i, segment.base_offset, end))
         self._loaded_indexes = deque(s for s in self._loaded_indexes if s.base_offset < segment.base_offset)
         segment.index = OffsetIndex(segment.base_offset)
-        for batch in batches:
+        batches = []
+        for batch in self._sealed_batches(i, segment.base_offset, end, start=0):
             segment.index.maybe_append(batch.next_offset - 1, batch.position, self.index_interval_bytes)
+            batches.append(batch)
+            if len(batches) > self.active_headers:
+                del batches[:len(batches) // 2]
         self.active_batches = batches
         self._active_bases = [b.base_offset for b in batches]
 
     def _trim_active(self, end: int) -> None:
         """Drop the active segment's headers and index entries from position ``end`` on.
         The next entry is then spaced from the last one kept (Kafka counts from the
-        truncation point): the index stays the one a rebuild from the bytes makes."""
-        keep = bisect_right([b.position for b in self.active_batches], end - 1)
-        del self.active_batches[keep:]
-        del self._active_bases[keep:]
+        truncation point): the index stays the one a rebuild from the bytes makes.
+        When no header in memory is left, those from the last entry on are read back."""
+        batches = self.active_batches
+        keep = bisect_right([b.position for b in batches], end - 1)
         index = self.segments[-1].index
         while len(index) and index.entry(len(index) - 1)[1] >= end:
             del index.data[-8:]
         index.last_entry_position = index.entry(len(index) - 1)[1] if len(index) else 0
+        if keep == 0 and end > 0 and (not batches or batches[0].position > 0):
+            self.active_batches = list(self._sealed_batches(len(self.segments) - 1, self.segments[-1].base_offset,
+                                                            end, start=index.last_entry_position))
+            self._active_bases = [b.base_offset for b in self.active_batches]
+        else:
+            del batches[keep:]
+            del self._active_bases[keep:]
+
+    def _drop_older_headers(self) -> None:
+        """Keep the newer half of the active segment's headers in memory."""
+        drop = len(self.active_batches) // 2
+        del self.active_batches[:drop]
+        del self._active_bases[:drop]
 
     def drop_epochs_at_log_end(self) -> list:
         """Forget epochs that start at the log end (Kafka 2.1+ Log.truncateTo past the end)."""
@@ -416,10 +447,10 @@ class PartitionLog:
                 truncated_bytes += size
                 continue
             log.segments.append(log._new_segment(base))
-            reason = log._recover_segment(size, not clean_shutdown and base >= first_checked,
-                                          base if first_base is None else None)
-            if first_base is None and log.active_batches:
-                first_base = log.active_batches[0].base_offset
+            reason, first = log._recover_segment(size, not clean_shutdown and base >= first_checked,
+                                                 base if first_base is None else None)
+            if first_base is None:
+                first_base = first
             position = log.segments[-1].size_bytes
             if position < size:
                 truncated_bytes += size - position
@@ -440,17 +471,19 @@ class PartitionLog:
                 effects.append(ReplaceFile(log.epoch_checkpoint_path, log.epochs.encode()))
         return log, effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))
 
-    def _recover_segment(self, size: int, verify: bool, first_base: int | None) -> str | None:
+    def _recover_segment(self, size: int, verify: bool, first_base: int | None) -> tuple[str | None, int | None]:
         """Scan the last segment appended to ``segments`` (Kafka's LogSegment.recover):
-        its headers become the active ones, its index is built, its batches replayed
-        into the producer state; returns why the scan stopped early, or None.
-        ``first_base``: the offset the segment's first batch must have when it is the
-        log's first batch (else it continues the log end)."""
+        its newest headers become the active ones, its index is built, its batches
+        replayed into the producer state; returns why the scan stopped early (or None)
+        and the segment's first base offset (None when it is empty). ``first_base``:
+        the offset the segment's first batch must have when it is the log's first batch
+        (else it continues the log end)."""
         segment = self.segments[-1]
         i = len(self.segments) - 1
         self.active_batches, self._active_bases = [], []
         position = 0
         reason = None
+        first = None
         while position < size:
             try:
                 batch, end = self.storage.decode_at(segment.path, position, verify)
@@ -461,8 +494,12 @@ class PartitionLog:
                 reason = f"{segment.path} at byte {position}: offset {batch.base_offset} out of sequence"
                 break
             first_base = None
+            if first is None:
+                first = batch.base_offset
             self.active_batches.append(StoredBatch(batch, i, position, batch.size_bytes, end))
             self._active_bases.append(batch.base_offset)
+            if len(self.active_batches) > self.active_headers:
+                self._drop_older_headers()
             segment.index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
             # Kafka loads its last producer snapshot and replays the log after it
             # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
@@ -471,7 +508,7 @@ class PartitionLog:
             self.log_end_offset = batch.next_offset
             position = end
         segment.size_bytes = position
-        return reason
+        return reason, first
 
     def _recover_indexes(self, paths: Sequence[str]) -> list:
         """Each sealed segment's index file as its scan rebuilt it (rewritten when

@@ -270,3 +270,48 @@ def test_a_late_follower_catches_up_from_the_leaders_sealed_segments():
     indexes = {b: {p: bytes(d) for p, d in cluster.disks[b].files.items() if p.endswith(".index")}
                for b in cluster.brokers}
     assert indexes[3] == indexes[leader] and len(indexes[leader]) == len(leader_log.segments) - 1
+
+
+def test_only_the_newest_headers_of_the_active_segment_stay_in_memory():
+    """A large active segment keeps its newest headers only (``active_headers``); reads
+    and truncations before them go through its in-memory index and the port, and give
+    what a log holding every header gives."""
+    small = build(300, interval=100)
+    small.active_headers = 6
+    for i in range(300, 330):
+        small.append_as_leader((Record(None, f"more-{i}"),), 50)
+    whole = build(300, interval=100)
+    whole.active_headers = 10**9
+    for i in range(300, 330):
+        whole.append_as_leader((Record(None, f"more-{i}"),), 50)
+    assert len(small.segments) == 1 and len(small.active_batches) <= 6
+    for from_offset in range(0, 330, 9):
+        for max_bytes in (1, 700, 10**9):
+            assert [(b.base_offset, b.position, b.end) for b in small.read(from_offset, max_bytes)] == [
+                (b.base_offset, b.position, b.end) for b in whole.read(from_offset, max_bytes)]
+    assert small.records() == whole.records()
+    for log in (small, whole):
+        log.truncate_to(123)  # far before the headers in memory
+    assert [(b.base_offset, b.position) for b in small.active_batches] == [
+        (b.base_offset, b.position) for b in whole.active_batches][-len(small.active_batches):]
+    assert small.active_batches[-1].base_offset == 122 and bytes(small.segments[0].index.data) == bytes(
+        whole.segments[0].index.data)
+    for log in (small, whole):
+        for i in range(40):
+            log.append_as_leader((Record(None, f"after-{i}"),), 60)
+    assert small.records() == whole.records()
+    recovered, _, _ = PartitionLog.recover(TP, small.disk.storage, 1 << 30, 0, False, 100)
+    assert recovered.records() == whole.records()
+
+
+def test_the_sanity_check_refuses_an_index_that_cannot_belong_to_the_segment():
+    """Kafka 2.7.0 OffsetIndex.sanityCheck: a size that is not a multiple of 8, or a
+    last offset below the base offset, is a corrupt index; isrlab also refuses entries
+    past the segment's end."""
+    entries = struct.pack(">iiii", 3, 100, 9, 400)
+    assert OffsetIndex(50, entries).is_sane(next_offset=70, segment_size=500)
+    assert OffsetIndex(50, b"").is_sane(next_offset=70, segment_size=500)
+    assert not OffsetIndex(50, entries[:-1]).is_sane(70, 500)  # a torn entry
+    assert not OffsetIndex(50, struct.pack(">ii", -1, 0)).is_sane(70, 500)  # below the base offset
+    assert not OffsetIndex(50, entries).is_sane(next_offset=59, segment_size=500)  # past the next segment
+    assert not OffsetIndex(50, entries).is_sane(next_offset=70, segment_size=400)  # past the file's end
