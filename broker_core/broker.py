@@ -51,7 +51,7 @@ class BrokerNode:
         self.held: list[MessageReceived] = []  # requests waiting for a partition's lock
         self.controller = Controller(self.ctx, self._unclean_enabled)
         self.producer_ids = ProducerIdManager(self.ctx)
-        self.logs = LogManager(self.ctx, lambda topic: self.replicas.config_for(topic).log_segment_bytes)
+        self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER

@@ -51,6 +51,7 @@ class BrokerConfig:
     log_flush_scheduler_interval_ms: int = NEVER
     log_flush_offset_checkpoint_interval_ms: int = 60000  # how often recovery points are checkpointed
     log_segment_bytes: int = 1073741824
+    log_index_interval_bytes: int = 4096  # bytes between a segment's offset index entries
     # Topic creation on first use (KafkaConfig: auto.create.topics.enable, num.partitions,
     # default.replication.factor, with Kafka's defaults).
     auto_create_topics_enable: bool = True
@@ -114,6 +115,7 @@ TOPIC_KEYS = {
     "flush.messages": "log_flush_interval_messages",
     "flush.ms": "log_flush_interval_ms",
     "segment.bytes": "log_segment_bytes",
+    "index.interval.bytes": "log_index_interval_bytes",
 }
 
 PROFILES: dict[str, dict[str, Any]] = {

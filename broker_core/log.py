@@ -1,21 +1,28 @@
-"""One partition's replica log: batch headers in segments, offsets, high watermark,
-the leader-epoch cache and what the disk has made durable.
+"""One partition's replica log: segments, offsets, high watermark, the leader-epoch
+cache and what the disk has made durable.
 
 Every change to stored bytes is returned as effects (write, truncate, delete, replace,
-fsync) for the runtime to carry out. The log keeps only each batch's header
-(``StoredBatch``), never its records: reads return headers, which ``regions`` turns
-into file regions for the runtime to resolve, and the values of stored records are
-read through the runtime's storage port (``broker_core.storage``).
+fsync) for the runtime to carry out. The log never keeps records. Of the active (last)
+segment it keeps the newest batches' headers (``StoredBatch``, at most
+``ACTIVE_HEADERS``), so that appends, the reads at the log's tail and truncations near
+it need no disk; of a sealed segment only its base offset, path and size. Any other
+batch is found as Kafka finds it: the segment's sparse offset index
+(``broker_core.offset_index``; written next to the segment when it is rolled) gives a
+position, and batch headers are read from there through the runtime's storage port
+(``broker_core.storage``). Memory therefore grows with the number of segments, not
+with the number of batches.
 """
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
+from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
 from broker_core.records import DecodeError, Record, RecordBatch
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
@@ -23,6 +30,13 @@ from broker_core.types import TopicPartition
 
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 SEGMENT_SUFFIX = ".log"
+# How many sealed segments' indexes stay loaded (Kafka maps them and lets the OS page
+# them out; here the least recently used one is dropped and read again when needed).
+LOADED_INDEXES = 8
+# At most this many of the active segment's newest batch headers stay in memory (the
+# tail every caught-up reader and every append needs); when there are more, the older
+# half is dropped and read through the index and the port like a sealed segment's.
+ACTIVE_HEADERS = 4096
 
 
 @dataclass
@@ -30,6 +44,16 @@ class Segment:
     base_offset: int
     path: str
     size_bytes: int = 0
+    # The active segment's index is always here; a sealed one's only while loaded.
+    index: OffsetIndex | None = None
+
+    @property
+    def index_path(self) -> str:
+        return self.path[:-len(SEGMENT_SUFFIX)] + INDEX_SUFFIX
+
+
+def _base_of(segment: Segment) -> int:
+    return segment.base_offset
 
 
 @dataclass(frozen=True)
@@ -40,14 +64,18 @@ class RecoveryReport:
 
 
 class PartitionLog:
-    def __init__(self, tp: TopicPartition, segment_bytes: int, storage: LogStorage | None):
+    def __init__(self, tp: TopicPartition, segment_bytes: int, storage: LogStorage | None,
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES):
         self.tp = tp
         self.directory = str(tp)
         self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
         self.storage = storage  # the runtime's read side of the data directory
-        self.batches: list[StoredBatch] = []
-        self._bases: list[int] = []
+        self.active_batches: list[StoredBatch] = []  # the active segment's newest headers
+        self.active_headers = ACTIVE_HEADERS
+        self._active_bases: list[int] = []
         self.segments: list[Segment] = []
+        self._loaded_indexes: deque[Segment] = deque()  # sealed segments with their index loaded
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.high_watermark = 0
@@ -70,6 +98,9 @@ class PartitionLog:
     def epoch_checkpoint_path(self) -> str:
         return f"{self.directory}/{EPOCH_CHECKPOINT}"
 
+    def _new_segment(self, base_offset: int) -> Segment:
+        return Segment(base_offset, self.segment_path(base_offset), 0, OffsetIndex(base_offset))
+
     # -- appends -------------------------------------------------------------------
     def append_as_leader(self, records: Sequence[Record] | RecordBatch, leader_epoch: int) -> tuple[RecordBatch, list]:
         """Append records, or a client's batch (its producer fields kept), at the log end."""
@@ -78,13 +109,6 @@ class PartitionLog:
         else:
             batch = RecordBatch(self.log_end_offset, leader_epoch, records)
         return batch, self._append(batch)
-
-    def batch_at(self, offset: int) -> StoredBatch | None:
-        """The header of the stored batch holding ``offset``."""
-        index = bisect_right(self._bases, offset) - 1
-        if index < 0 or self.batches[index].next_offset <= offset:
-            return None
-        return self.batches[index]
 
     def append_as_follower(self, batch: Any) -> list:
         """Append a batch the leader sent (any object with a batch's header fields and
@@ -96,16 +120,29 @@ class PartitionLog:
     def _append(self, batch: Any) -> list:
         effects: list[Any] = []
         data = batch.encode()
+        sealed = None
         if not self.segments:
-            self.segments.append(Segment(batch.base_offset, self.segment_path(batch.base_offset)))
+            self.segments.append(self._new_segment(batch.base_offset))
         elif self.segments[-1].size_bytes > 0 and self.segments[-1].size_bytes + len(data) > self.segment_bytes:
             # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
             effects.extend(self._fsync_up_to(batch.base_offset))
-            self.segments.append(Segment(batch.base_offset, self.segment_path(batch.base_offset)))
+            sealed = self.segments[-1]
+            self.segments.append(self._new_segment(batch.base_offset))
+            self.active_batches, self._active_bases = [], []
         segment = self.segments[-1]
-        effects.append(WriteBytes(segment.path, segment.size_bytes, data, batch))
-        self.batches.append(StoredBatch(batch, len(self.segments) - 1, segment.size_bytes, batch.size_bytes))
-        self._bases.append(batch.base_offset)
+        position = segment.size_bytes
+        effects.append(WriteBytes(segment.path, position, data, batch))
+        if sealed is not None:
+            # Kafka trims a rolled segment's index to its entries (onBecomeInactiveSegment);
+            # here it is written then, whole, after the write that needed the roll.
+            effects.append(ReplaceFile(sealed.index_path, bytes(sealed.index.data)))
+            self._hold_index(sealed)
+        self.active_batches.append(StoredBatch(batch, len(self.segments) - 1, position, batch.size_bytes,
+                                               position + len(data)))
+        self._active_bases.append(batch.base_offset)
+        if len(self.active_batches) > self.active_headers:
+            self._drop_older_headers()
+        segment.index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
         segment.size_bytes += len(data)
         self.log_end_offset = batch.next_offset
         self.unflushed_messages += batch.next_offset - batch.base_offset
@@ -122,29 +159,105 @@ class PartitionLog:
             return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
         return []
 
+    # -- finding batches -----------------------------------------------------------
+    def _segment_holding(self, offset: int) -> int:
+        """The index of the last segment starting at or below ``offset`` (0 if none)."""
+        return max(bisect_right(self.segments, offset, key=_base_of) - 1, 0)
+
+    def _batches_from(self, offset: int) -> Iterator[StoredBatch]:
+        """The stored batches, in order, from the one holding ``offset`` (or the first
+        after it): a sealed segment's read through its index and the storage port, the
+        active segment's newest from memory (its older ones like a sealed segment's)."""
+        if not self.segments:
+            return
+        active = len(self.segments) - 1
+        for i in range(self._segment_holding(offset), active):
+            yield from self._sealed_batches(i, offset)
+        batches = self.active_batches
+        if batches and batches[0].position > 0 and offset < batches[0].base_offset:
+            yield from self._sealed_batches(active, offset, batches[0].position)
+        for j in range(max(bisect_right(self._active_bases, offset) - 1, 0), len(batches)):
+            if batches[j].next_offset > offset:
+                yield batches[j]
+
+    def _sealed_batches(self, i: int, offset: int, end: int | None = None,
+                        start: int | None = None) -> Iterator[StoredBatch]:
+        """Kafka's LogSegment.translateOffset and onwards: the batches of segment ``i``
+        ending after ``offset``, read through the port from the position its index gives
+        for it (or ``start``) up to ``end``."""
+        segment = self.segments[i]
+        if self.storage is None:
+            raise CoreError(f"{self.tp}: no storage to read segment {segment.path} from")
+        if start is not None:
+            position = start
+        else:
+            position = self._index_of(i).lookup(offset) if offset > segment.base_offset else 0
+        end = segment.size_bytes if end is None else end
+        while position < end:
+            try:
+                header, after = self.storage.header_at(segment.path, position)
+            except DecodeError as exc:
+                raise CoreError(f"{self.tp}: {segment.path} holds no batch at byte {position} "
+                                f"of {segment.size_bytes}: {exc}") from None
+            if header.next_offset > offset:
+                yield StoredBatch(header, i, position, header.size_bytes, after)
+            position = after
+
+    def _index_of(self, i: int) -> OffsetIndex:
+        """Sealed segment ``i``'s index, read through the port when it is not loaded. One
+        that fails the sanity check (or is missing) is replaced by an empty one, which
+        makes every lookup scan from the segment's start: slower, never wrong."""
+        segment = self.segments[i]
+        if segment.index is None:
+            index = OffsetIndex(segment.base_offset, self.storage.read_file(segment.index_path) or b"")
+            if not index.is_sane(self.segments[i + 1].base_offset, segment.size_bytes):
+                index = OffsetIndex(segment.base_offset)
+            segment.index = index
+            self._hold_index(segment)
+        return segment.index
+
+    def _hold_index(self, segment: Segment) -> None:
+        """Keep a sealed segment's index loaded, dropping the least recently loaded one
+        beyond ``LOADED_INDEXES``."""
+        self._loaded_indexes.append(segment)
+        while len(self._loaded_indexes) > LOADED_INDEXES:
+            dropped = self._loaded_indexes.popleft()
+            if dropped is not self.segments[-1]:
+                dropped.index = None
+
+    def batch_at(self, offset: int) -> StoredBatch | None:
+        """The header of the stored batch holding ``offset``."""
+        batch = next(self._batches_from(offset), None)
+        return batch if batch is not None and batch.base_offset <= offset else None
+
     # -- truncation ----------------------------------------------------------------
     def truncate_to(self, offset: int) -> list:
         """Remove every batch that holds an offset >= ``offset`` (whole batches only)."""
         # The first batch that holds an offset >= ``offset``: a batch straddling it goes too.
-        index = max(bisect_right(self._bases, offset) - 1, 0)
-        if index < len(self.batches) and self.batches[index].next_offset <= offset:
-            index += 1
-        if index >= len(self.batches):
+        first = next(self._batches_from(offset), None)
+        if first is None:
             return []
         effects: list[Any] = []
-        new_end = self.batches[index].base_offset
-        segment_index, position = self.batches[index].segment, self.batches[index].position
-        for segment in self.segments[segment_index + 1:]:
-            effects.append(DeleteFile(segment.path))
-        del self.segments[segment_index + 1:]
-        if position == 0 and segment_index > 0:
-            effects.append(DeleteFile(self.segments[segment_index].path))
-            del self.segments[segment_index]
+        was_active = len(self.segments) - 1
+        new_end, i, position = first.base_offset, first.segment, first.position
+        for segment in self.segments[i + 1:]:
+            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path)]
+        del self.segments[i + 1:]
+        if position == 0 and i > 0:
+            effects += [DeleteFile(self.segments[i].path), DeleteFile(self.segments[i].index_path)]
+            del self.segments[i]
+            i -= 1
+            position = self.segments[i].size_bytes
         else:
-            self.segments[segment_index].size_bytes = position
-            effects.append(TruncateFile(self.segments[segment_index].path, position))
-        del self.batches[index:]
-        del self._bases[index:]
+            self.segments[i].size_bytes = position
+            effects.append(TruncateFile(self.segments[i].path, position))
+        if i < was_active:
+            # A sealed segment becomes the active one: its headers are read back and its
+            # index is held in memory again (Kafka resizes it for appends, LogSegment.truncateTo).
+            self._activate(i, position)
+            effects.append(DeleteFile(self.segments[i].index_path))
+        else:
+            self._trim_active(position)
         self.log_end_offset = new_end
         self.high_watermark = min(self.high_watermark, new_end)
         self.durable_offset = min(self.durable_offset, new_end)
@@ -154,8 +267,49 @@ class PartitionLog:
         if self.producers:
             # Kafka reloads producer state after a truncation (Log.truncateTo ->
             # loadProducerState); the state must not remember batches the log lost.
-            self.producers.rebuild(self.batches)
+            # isrlab keeps no producer snapshots: it replays every header, sealed
+            # segments' through the storage port.
+            self.producers.rebuild(self._batches_from(self.segments[0].base_offset))
         return effects
+
+    def _activate(self, i: int, end: int) -> None:
+        """Make sealed segment ``i`` (now the last) active, its first ``end`` bytes kept."""
+        segment = self.segments[i]
+        self._loaded_indexes = deque(s for s in self._loaded_indexes if s.base_offset < segment.base_offset)
+        segment.index = OffsetIndex(segment.base_offset)
+        batches = []
+        for batch in self._sealed_batches(i, segment.base_offset, end, start=0):
+            segment.index.maybe_append(batch.next_offset - 1, batch.position, self.index_interval_bytes)
+            batches.append(batch)
+            if len(batches) > self.active_headers:
+                del batches[:len(batches) // 2]
+        self.active_batches = batches
+        self._active_bases = [b.base_offset for b in batches]
+
+    def _trim_active(self, end: int) -> None:
+        """Drop the active segment's headers and index entries from position ``end`` on.
+        The next entry is then spaced from the last one kept (Kafka counts from the
+        truncation point): the index stays the one a rebuild from the bytes makes.
+        When no header in memory is left, those from the last entry on are read back."""
+        batches = self.active_batches
+        keep = bisect_right([b.position for b in batches], end - 1)
+        index = self.segments[-1].index
+        while len(index) and index.entry(len(index) - 1)[1] >= end:
+            del index.data[-8:]
+        index.last_entry_position = index.entry(len(index) - 1)[1] if len(index) else 0
+        if keep == 0 and end > 0 and (not batches or batches[0].position > 0):
+            self.active_batches = list(self._sealed_batches(len(self.segments) - 1, self.segments[-1].base_offset,
+                                                            end, start=index.last_entry_position))
+            self._active_bases = [b.base_offset for b in self.active_batches]
+        else:
+            del batches[keep:]
+            del self._active_bases[keep:]
+
+    def _drop_older_headers(self) -> None:
+        """Keep the newer half of the active segment's headers in memory."""
+        drop = len(self.active_batches) // 2
+        del self.active_batches[:drop]
+        del self._active_bases[:drop]
 
     def drop_epochs_at_log_end(self) -> list:
         """Forget epochs that start at the log end (Kafka 2.1+ Log.truncateTo past the end)."""
@@ -171,20 +325,16 @@ class PartitionLog:
         limit = self.log_end_offset if upper_offset is None else upper_offset
         if from_offset >= limit:
             return ()  # the reader is caught up: most follower fetches
-        index = max(bisect_right(self._bases, from_offset) - 1, 0)
         out: list[StoredBatch] = []
         total = 0
-        while index < len(self.batches):
-            batch = self.batches[index]
+        for batch in self._batches_from(from_offset):
             if batch.next_offset > limit:
                 break
-            if batch.next_offset > from_offset:
-                size = batch.size_bytes
-                if out and total + size > max_bytes:
-                    break
-                out.append(batch)
-                total += size
-            index += 1
+            size = batch.size_bytes
+            if out and total + size > max_bytes:
+                break
+            out.append(batch)
+            total += size
         return tuple(out)
 
     def regions(self, batches: Sequence[StoredBatch]) -> tuple[FileRegion, ...]:
@@ -194,18 +344,10 @@ class PartitionLog:
         start = 0
         for i in range(1, len(batches) + 1):
             if i == len(batches) or batches[i].segment != batches[start].segment:
-                out.append(self._region(batches[start], batches[i - 1]))
+                first, last = batches[start], batches[i - 1]
+                out.append(FileRegion(self.segments[first.segment].path, first.position, last.end - first.position))
                 start = i
         return tuple(out)
-
-    def _region(self, first: StoredBatch, last: StoredBatch) -> FileRegion:
-        segment = self.segments[first.segment]
-        index = bisect_right(self._bases, last.base_offset)  # the batch after ``last``
-        if index < len(self.batches) and self.batches[index].segment == last.segment:
-            end = self.batches[index].position
-        else:
-            end = segment.size_bytes
-        return FileRegion(segment.path, first.position, end - first.position)
 
     def load(self, from_offset: int = 0, upper_offset: int | None = None) -> tuple:
         """The stored batch objects from the one holding ``from_offset`` up to those
@@ -235,9 +377,7 @@ class PartitionLog:
             return []
         self._fsync_token += 1
         token = self._fsync_token
-        index = max(bisect_right(self._bases, self.durable_offset) - 1, 0)
-        first_segment = self.batches[index].segment if self.batches else 0
-        segments = [s for s in self.segments[first_segment:] if s.base_offset < offset]
+        segments = [s for s in self.segments[self._segment_holding(self.durable_offset):] if s.base_offset < offset]
         self._fsync_targets[token] = (offset, segments[-1].path)
         self.unflushed_messages = 0
         return [Fsync(s.path, token) for s in segments]
@@ -268,7 +408,8 @@ class PartitionLog:
     # -- recovery ------------------------------------------------------------------
     @classmethod
     def recover(cls, tp: TopicPartition, storage: LogStorage, segment_bytes: int, recovery_point: int = 0,
-                clean_shutdown: bool = False) -> tuple["PartitionLog", list, RecoveryReport]:
+                clean_shutdown: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                ) -> tuple["PartitionLog", list, RecoveryReport]:
         """Rebuild a log from the bytes a restarted process finds on disk.
 
         Segments are scanned in offset order through the storage port; the first batch
@@ -276,11 +417,17 @@ class PartitionLog:
         continuity ends the log: the rest of that segment is truncated and later
         segments are deleted. As in Kafka 2.7.0 (Log.recoverLog), CRCs are checked only
         from the segment holding the recovery point on, and not at all after a clean
-        shutdown; the recovery point becomes the recovered log's end.
+        shutdown; the recovery point becomes the recovered log's end. Every batch's
+        header is read (isrlab keeps no producer snapshots: the producer state is
+        replayed from them), so each sealed segment's index is rebuilt as it is scanned
+        and rewritten when the file differs (Kafka rebuilds a missing or corrupt index,
+        Log.loadSegmentFiles -> recoverSegment); the active segment's index lives in
+        memory, and index files of no sealed segment are deleted.
         """
-        log = cls(tp, segment_bytes, storage)
+        log = cls(tp, segment_bytes, storage, index_interval_bytes)
         prefix = log.directory + "/"
-        segment_paths = sorted(p for p in storage.paths() if p.startswith(prefix) and p.endswith(SEGMENT_SUFFIX))
+        paths = sorted(p for p in storage.paths() if p.startswith(prefix))
+        segment_paths = [p for p in paths if p.endswith(SEGMENT_SUFFIX)]
         effects: list[Any] = []
         deleted: list[str] = []
         truncated_bytes = 0
@@ -289,47 +436,30 @@ class PartitionLog:
         # below the recovery point (Kafka's logSegments(recoveryPoint, Long.MaxValue)).
         bases = [int(p[len(prefix):-len(SEGMENT_SUFFIX)]) for p in segment_paths]
         first_checked = max([b for b in bases if b <= recovery_point], default=0)
+        first_base: int | None = None  # the first batch's base offset
         for path, base in zip(segment_paths, bases):
             size = storage.size(path)
-            verify = not clean_shutdown and base >= first_checked
+            if reason is None and first_base is not None and base != log.log_end_offset:
+                reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
             if reason is not None:
                 effects.append(DeleteFile(path))
                 deleted.append(path)
                 truncated_bytes += size
                 continue
-            if log.batches and base != log.log_end_offset:
-                reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
-                effects.append(DeleteFile(path))
-                deleted.append(path)
-                truncated_bytes += size
-                continue
-            segment = Segment(base, path)
-            log.segments.append(segment)
-            position = 0
-            while position < size:
-                try:
-                    batch, end = storage.decode_at(path, position, verify)
-                except DecodeError as exc:
-                    reason = f"{path} at byte {position}: {exc}"
-                    break
-                if batch.base_offset != (log.log_end_offset if log.batches else base):
-                    reason = f"{path} at byte {position}: offset {batch.base_offset} out of sequence"
-                    break
-                log.batches.append(StoredBatch(batch, len(log.segments) - 1, position, batch.size_bytes))
-                log._bases.append(batch.base_offset)
-                log.log_end_offset = batch.next_offset
-                position = end
-            segment.size_bytes = position
+            log.segments.append(log._new_segment(base))
+            reason, first = log._recover_segment(size, not clean_shutdown and base >= first_checked,
+                                                 base if first_base is None else None)
+            if first_base is None:
+                first_base = first
+            position = log.segments[-1].size_bytes
             if position < size:
                 truncated_bytes += size - position
                 effects.append(TruncateFile(path, position))
-        if log.batches:
-            log.log_start_offset = log.batches[0].base_offset
-        if not log.batches and log.segments:
+        effects.extend(log._recover_indexes(paths))
+        if first_base is not None:
+            log.log_start_offset = first_base
+        elif log.segments:
             log.log_end_offset = log.log_start_offset = log.segments[0].base_offset
-        # Kafka loads its last producer snapshot and replays the log after it
-        # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
-        log.producers.rebuild(log.batches)
         # What a restarted process reads may be page cache only (after a crash, not a
         # power loss): nothing counts as durable until the first flush.
         log.durable_offset = log.log_start_offset
@@ -340,3 +470,57 @@ class PartitionLog:
             if log.epochs.truncate_from_end(log.log_end_offset):
                 effects.append(ReplaceFile(log.epoch_checkpoint_path, log.epochs.encode()))
         return log, effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))
+
+    def _recover_segment(self, size: int, verify: bool, first_base: int | None) -> tuple[str | None, int | None]:
+        """Scan the last segment appended to ``segments`` (Kafka's LogSegment.recover):
+        its newest headers become the active ones, its index is built, its batches
+        replayed into the producer state; returns why the scan stopped early (or None)
+        and the segment's first base offset (None when it is empty). ``first_base``:
+        the offset the segment's first batch must have when it is the log's first batch
+        (else it continues the log end)."""
+        segment = self.segments[-1]
+        i = len(self.segments) - 1
+        self.active_batches, self._active_bases = [], []
+        position = 0
+        reason = None
+        first = None
+        while position < size:
+            try:
+                batch, end = self.storage.decode_at(segment.path, position, verify)
+            except DecodeError as exc:
+                reason = f"{segment.path} at byte {position}: {exc}"
+                break
+            if batch.base_offset != (self.log_end_offset if first_base is None else first_base):
+                reason = f"{segment.path} at byte {position}: offset {batch.base_offset} out of sequence"
+                break
+            first_base = None
+            if first is None:
+                first = batch.base_offset
+            self.active_batches.append(StoredBatch(batch, i, position, batch.size_bytes, end))
+            self._active_bases.append(batch.base_offset)
+            if len(self.active_batches) > self.active_headers:
+                self._drop_older_headers()
+            segment.index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
+            # Kafka loads its last producer snapshot and replays the log after it
+            # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
+            if batch.producer_id >= 0:
+                self.producers.record(batch)
+            self.log_end_offset = batch.next_offset
+            position = end
+        segment.size_bytes = position
+        return reason, first
+
+    def _recover_indexes(self, paths: Sequence[str]) -> list:
+        """Each sealed segment's index file as its scan rebuilt it (rewritten when
+        missing or different); every other index file deleted (the active segment's,
+        whose index lives in memory, and those of deleted segments or of none)."""
+        effects: list[Any] = []
+        sealed = self.segments[:-1]
+        for segment in sealed:
+            expected = bytes(segment.index.data)
+            if self.storage.read_file(segment.index_path) != expected:
+                effects.append(ReplaceFile(segment.index_path, expected))
+            self._hold_index(segment)
+        kept = {segment.index_path for segment in sealed}
+        effects.extend(DeleteFile(p) for p in paths if p.endswith(INDEX_SUFFIX) and p not in kept)
+        return effects

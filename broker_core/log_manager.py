@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.effects import DeleteFile, ReplaceFile
 from broker_core.log import PartitionLog
@@ -49,9 +50,9 @@ def decode_offset_checkpoint(data: bytes | None) -> dict[TopicPartition, int]:
 
 
 class LogManager:
-    def __init__(self, ctx: NodeContext, segment_bytes_for: Callable[[str], int]):
+    def __init__(self, ctx: NodeContext, config_for: Callable[[str], BrokerConfig]):
         self.ctx = ctx
-        self.segment_bytes_for = segment_bytes_for
+        self.config_for = config_for  # a topic's effective configuration
         self.closing: str | None = None  # the reason of a clean shutdown under way
 
     def recover(self, storage: LogStorage) -> dict[TopicPartition, PartitionLog]:
@@ -66,8 +67,9 @@ class LogManager:
                 tp = TopicPartition.parse(directory)
             except ValueError:
                 continue
-            log, effects, report = PartitionLog.recover(tp, storage, self.segment_bytes_for(tp.topic),
-                                                        points.get(tp, 0), clean)
+            config = self.config_for(tp.topic)
+            log, effects, report = PartitionLog.recover(tp, storage, config.log_segment_bytes, points.get(tp, 0),
+                                                        clean, config.log_index_interval_bytes)
             for effect in effects:
                 ctx.emit(effect)
             log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)

@@ -42,7 +42,8 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None:
             config = self.config_for(tp.topic)
-            log = self.recovered_logs.pop(tp, None) or PartitionLog(tp, config.log_segment_bytes, self.storage)
+            log = self.recovered_logs.pop(tp, None) or PartitionLog(
+                tp, config.log_segment_bytes, self.storage, config.log_index_interval_bytes)
             partition = Partition(self.ctx.broker_id, tp, log, config)
             self.partitions[tp] = partition
         return partition

@@ -44,9 +44,9 @@ class FileRegion:
 class StoredBatch:
     """What a log keeps of one stored batch: its header and where it lies."""
     __slots__ = ("base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
-                 "base_sequence", "size_bytes", "segment", "position")
+                 "base_sequence", "size_bytes", "segment", "position", "end")
 
-    def __init__(self, batch: Any, segment: int, position: int, size_bytes: int):
+    def __init__(self, batch: Any, segment: int, position: int, size_bytes: int, end: int):
         self.base_offset: int = batch.base_offset
         self.next_offset: int = batch.next_offset
         self.leader_epoch: int = batch.leader_epoch
@@ -56,6 +56,7 @@ class StoredBatch:
         self.size_bytes = size_bytes
         self.segment = segment
         self.position = position
+        self.end = end  # the position after it in its segment file
 
     @property
     def record_count(self) -> int:
@@ -86,6 +87,12 @@ class LogStorage(Protocol):
         """The batch stored at ``position`` and the position after it; DecodeError for a
         torn or garbled batch, for one failing its CRC (only with ``verify``: without,
         the bytes are trusted as flushed ones), or for the end of the file."""
+
+    def header_at(self, path: str, position: int) -> tuple[Any, int]:
+        """The header of the batch stored at ``position`` (an object with a batch's
+        header fields and ``size_bytes``; its records need not be readable) and the
+        position after it, unverified; DecodeError as ``decode_at``. Reads of sealed
+        segments go through it: the log keeps no headers of theirs."""
 
     def batches_in(self, region: FileRegion) -> tuple:
         """The batch objects stored in a region (their records readable)."""
@@ -120,6 +127,10 @@ class BytesLogStorage:
         batch, end = decode_batch(data, position, verify)
         self._objects.setdefault(path, {})[position] = (batch, end)
         return batch, end
+
+    def header_at(self, path: str, position: int) -> tuple[Any, int]:
+        known = self._objects.get(path, {}).get(position)
+        return known if known is not None else self.decode_at(path, position, verify=False)
 
     def batches_in(self, region: FileRegion) -> tuple:
         out = []

@@ -12,9 +12,10 @@ refused: the core never names one, and a bug must not write elsewhere.
 It is also the core's storage port (broker_core.storage.LogStorage) over the same
 files: segments hold record batches v2 exactly as clients receive them
 (real_io.wire_batch), so the read side lists files, reads a checkpoint, decodes the
-batch at a position (recovery's CRC scan), and reads a region's batches back. A fetch
-never decodes anything: the server sends a response's regions straight from the files
-(``pin``).
+batch at a position (recovery's CRC scan), reads a batch's header alone (a fetch from a
+sealed segment, after its offset index gave the position to start from), and reads a
+region's batches back. A fetch never decodes records: the server sends a response's
+regions straight from the files (``pin``).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from broker_core.records import DecodeError
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
 from real_io.protocol.errors import ProtocolError
-from real_io.wire_batch import WireBatch
+from real_io.wire_batch import WireBatch, WireBatchHeader
 
 TEMP_SUFFIX = ".tmp"
 # Files the binding itself keeps in the data directory, which are not the core's.
@@ -82,6 +83,17 @@ class DataDir:
         except ProtocolError as exc:
             raise DecodeError(str(exc)) from None
         return batch, position + size
+
+    def header_at(self, path: str, position: int) -> tuple[WireBatchHeader, int]:
+        """The header of the batch at ``position`` (its 61 bytes read, not the records)."""
+        head = os.pread(self._descriptor(path), record_batch.HEADER_BYTES, position)
+        if not head:
+            raise DecodeError("end of file")
+        try:
+            header = record_batch.read_header(head)
+        except ProtocolError as exc:
+            raise DecodeError(str(exc)) from None
+        return WireBatchHeader(header), position + header.size
 
     def batches_in(self, region: FileRegion) -> tuple[WireBatch, ...]:
         data = self.read_region(region)

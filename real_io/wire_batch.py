@@ -88,6 +88,23 @@ class WireBatch:
                 f"{len(self.data)} bytes)")
 
 
+class WireBatchHeader:
+    """A stored batch's header without its records: what a read of a sealed segment
+    needs (broker_core.storage.LogStorage.header_at) -- offsets, epoch, producer fields
+    and the size in bytes, read without touching the records."""
+    __slots__ = ("base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
+                 "base_sequence", "size_bytes")
+
+    def __init__(self, header: record_batch.BatchHeader):
+        self.base_offset = header.base_offset
+        self.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
+        self.leader_epoch = header.partition_leader_epoch
+        self.producer_id = header.producer_id
+        self.producer_epoch = header.producer_epoch
+        self.base_sequence = header.base_sequence
+        self.size_bytes = header.size
+
+
 def parse_records(data: bytes | bytearray | memoryview, max_bytes: int = compression.DEFAULT_MAX_BYTES) -> list[WireBatch]:
     """Every batch of a produce request's records field, each validated."""
     batches, position = [], 0

@@ -95,3 +95,42 @@ def test_the_broker_does_not_hold_the_log_in_memory(tmp_path):
         assert grown < 40, f"resident memory grew {grown:.0f} MiB while the log grew 96 MiB"
     finally:
         assert broker.stop() == 0
+
+
+def test_memory_stays_bounded_as_the_number_of_batches_grows(tmp_path):
+    """Kafka 2.7.0 keeps no per-batch state for a sealed segment: LogSegment.append adds
+    an offset index entry only every index.interval.bytes (OffsetIndex.append) and a
+    read finds its batch by OffsetIndex.lookup and a scan of the file
+    (LogSegment.translateOffset). So does this broker: 40,000 more single-record
+    batches (one header each was ~200 bytes, 8 MiB, before sealed segments dropped
+    theirs) leave its resident memory within 3 MiB, and reads deep in sealed segments
+    still find their offsets."""
+    from tests.real_io.serve_process import ServeProcess
+    data_dir = tmp_path / "data"
+    broker = ServeProcess(data_dir, config={"log.segment.bytes": 256 << 10}).start()
+    try:
+        client = WireClient(broker.port)
+        client.sock.settimeout(120)  # the broker works through tens of thousands of queued requests
+        create(client, "many")
+        batch = RecordBatch(0, -1, Records(["x"], None, 0, [1], None))
+        unanswered, answered = produce_body("many", batch, acks=0), produce_body("many", batch, acks=1)
+
+        def produce(count: int) -> None:
+            for _ in range(count):  # acks=0: no response; the acks=1 one after them answers when all are in
+                client.send(ApiKey.PRODUCE, 8, unanswered)
+            assert partition_of(client.ask(ApiKey.PRODUCE, 8, answered))["error_code"] == 0
+        produce(10000)  # warm up: buffers, imports, the first segments
+        before = _resident_mb(broker.process.pid)
+        produce(40000)
+        grown = _resident_mb(broker.process.pid) - before
+        for offset in (0, 7777, 31313, 50001):
+            fetched = partition_of(client.ask(ApiKey.FETCH, 11, fetch_body("many", offset, 0, 1)),
+                                   inner="partition_responses")
+            assert decode_batches(fetched["record_set"])[0].base_offset == offset
+        client.close()
+        logs = sorted((data_dir / "many-0").glob("*.log"))
+        assert len(logs) > 10
+        assert all(log.with_suffix(".index").stat().st_size > 0 for log in logs[:-1])
+        assert grown < 3, f"resident memory grew {grown:.1f} MiB while the log grew by 40,000 batches"
+    finally:
+        assert broker.stop() == 0
