@@ -184,33 +184,40 @@ def validate_batch(data: bytes | bytearray | memoryview, position: int = 0,
 
 
 def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, header: BatchHeader) -> None:
-    """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place."""
+    """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place.
+    A producer's record is mostly one-byte varints (timestamp and offset deltas, a null
+    or short key, no headers): those are read inline, the rest through ``_varint``,
+    since a call per field would be most of the walk's cost."""
     count = header.record_count
     if count > stop - pos:
         raise ProtocolError(f"{count} records cannot fit in {stop - pos} bytes")
     for index in range(count):
         length, pos = _varint(buf, pos, stop, 5)
-        if length < 0 or length > stop - pos:
+        if length <= 0 or length > stop - pos:
             raise ProtocolError(f"record length {length} with {stop - pos} bytes left")
         end = pos + length
-        if pos >= end:
-            raise ProtocolError(f"record {index} has no attributes byte")
-        _, pos = _varint(buf, pos + 1, end, 10)  # attributes (unused), timestamp delta
-        delta, pos = _varint(buf, pos, end, 5)
+        pos += 1  # attributes: unused
+        if pos < end and buf[pos] < 0x80:  # the timestamp delta (its value is not checked)
+            pos += 1
+        else:
+            pos = _varint(buf, pos, end, 10)[1]
+        if pos < end and buf[pos] < 0x80:  # the offset delta
+            delta = buf[pos]
+            delta = (delta >> 1) ^ -(delta & 1)
+            pos += 1
+        else:
+            delta, pos = _varint(buf, pos, end, 5)
         if delta != index:
             raise ProtocolError(f"record {index} has a non-contiguous offset delta")
-        pos = _skip_bytes(buf, pos, end, "key")
+        if pos < end and buf[pos] == 1:  # a null key (zigzag -1)
+            pos += 1
+        else:
+            pos = _skip_bytes(buf, pos, end, "key")
         pos = _skip_bytes(buf, pos, end, "value")
-        headers, pos = _varint(buf, pos, end, 5)
-        if headers < 0 or headers > end - pos:
-            raise ProtocolError(f"header count {headers} with {end - pos} bytes left")
-        for _ in range(headers):
-            name, pos = _varint(buf, pos, end, 5)
-            if name == -1:
-                raise ProtocolError("null header key")
-            if name < 0 or name > end - pos:
-                raise ProtocolError(f"header key length {name} with {end - pos} bytes left")
-            pos = _skip_bytes(buf, pos + name, end, "header value")
+        if pos < end and buf[pos] == 0:  # no headers
+            pos += 1
+        else:
+            pos = _skip_headers(buf, pos, end)
         if pos != end:
             raise ProtocolError(f"record {index} has {end - pos} bytes beyond its fields")
     if pos != stop:
@@ -219,13 +226,36 @@ def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, head
         raise ProtocolError(f"last offset delta {header.last_offset_delta} for {count} records")
 
 
+def _skip_headers(buf: bytes | bytearray | memoryview, pos: int, end: int) -> int:
+    headers, pos = _varint(buf, pos, end, 5)
+    if headers < 0 or headers > end - pos:
+        raise ProtocolError(f"header count {headers} with {end - pos} bytes left")
+    for _ in range(headers):
+        name, pos = _varint(buf, pos, end, 5)
+        if name == -1:
+            raise ProtocolError("null header key")
+        if name < 0 or name > end - pos:
+            raise ProtocolError(f"header key length {name} with {end - pos} bytes left")
+        pos = _skip_bytes(buf, pos + name, end, "header value")
+    return pos
+
+
 def _varint(buf: bytes | bytearray | memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
     """The zigzag varint (``max_bytes`` 5) or varlong (10) at ``pos``, read no further
-    than ``end``, and the position after it (as Reader.varint / varlong)."""
-    if pos < end:
-        byte = buf[pos]
-        if byte < 0x80:  # one byte: most lengths, deltas and counts
-            return (byte >> 1) ^ -(byte & 1), pos + 1
+    than ``end``, and the position after it (as Reader.varint / varlong). Up to three
+    bytes (every length below 1 MiB) unrolled."""
+    if pos + 2 < end:
+        raw = buf[pos]
+        if raw < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos + 1
+        second = buf[pos + 1]
+        if second < 0x80:
+            raw = (raw & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+        third = buf[pos + 2]
+        if third < 0x80:
+            raw = (raw & 0x7F) | ((second & 0x7F) << 7) | (third << 14)
+            return (raw >> 1) ^ -(raw & 1), pos + 3
     raw = shift = 0
     for _ in range(max_bytes):
         if pos >= end:
