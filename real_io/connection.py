@@ -37,7 +37,7 @@ class FrameConnection(asyncio.BufferedProtocol):
         self.max_request_bytes = max_request_bytes
         self._on_open = on_open
         self.transport: asyncio.Transport | None = None
-        self._staging: bytearray | None = None  # allocated at the first read
+        self._staging: bytearray | None = None  # allocated for a read, dropped once empty
         self._staged = 0  # bytes in the staging buffer not yet taken into a frame
         self._frame: bytearray | None = None  # a frame read past the staging buffer
         self._frame_size = 0
@@ -100,6 +100,8 @@ class FrameConnection(asyncio.BufferedProtocol):
         if position:  # keep a partial size prefix at the front
             staging[:staged - position] = staging[position:staged]
         self._staged = staged - position
+        if not self._staged:
+            self._staging = None  # an idle connection keeps no buffer
 
     def eof_received(self) -> bool:
         self._eof = True
