@@ -186,8 +186,8 @@ def validate_batch(data: bytes | bytearray | memoryview, position: int = 0,
 def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, header: BatchHeader) -> None:
     """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place.
     A producer's record is mostly one-byte varints (timestamp and offset deltas, a null
-    or short key, no headers): those are read inline, the rest through ``_varint``,
-    since a call per field would be most of the walk's cost."""
+    key, no headers): those are read inline, the rest through ``_varint``, since a call
+    per field would be most of the walk's cost."""
     count = header.record_count
     if count > stop - pos:
         raise ProtocolError(f"{count} records cannot fit in {stop - pos} bytes")
@@ -197,23 +197,30 @@ def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, head
             raise ProtocolError(f"record length {length} with {stop - pos} bytes left")
         end = pos + length
         pos += 1  # attributes: unused
-        if pos < end and buf[pos] < 0x80:  # the timestamp delta (its value is not checked)
+        if pos + 1 < end and buf[pos] < 0x80:  # the timestamp delta (its value is not checked)
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            pos += 2
         else:
             pos = _varint(buf, pos, end, 10)[1]
-        if pos < end and buf[pos] < 0x80:  # the offset delta
-            delta = buf[pos]
-            delta = (delta >> 1) ^ -(delta & 1)
+        zigzag = index << 1  # the offset delta must be the index: its varint compared, not decoded
+        if zigzag < 0x80 and pos < end and buf[pos] == zigzag:
             pos += 1
+        elif zigzag < 0x4000 and pos + 1 < end and buf[pos] == zigzag & 0x7F | 0x80 and buf[pos + 1] == zigzag >> 7:
+            pos += 2
         else:
             delta, pos = _varint(buf, pos, end, 5)
-        if delta != index:
-            raise ProtocolError(f"record {index} has a non-contiguous offset delta")
+            if delta != index:
+                raise ProtocolError(f"record {index} has a non-contiguous offset delta")
         if pos < end and buf[pos] == 1:  # a null key (zigzag -1)
             pos += 1
         else:
             pos = _skip_bytes(buf, pos, end, "key")
-        pos = _skip_bytes(buf, pos, end, "value")
+        value, pos = _varint(buf, pos, end, 5)  # the value: skipped, not read
+        if value != -1:
+            if value < 0 or value > end - pos:
+                raise ProtocolError(f"value length {value} with {end - pos} bytes left")
+            pos += value
         if pos < end and buf[pos] == 0:  # no headers
             pos += 1
         else:

@@ -95,6 +95,30 @@ def test_the_walk_refuses_exactly_what_the_decoder_refuses(position, byte, span,
     _same_verdict(bytes(_recrc(wire)))
 
 
+_MANY = bytearray(encode_batch(RecordBatch(0, 0, Records(["v"] * 130, [None] * 130, 0,
+                                                          [1000 + 70 * i for i in range(130)], None))))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(0, 255))
+def test_two_byte_deltas_get_the_decoders_verdict(position, byte):
+    """130 records: from the 64th on, offset and timestamp deltas take two bytes, which
+    the walk compares and skips without decoding; damage anywhere in the records must
+    still get decode_batch's verdict."""
+    wire = bytearray(_MANY)
+    wire[HEADER_BYTES + position % (len(wire) - HEADER_BYTES)] = byte
+    _same_verdict(bytes(_recrc(wire)))
+
+
+def test_an_offset_delta_in_a_longer_encoding_than_needed_is_read_as_its_value():
+    """A varint may spend more bytes than its value needs (0x80 0x00 is 0); Kafka's
+    ByteUtils.readVarint reads it, and so do the decoder and the walk."""
+    record = bytearray(_record(0))
+    record[2:3] = b"\x80\x00"  # the offset delta 0 in two bytes
+    wire = bytes(_raw_batch([bytes(record)]))
+    assert decode_batch(wire)[1] == validate_batch(wire)[1] == len(wire)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.binary(max_size=30), max_size=4), st.integers(-1, 6), st.integers(-1, 6))
 def test_hand_made_record_sections_get_the_decoders_verdict(records, count, last_offset_delta):
