@@ -165,11 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,10240")
     parser.add_argument("--write", type=Path, help="append the table to this markdown file's broker section")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     results = [run_case(int(s), args.records_mb, MOCK_PARTITIONS) for s in args.sizes.split(",")]
+    # Both sides share the machine's cores with whatever else runs: the ratio of one run
+    # is only as good as the machine was quiet, so the load goes with the numbers.
+    load = f"1-minute load average {load_before:.2f} before the run and {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores"
     text = table(results)
     print(text)
+    print(load)
     if args.write:
-        write_section(args.write, text, argv if argv is not None else sys.argv[1:])
+        write_section(args.write, text, argv if argv is not None else sys.argv[1:], args.records_mb, load)
     return 0
 
 
@@ -182,11 +187,12 @@ VERDICT = ("Issue 9's target is at least 50% of the mock's MB/s with 10 KiB reco
            "the segment files. Peak memory stays near 40 MiB whatever the log's size.")
 
 
-def write_section(path: Path, text: str, argv: list[str]) -> None:
+def write_section(path: Path, text: str, argv: list[str], records_mb: float, load: str) -> None:
     command = " ".join([".venv/bin/python bench/broker_throughput.py", *argv])
     body = (f"{SECTION}\n\nCommand: `{command}` (one run; both sides use the same confluent-kafka "
             f"{confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]}) producer and consumer, "
-            f"acks=1, one broker; 4 partitions, 20 MiB per record size).\n\n{text}\n\n{VERDICT}\n")
+            f"acks=1, one broker; {MOCK_PARTITIONS} partitions, {records_mb:g} MiB per record size; {load}).\n\n"
+            f"{text}\n\n{VERDICT}\n")
     current = path.read_text() if path.exists() else ""
     if SECTION in current:
         start = current.index(SECTION)
