@@ -7,9 +7,10 @@ no response and the next request is read at once.
 
 A frame is an int32 size and that many bytes, read by real_io/connection.py straight
 into a buffer of its own; a size below zero or above ``socket.request.max.bytes``
-closes the connection before anything is allocated (Kafka's InvalidReceiveException). A request that does not parse closes the connection, as
-Kafka does; an ApiVersions request of a version not offered gets the v0 answer with
-UNSUPPORTED_VERSION so the client can pick another. None of this touches other
+closes the connection before anything is allocated (Kafka's InvalidReceiveException).
+A request that does not parse closes the connection, as Kafka does; an ApiVersions
+request of a version not offered gets the v0 answer with UNSUPPORTED_VERSION so the
+client can pick another. None of this touches other
 connections. An idle connection costs one coroutine waiting on its socket, and is closed after
 ``connections.max.idle.ms`` without a whole request (Kafka's Selector closes idle
 connections too).
