@@ -5,11 +5,12 @@ is read until its response is sent) a connection's next request is read only aft
 previous one is answered, so responses go out in request order. An acks=0 produce gets
 no response and the next request is read at once.
 
-A frame is an int32 size and that many bytes; a size below zero or above
-``socket.request.max.bytes`` closes the connection before anything is allocated (Kafka's
-InvalidReceiveException). A request that does not parse closes the connection, as
-Kafka does; an ApiVersions request of a version not offered gets the v0 answer with
-UNSUPPORTED_VERSION so the client can pick another. None of this touches other
+A frame is an int32 size and that many bytes, read by real_io/connection.py straight
+into a buffer of its own; a size below zero or above ``socket.request.max.bytes``
+closes the connection before anything is allocated (Kafka's InvalidReceiveException).
+A request that does not parse closes the connection, as Kafka does; an ApiVersions
+request of a version not offered gets the v0 answer with UNSUPPORTED_VERSION so the
+client can pick another. None of this touches other
 connections. An idle connection costs one coroutine waiting on its socket, and is closed after
 ``connections.max.idle.ms`` without a whole request (Kafka's Selector closes idle
 connections too).
@@ -22,6 +23,7 @@ import sys
 from typing import Any, Callable
 
 from real_io import kafka_api, local_apis
+from real_io.connection import FrameConnection
 from real_io.protocol import apis
 from real_io.protocol.primitives import Splice
 from real_io.protocol.apis import ApiKey
@@ -63,9 +65,15 @@ class KafkaServer:
         return {self.runtime.broker_id: (self.host, self.port)}
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, backlog=4096,
-                                                  limit=2 ** 16)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: FrameConnection(self.max_request_bytes, self._opened),
+                                                self.host, self.port, backlog=4096)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    def _opened(self, connection: FrameConnection) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve(connection))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
         if self._server is not None:
@@ -78,20 +86,18 @@ class KafkaServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # -- one connection --------------------------------------------------------------
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self._tasks.add(task)
+    async def _serve(self, connection: FrameConnection) -> None:
         address = f"client-{next(self._connections)}"
         self.runtime.register_client(address, self._on_core_message)
         try:
             while True:
-                payload = await asyncio.wait_for(self._read_frame(reader), self.idle_s)
+                payload = await connection.read_frame(self.idle_s)
                 if payload is None:
                     return
                 response = await self._handle(address, payload)
                 if response is not None:
-                    await self._write(writer, response)
-        except (ProtocolError, ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
+                    await self._write(connection, response)
+        except (ProtocolError, ConnectionClosed, ConnectionError):
             return
         except asyncio.TimeoutError:
             return  # connections.max.idle.ms without a whole request: Kafka's Selector closes it too
@@ -101,20 +107,9 @@ class KafkaServer:
             print(f"isrlab serve: closing {address}: {type(error).__name__}: {error}", file=sys.stderr)
         finally:
             self.runtime.unregister_client(address)
-            self._tasks.discard(task)
-            writer.close()
+            connection.close()
 
-    async def _read_frame(self, reader: asyncio.StreamReader) -> bytes | None:
-        try:
-            prefix = await reader.readexactly(4)
-        except asyncio.IncompleteReadError as eof:
-            if eof.partial:
-                raise
-            return None  # the client closed between requests
-        size = apis.frame_size(prefix, self.max_request_bytes)
-        return await reader.readexactly(size)
-
-    async def _write(self, writer: asyncio.StreamWriter, parts: list) -> None:
+    async def _write(self, connection: FrameConnection, parts: list) -> None:
         """A response's bytes, and its spliced file regions straight from the segment
         files with sendfile (os.sendfile on a socket transport). A region the file no
         longer holds whole (truncated meanwhile) ends the connection, as Kafka's
@@ -122,20 +117,20 @@ class KafkaServer:
         try:
             for part in parts:
                 if type(part) is not Splice:
-                    writer.write(part)
+                    connection.write(part)
                     continue
-                await writer.drain()
+                await connection.drain()
                 loop = asyncio.get_running_loop()
                 for region in part.parts:
                     with open(region.fd, "rb", buffering=0, closefd=False) as file:
-                        sent = await loop.sendfile(writer.transport, file, region.position, region.size)
+                        sent = await loop.sendfile(connection.transport, file, region.position, region.size)
                     if sent != region.size:
                         raise ConnectionClosed()
-            await writer.drain()
+            await connection.drain()
         finally:
             _close_splices(parts)
 
-    async def _handle(self, address: str, payload: bytes) -> list | None:
+    async def _handle(self, address: str, payload: bytearray) -> list | None:
         try:
             request = apis.decode_request(payload)
         except UnsupportedVersionError as unsupported:

@@ -2,13 +2,14 @@
 stores and serves.
 
 The core appends any object with a batch's header fields and ``encode()``
-(broker_core.log). ``WireBatch`` is that object for the real binding: the client's
-bytes, checked once when they arrive (CRC-32C, codec, every record decodable, offset
-deltas 0..n-1, as Kafka's LogValidator checks a v2 batch), then stored unchanged but
-for the two header fields a leader assigns -- base offset and partition leader epoch,
-which lie outside the CRC (DefaultRecordBatch: the CRC covers attributes onwards). So a
-segment holds exactly what consumers receive, and a fetch can be served from the file
-with sendfile. Records are decoded only when something asks for them.
+(broker_core.log). ``WireBatch`` is that object for the real binding: a view of the
+client's bytes (in a produce request, of the request's own buffer: no copy), checked
+once when they arrive (CRC-32C, codec, every record's framing, offset deltas 0..n-1, as
+Kafka's LogValidator checks a v2 batch; record_batch.validate_batch), then stored
+unchanged but for the two header fields a leader assigns -- base offset and partition
+leader epoch, which lie outside the CRC (DefaultRecordBatch: the CRC covers attributes
+onwards). So a segment holds exactly what consumers receive, and a fetch can be served
+from the file with sendfile. Records are decoded only when something asks for them.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class WireBatch:
     __slots__ = ("data", "base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "attributes", "first_timestamp", "max_timestamp")
 
-    def __init__(self, data: bytes, header: record_batch.BatchHeader):
+    def __init__(self, data: memoryview, header: record_batch.BatchHeader):
         self.data = data
         self.base_offset = header.base_offset
         self.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
@@ -42,19 +43,21 @@ class WireBatch:
     def parse(cls, data: bytes | bytearray | memoryview, position: int = 0, validate: bool = True,
               max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple["WireBatch", int]:
         """The batch at ``position`` and the position after it. ``validate``: check the
-        CRC and decode every record (a producer's batch, a recovery scan); without it only
-        the header is checked (bytes this broker wrote and read back in one piece).
-        ProtocolError for anything wrong."""
-        header = record_batch.read_header(data, position)
-        end = position + header.size
-        if end > len(data):
-            raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
+        CRC and walk every record's framing (a producer's batch, a recovery scan); without
+        it only the header is checked (bytes this broker wrote and read back in one
+        piece). ProtocolError for anything wrong. The batch is a view of ``data``, not a
+        copy: a produce request's batch is written to the segment file from the request's
+        own buffer."""
+        if validate:
+            header, end = record_batch.validate_batch(data, position, max_bytes)
+        else:
+            header = record_batch.read_header(data, position)
+            end = position + header.size
+            if end > len(data):
+                raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
         if header.record_count <= 0:
             raise ProtocolError("a record batch with no records")
-        raw = bytes(data[position:end])
-        if validate:
-            record_batch.decode_batch(raw, 0, max_bytes)  # CRC, codec, records, offset deltas
-        return cls(raw, header), end
+        return cls(memoryview(data)[position:end], header), end
 
     # -- what the core reads -------------------------------------------------------------
     @property
@@ -73,15 +76,21 @@ class WireBatch:
     def records(self) -> Records:
         return record_batch.decode_batch(self.data, 0)[0].records
 
-    def encode(self) -> bytes:
+    def encode(self) -> memoryview:
         return self.data
 
     def with_offsets(self, base_offset: int, leader_epoch: int) -> "WireBatch":
-        """The batch as a leader stores it: offsets and epoch assigned, all else as sent."""
-        data = bytearray(self.data)
+        """The batch as a leader stores it: offsets and epoch assigned, all else as sent.
+        A batch in a request's own (writable) buffer is stamped in place, as Kafka's
+        LogValidator.assignOffsetsNonCompressed stamps the request's MemoryRecords
+        (setLastOffset, setPartitionLeaderEpoch); both fields lie outside the CRC. This
+        object then describes the stamped bytes no longer, and is not used again."""
+        data = self.data
+        if data.readonly:
+            data = memoryview(bytearray(data))
         _BASE_OFFSET.pack_into(data, 0, base_offset)
         _LEADER_EPOCH.pack_into(data, 12, leader_epoch)
-        return WireBatch(bytes(data), record_batch.read_header(data))
+        return WireBatch(data, record_batch.read_header(data))
 
     def __repr__(self) -> str:
         return (f"WireBatch({self.base_offset}..{self.next_offset - 1}, epoch {self.leader_epoch}, "

@@ -54,6 +54,11 @@ class Reader:
         start = self._take(n)
         return bytes(self.data[start:start + n])
 
+    def view(self, n: int) -> memoryview:
+        """The next ``n`` bytes as a view of the buffer, not a copy."""
+        start = self._take(n)
+        return memoryview(self.data)[start:start + n]
+
     def uuid(self) -> uuid.UUID:
         return uuid.UUID(bytes=self.raw(16))
 
@@ -101,14 +106,14 @@ class Reader:
         except UnicodeDecodeError as exc:
             raise ProtocolError(f"string is not UTF-8: {exc}") from None
 
-    def bytes32(self, nullable: bool = False) -> bytes | None:
-        """Bytes with an int32 length (-1 = null)."""
+    def bytes32(self, nullable: bool = False, view: bool = False) -> bytes | memoryview | None:
+        """Bytes with an int32 length (-1 = null); ``view``: a view of the buffer."""
         n = self._length(self.int32(), nullable, "bytes")
-        return None if n is None else self.raw(n)
+        return None if n is None else self.view(n) if view else self.raw(n)
 
-    def compact_bytes(self, nullable: bool = False) -> bytes | None:
+    def compact_bytes(self, nullable: bool = False, view: bool = False) -> bytes | memoryview | None:
         n = self._length(self.unsigned_varint() - 1, nullable, "bytes")
-        return None if n is None else self.raw(n)
+        return None if n is None else self.view(n) if view else self.raw(n)
 
     def array_length(self, compact: bool, nullable: bool = False) -> int | None:
         """An array's element count; every element takes at least one byte, so a count

@@ -154,6 +154,139 @@ def _decode_records(body: bytes, header: BatchHeader) -> Records:
     return Records(values, keys, 0, timestamps, headers if any(headers) else None)
 
 
+def validate_batch(data: bytes | bytearray | memoryview, position: int = 0,
+                   max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple[BatchHeader, int]:
+    """What a leader checks of a producer's batch before appending it, without building
+    its records: the header, the CRC-32C, the codec, and a walk over every record's
+    framing (the varint lengths and deltas only; keys, values and headers are skipped,
+    not copied). It refuses exactly what ``decode_batch`` refuses. Returns the header and
+    the position after the batch. Kafka 2.7.0 does the same work in
+    LogValidator.assignOffsetsNonCompressed, whose ``batch.forEach`` reads every record
+    (DefaultRecord.readFrom: sizes, null header keys, nothing left over) without keeping
+    it, and DefaultRecordBatch.RecordIterator (the declared count must use up the batch)."""
+    header = read_header(data, position)
+    end = position + header.size
+    if end > len(data):
+        raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
+    if crc32c(memoryview(data)[position + _CRC_START:end]) != header.crc:
+        raise ProtocolError("record batch CRC-32C mismatch")
+    codec = header.compression
+    if codec not in compression.NAMES:
+        raise ProtocolError(f"unknown compression codec {codec}")
+    if codec == compression.NONE:
+        if end - position - HEADER_BYTES > max_bytes:
+            raise ProtocolError(f"none data expands beyond {max_bytes} bytes")
+        _walk_records(data, position + HEADER_BYTES, end, header)
+    else:
+        body = compression.decompress(codec, bytes(data[position + HEADER_BYTES:end]), max_bytes)
+        _walk_records(body, 0, len(body), header)
+    return header, end
+
+
+def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, header: BatchHeader) -> None:
+    """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place.
+    A producer's record is mostly one-byte varints (timestamp and offset deltas, a null
+    key, no headers): those are read inline, the rest through ``_varint``, since a call
+    per field would be most of the walk's cost."""
+    count = header.record_count
+    if count > stop - pos:
+        raise ProtocolError(f"{count} records cannot fit in {stop - pos} bytes")
+    for index in range(count):
+        length, pos = _varint(buf, pos, stop, 5)
+        if length <= 0 or length > stop - pos:
+            raise ProtocolError(f"record length {length} with {stop - pos} bytes left")
+        end = pos + length
+        pos += 1  # attributes: unused
+        if pos + 1 < end and buf[pos] < 0x80:  # the timestamp delta (its value is not checked)
+            pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            pos += 2
+        else:
+            pos = _varint(buf, pos, end, 10)[1]
+        zigzag = index << 1  # the offset delta must be the index: its varint compared, not decoded
+        if zigzag < 0x80 and pos < end and buf[pos] == zigzag:
+            pos += 1
+        elif zigzag < 0x4000 and pos + 1 < end and buf[pos] == zigzag & 0x7F | 0x80 and buf[pos + 1] == zigzag >> 7:
+            pos += 2
+        else:
+            delta, pos = _varint(buf, pos, end, 5)
+            if delta != index:
+                raise ProtocolError(f"record {index} has a non-contiguous offset delta")
+        if pos < end and buf[pos] == 1:  # a null key (zigzag -1)
+            pos += 1
+        else:
+            pos = _skip_bytes(buf, pos, end, "key")
+        value, pos = _varint(buf, pos, end, 5)  # the value: skipped, not read
+        if value != -1:
+            if value < 0 or value > end - pos:
+                raise ProtocolError(f"value length {value} with {end - pos} bytes left")
+            pos += value
+        if pos < end and buf[pos] == 0:  # no headers
+            pos += 1
+        else:
+            pos = _skip_headers(buf, pos, end)
+        if pos != end:
+            raise ProtocolError(f"record {index} has {end - pos} bytes beyond its fields")
+    if pos != stop:
+        raise ProtocolError(f"{stop - pos} bytes after the last record")
+    if count and header.last_offset_delta != count - 1:
+        raise ProtocolError(f"last offset delta {header.last_offset_delta} for {count} records")
+
+
+def _skip_headers(buf: bytes | bytearray | memoryview, pos: int, end: int) -> int:
+    headers, pos = _varint(buf, pos, end, 5)
+    if headers < 0 or headers > end - pos:
+        raise ProtocolError(f"header count {headers} with {end - pos} bytes left")
+    for _ in range(headers):
+        name, pos = _varint(buf, pos, end, 5)
+        if name == -1:
+            raise ProtocolError("null header key")
+        if name < 0 or name > end - pos:
+            raise ProtocolError(f"header key length {name} with {end - pos} bytes left")
+        pos = _skip_bytes(buf, pos + name, end, "header value")
+    return pos
+
+
+def _varint(buf: bytes | bytearray | memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """The zigzag varint (``max_bytes`` 5) or varlong (10) at ``pos``, read no further
+    than ``end``, and the position after it (as Reader.varint / varlong). Up to three
+    bytes (every length below 1 MiB) unrolled."""
+    if pos + 2 < end:
+        raw = buf[pos]
+        if raw < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos + 1
+        second = buf[pos + 1]
+        if second < 0x80:
+            raw = (raw & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+        third = buf[pos + 2]
+        if third < 0x80:
+            raw = (raw & 0x7F) | ((second & 0x7F) << 7) | (third << 14)
+            return (raw >> 1) ^ -(raw & 1), pos + 3
+    raw = shift = 0
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise ProtocolError(f"need 1 bytes at offset {pos}, 0 remain")
+        byte = buf[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            raw &= 0xFFFFFFFF if max_bytes == 5 else 0xFFFFFFFFFFFFFFFF
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+    raise ProtocolError(f"varint longer than {max_bytes} bytes at offset {pos}")
+
+
+def _skip_bytes(buf: bytes | bytearray | memoryview, pos: int, end: int, what: str) -> int:
+    """Past a varint-length field (-1 = null) that the walk does not need."""
+    n, pos = _varint(buf, pos, end, 5)
+    if n == -1:
+        return pos
+    if n < 0 or n > end - pos:
+        raise ProtocolError(f"{what} length {n} with {end - pos} bytes left")
+    return pos + n
+
+
 def _count(reader: Reader, what: str) -> int:
     n = reader.varint()
     if n < 0 or n > reader.remaining:

@@ -9,7 +9,8 @@ the encoder drops them (as Kafka's generated code does for ignorable fields).
 
 Types: int8/16/32/64, uint16, float64, bool, string, bytes, records (raw bytes: the
 record batches are decoded apart, by record_batch.py), uuid, ``[]<primitive>``,
-``struct`` and ``[]struct``. In flexible versions strings, bytes and arrays use the
+``struct`` and ``[]struct``. Bytes and records decode as memoryviews of the frame, not
+copies (Kafka 2.7.0 types a produce request's batches ``bytes``). In flexible versions strings, bytes and arrays use the
 compact (varint length + 1) forms and every struct ends with its tagged fields.
 Trailing bytes after a message are ignored, as Kafka's parser ignores them.
 """
@@ -155,8 +156,8 @@ def _read_primitive(reader: Reader, kind: str, nullable: bool, flexible: bool) -
         return getattr(reader, _METHOD.get(kind, kind))()
     if kind == "string":
         return reader.compact_string(nullable) if flexible else reader.string(nullable)
-    if kind in ("bytes", "records"):
-        return reader.compact_bytes(nullable) if flexible else reader.bytes32(nullable)
+    if kind in ("bytes", "records"):  # views, not copies: a produce request's batches go to disk as they are
+        return reader.compact_bytes(nullable, True) if flexible else reader.bytes32(nullable, True)
     raise ProtocolError(f"unknown field type {kind}")
 
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from broker_core.records import RecordBatch, Records
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
-from real_io.protocol.record_batch import encode_batch
+from real_io.protocol.crc32c import crc32c
+from real_io.protocol.record_batch import HEADER_BYTES, encode_batch
 from tests.real_io.serve_process import ServeProcess
 
 MAX_REQUEST_BYTES = 65536
@@ -123,6 +124,42 @@ def test_a_batch_with_a_bad_crc_is_refused_with_corrupt_message_and_nothing_is_s
             assert cid == correlation_id
             offsets.append((partition["error_code"], partition["base_offset"]))
     assert offsets == [(0, 0), (2, -1), (0, 1)]  # 2: CORRUPT_MESSAGE; the bad batch took no offset
+    assert api_versions_works(broker)
+
+
+def _recrc(wire: bytearray) -> bytes:
+    struct.pack_into(">I", wire, 17, crc32c(bytes(wire[21:])))
+    return bytes(wire)
+
+
+def test_batches_whose_records_disagree_with_their_header_are_refused_and_nothing_is_stored(broker):
+    """Kafka 2.7.0 DefaultRecordBatch.RecordIterator.makeNext / readNext (the declared
+    count must use up the batch: "Incorrect declared batch size") and DefaultRecord.readFrom
+    (a record's length must fit, its fields must use it up), run by
+    LogValidator.assignOffsetsNonCompressed over a client's batch: each such batch, with
+    a correct CRC, is refused with CORRUPT_MESSAGE and takes no offset."""
+    good = encode_batch(RecordBatch(0, -1, Records(["a", "b", "c"], [None] * 3, 0, [1, 2, 3], None)))
+    fewer = bytearray(good)
+    struct.pack_into(">i", fewer, 57, 2)  # two declared, three present
+    struct.pack_into(">i", fewer, 23, 1)
+    past = bytearray(good)
+    past[HEADER_BYTES] = 2 * 60  # the first record claims 60 bytes; the batch has fewer
+    answers = []
+    with connect(broker) as sock:
+        sock.sendall(apis.encode_request(RequestHeader(ApiKey.METADATA, 4, 99, "framing"),
+                                         {"topics": [{"name": "framing"}], "allow_auto_topic_creation": True}))
+        read_frame(sock)  # the topic is being created
+        for correlation_id, records in enumerate([good, _recrc(fewer), _recrc(past), good], 1):
+            deadline = time.monotonic() + 10
+            while True:
+                sock.sendall(produce_frame(records, correlation_id, topic="framing"))
+                cid, body = apis.decode_response(ApiKey.PRODUCE, 8, read_frame(sock))
+                partition = body["responses"][0]["partitions"][0]
+                if partition["error_code"] != 6 or time.monotonic() > deadline:  # 6: no leader yet
+                    break
+                time.sleep(0.05)
+            answers.append((partition["error_code"], partition["base_offset"]))
+    assert answers == [(0, 0), (2, -1), (2, -1), (0, 3)]
     assert api_versions_works(broker)
 
 
