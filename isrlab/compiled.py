@@ -194,9 +194,8 @@ def activate(setting: str | None = None, say=None) -> bool:
             say(why)
         return False
     loaded = sorted(m for m in extensions if m in sys.modules)
-    if loaded:
-        if setting != "auto":
-            say(f"{loaded[0]} was imported before the compiled build could be switched on")
+    if loaded:  # always said: a fresh build left unused is a bug of the caller's import order
+        say(f"{loaded[0]} was imported before the compiled build could be switched on")
         return False
     sys.meta_path.insert(0, _CompiledFinder(extensions))
     return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,19 @@ def test_a_failed_compile_removes_the_old_build_and_says_isrlab_runs_interpreted
     assert not old.exists() and not old.with_name("build.new").exists()
     assert usable_build(old)[0] is None
 
+
+
+def test_sim_speed_runs_the_real_simulation_compiled_too_against_the_same_floor(compiled_build):
+    done = subprocess.run([sys.executable, "bench/sim_speed.py", "--seconds", "2", "--linger-ms", "50",
+                           "--sweep-seeds", "1", "--compiled", str(compiled_build)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^(\w+)\s+50 ms\s+(interpreted|compiled)\s+([\d,]+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+([\d.]+) "
+                      r"\((?:meets|above) 2.5\)", done.stdout, re.M)
+    assert [(r[0], r[1]) for r in rows] == [("round_robin", "interpreted"), ("round_robin", "compiled"),
+                                            ("sticky", "interpreted"), ("sticky", "compiled")], done.stdout
+    for interpreted, compiled in (rows[0:2], rows[2:4]):
+        assert compiled[2] == interpreted[2]  # the same requests: the same simulation
+        assert compiled[3] == interpreted[3] and float(compiled[4]) > 0  # one floor for both
+    assert f"compiled runs: the mypyc build in {compiled_build}" in done.stdout
+    assert re.search(r"^  compiled: [\d.]+ with one worker, [\d.]+ with --jobs \d+$", done.stdout, re.M), done.stdout
