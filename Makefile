@@ -6,9 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+COMPILED_STAMP := $(VENV)/.installed-compiled
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast bench bench-spark install zookeeper kcat chromium clean
+.PHONY: demo test test-fast bench bench-spark install compiled zookeeper kcat chromium clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,18 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
+
+# Optional and separate from `make demo` (compiling takes one to two minutes): broker_core
+# and the simulation's hot modules compiled with mypyc into build/mypyc (docs/compiled.md).
+# `isrlab run` uses the build while it matches the sources. A failure never stops make:
+# everything then runs interpreted, with the same traces.
+$(COMPILED_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[compiled]'
+	touch $(COMPILED_STAMP)
+
+compiled: $(STAMP)
+	@$(MAKE) --no-print-directory $(COMPILED_STAMP) || echo "isrlab: could not install mypyc; everything runs interpreted"
+	@$(PY) -m isrlab build || echo "isrlab: compiling failed (above); everything runs interpreted"
 
 # The real-I/O tests start a local ZooKeeper from Debian's package (and java, which it
 # pulls in). Installed when missing; CI runs as root, elsewhere sudo is used if present.
@@ -71,14 +84,17 @@ demo: $(STAMP)
 	@echo
 	@echo "  HTML report (open it in a browser): $(DEMO_OUT)/sweep/report/report.html"
 
-test: $(TEST_STAMP) zookeeper kcat chromium
+# The suite tests the interpreted code; tests/test_compiled.py compares it with the
+# compiled build, which `compiled` makes first (or the test compiles one itself).
+test: $(TEST_STAMP) compiled zookeeper kcat chromium
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
-test-fast: $(TEST_STAMP) zookeeper kcat chromium
+test-fast: $(TEST_STAMP) compiled zookeeper kcat chromium
 	$(PY) -m pytest -q -m "not slow"
 
-bench: $(STAMP)
+# sim_speed runs the simulation interpreted and, with the build, compiled too.
+bench: $(STAMP) compiled
 	$(PY) bench/sim_speed.py --write docs/benchmarks.md
 
 # Spark sweeps against one process, and the report against DuckDB (docs/benchmarks.md).
@@ -88,4 +104,4 @@ bench-spark: $(STAMP)
 	$(PY) bench/spark_report.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) runs build .pytest_cache .hypothesis

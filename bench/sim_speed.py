@@ -9,6 +9,11 @@ run is followed by its floor (same partitioner, same linger) in the same process
 the table prints real / floor: the measure of the simulation's cost that does not
 depend on the machine (step 7's target: at most 2.5 at 10 ms linger).
 
+When `make compiled` has built the mypyc build (isrlab/compiled.py, docs/compiled.md),
+each real run is also made compiled, in a child process (a process holds one copy of
+each module), between the interpreted run and the floor; the table then has a row for
+each, both against the same interpreted floor.
+
 The producer's linger (how long it gathers records into a batch) sets how many produce
 requests, and so replication messages, a simulated second holds; the benchmark runs
 each partitioner and linger given, one after another in the same process.
@@ -19,11 +24,13 @@ It then reports what users feel when they sweep: seeds per minute of the library
 a fresh process running one benchmark run and one nemesis-safe seed.
 
     .venv/bin/python bench/sim_speed.py [--seconds 60] [--linger-ms 10] [--partitioner round_robin,sticky]
-        [--sweep-seeds 6] [--repeat 1] [--no-high-watermark-lines] [--write docs/benchmarks.md]
+        [--sweep-seeds 6] [--repeat 1] [--no-high-watermark-lines] [--compiled auto|off|DIR]
+        [--write docs/benchmarks.md]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -38,6 +45,8 @@ import simpy
 # (bench/ is what Python puts on the path for a script).
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
+from isrlab.compiled import DEFAULT_DIR as COMPILED_DIR
+from isrlab.compiled import usable_build
 from analysis.summary import summarize_events
 from analysis.trace import TraceWriter, read_events
 from analysis.verdict import check_events
@@ -111,23 +120,53 @@ def run_once(seconds: int, linger_ms: int, partitioner: str = "sticky", high_wat
             "parse_s": parse_s, "check_s": check_s}
 
 
-def measured_pair(args, partitioner: str, linger: int) -> dict:
-    """The real run and right after it its floor, so both see the same machine;
-    ``--repeat`` N alternates N of each and keeps the fastest of each (the least
-    disturbed by the machine's other load)."""
-    best: dict | None = None
+# A child that switches the compiled build on before anything imports the simulation,
+# runs ``body`` and prints its result as JSON.
+COMPILED_CHILD = """
+import json, sys
+sys.path[:0] = [{root!r}, {bench!r}]
+from isrlab import compiled
+if not compiled.activate({build!r}, say=lambda text: sys.exit(text)):
+    sys.exit("the compiled build was not used")
+{setup}
+print(json.dumps({body}))
+"""
+
+
+def in_compiled_child(build: Path, body: str, setup: str = "import sim_speed"):
+    code = COMPILED_CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), build=str(build), setup=setup, body=body)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the compiled run failed:\n{done.stderr.strip()}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def compiled_run_once(build: Path, seconds: int, linger_ms: int, partitioner: str, high_watermark_lines: bool) -> dict:
+    """run_once with the compiled build, in a child process."""
+    return in_compiled_child(build, f"sim_speed.run_once({seconds}, {linger_ms}, {partitioner!r}, {high_watermark_lines})")
+
+
+def measured_pair(args, partitioner: str, linger: int) -> list[dict]:
+    """The real run (interpreted, then compiled when ``args.build`` is set) and right
+    after it its floor, so all see the same machine; ``--repeat`` N alternates N of
+    each and keeps the fastest of each (the least disturbed by the machine's other load)."""
+    best: dict[str, dict] = {}
     floor_cpu = floor_speed = None
     for _ in range(args.repeat):
-        run = run_once(args.seconds, linger, partitioner, args.high_watermark_lines)
+        runs = {"interpreted": run_once(args.seconds, linger, partitioner, args.high_watermark_lines)}
+        if args.build is not None:
+            runs["compiled"] = compiled_run_once(args.build, args.seconds, linger, partitioner,
+                                                 args.high_watermark_lines)
         floor = floor_run(args.seconds, linger, partitioner=partitioner, high_watermark_lines=args.high_watermark_lines)
-        if best is None or run["cpu"] < best["cpu"]:
-            best = run
+        for code, run in runs.items():
+            if code not in best or run["cpu"] < best[code]["cpu"]:
+                best[code] = dict(run, code=code)
         floor_cpu = floor["cpu"] if floor_cpu is None else min(floor_cpu, floor["cpu"])
         speed = floor["simulated_s"] / floor["wall"]
         floor_speed = speed if floor_speed is None else max(floor_speed, speed)
-    assert best is not None
-    best["floor"], best["floor_cpu"] = floor_speed, floor_cpu
-    return best
+    for run in best.values():
+        run["floor"], run["floor_cpu"] = floor_speed, floor_cpu
+    return list(best.values())
 
 
 def usable_cpus() -> int:
@@ -137,15 +176,23 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def nemesis_seeds_per_minute(seeds: int, jobs: int) -> float:
+def nemesis_seeds_per_minute(seeds: int, jobs: int, worker_setup=None) -> float:
     """Seeds of nemesis-safe per wall minute, traces and verdicts written and then
     dropped (``--keep none``), in ``jobs`` worker processes."""
     scenario = load_scenario(NEMESIS)
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        run_seeds(scenario, list(range(1, seeds + 1)), tmp, jobs=jobs, keep="none")
+        run_seeds(scenario, list(range(1, seeds + 1)), tmp, jobs=jobs, keep="none", worker_setup=worker_setup)
         wall = time.perf_counter() - started
     return seeds / wall * 60
+
+
+def compiled_seeds_per_minute(build: Path, seeds: int, jobs: int) -> float:
+    """nemesis_seeds_per_minute in a child process with the compiled build, as
+    ``isrlab run --seeds`` runs it (its workers switch the build on first)."""
+    return in_compiled_child(build, f"sim_speed.nemesis_seeds_per_minute({seeds}, {jobs}, "
+                                    f"functools.partial(compiled.activate, {str(build)!r}))",
+                             setup="import functools, sim_speed")
 
 
 # The child reads its own high-water mark. Linux's VmHWM belongs to the process image;
@@ -174,14 +221,15 @@ def peak_memory_mb(body: str) -> float:
 
 
 def speed_rows(runs: list[dict]) -> list[str]:
-    lines = ["partitioner  linger  produce requests/s  wall s  simulated s per wall s  floor  "
+    lines = ["partitioner  linger  code         produce requests/s  wall s  simulated s per wall s  floor  "
              "real / floor: cpu (target)  wall  acked records per wall s  trace events / MB    parse + check s"]
     for r in runs:
         speed = r["simulated_s"] / r["wall"]
         ratio = r["cpu"] / r["floor_cpu"]
         verdict = "meets" if ratio <= TARGET_RATIO else "above"
         lines.append(
-            f"{r['partitioner']:<11}  {r['linger_ms']:>3} ms  {r['produce_requests_per_s']:>18,.0f}  {r['wall']:>6.2f}  "
+            f"{r['partitioner']:<11}  {r['linger_ms']:>3} ms  {r['code']:<11}  "
+            f"{r['produce_requests_per_s']:>18,.0f}  {r['wall']:>6.2f}  "
             f"{speed:>22.1f}  {r['floor']:>5.1f}  {ratio:>12.2f} ({verdict} {TARGET_RATIO})  "
             f"{r['floor'] / speed:>4.2f}  "
             f"{r['acknowledged'] / r['wall']:>24,.0f}  "
@@ -195,12 +243,16 @@ def sweep_lines(args, lingers: list[int], partitioners: list[str]) -> list[str]:
     cpus = usable_cpus()
     one = nemesis_seeds_per_minute(args.sweep_seeds, 1)
     many = nemesis_seeds_per_minute(max(args.sweep_seeds, cpus), cpus)
+    lines = ["", f"nemesis-safe seeds per wall minute: {one:.1f} with one worker ({args.sweep_seeds} seeds), "
+                 f"{many:.1f} with --jobs {cpus} (all usable CPUs, {max(args.sweep_seeds, cpus)} seeds)"]
+    if args.build is not None:
+        one = compiled_seeds_per_minute(args.build, args.sweep_seeds, 1)
+        many = compiled_seeds_per_minute(args.build, max(args.sweep_seeds, cpus), cpus)
+        lines.append(f"  compiled: {one:.1f} with one worker, {many:.1f} with --jobs {cpus}")
     bench = PEAK_BENCH.format(seconds=args.seconds, linger=lingers[0], partitioner=partitioners[-1])
     bench_mb = peak_memory_mb(bench)
     nemesis_mb = peak_memory_mb(PEAK_NEMESIS.format(path=str(NEMESIS)))
-    return ["",
-            f"nemesis-safe seeds per wall minute: {one:.1f} with one worker ({args.sweep_seeds} seeds), "
-            f"{many:.1f} with --jobs {cpus} (all usable CPUs, {max(args.sweep_seeds, cpus)} seeds)",
+    return [*lines,
             f"peak memory (max resident set of a fresh process, interpreter included; simulation, then the "
             f"trace parsed and checked): {bench_mb:.0f} MB for one benchmark run ({partitioners[-1]}, "
             f"{lingers[0]} ms), {nemesis_mb:.0f} MB for one nemesis-safe seed"]
@@ -231,6 +283,9 @@ def parse_args(argv: list[str]):
                              "(trace_high_watermarks: false) and in its floor")
     parser.add_argument("--repeat", type=int, default=1,
                         help="alternate this many real runs and floors per row and keep the fastest of each")
+    parser.add_argument("--compiled", default="auto", metavar="auto|off|DIR",
+                        help="also run the real simulation compiled with this mypyc build (auto: build/mypyc when "
+                             "it matches the sources; off: interpreted only)")
     parser.add_argument("--write", help="append the result to this markdown file")
     args = parser.parse_args(argv)
     partitioners = args.partitioner.split(",")
@@ -242,7 +297,21 @@ def parse_args(argv: list[str]):
         parser.error(f"--linger-ms: {args.linger_ms!r} is not a comma-separated list of integers")
     if args.seconds < 1 or args.repeat < 1 or args.sweep_seeds < 0 or any(x < 1 for x in lingers):
         parser.error("--seconds, --repeat and each linger must be positive, --sweep-seeds not negative")
+    args.build, args.compiled_note = chosen_build(args.compiled)
+    if args.build is None and args.compiled not in ("auto", "off"):
+        parser.error(f"--compiled: {args.compiled_note}")
     return args, partitioners, lingers
+
+
+def chosen_build(setting: str) -> tuple[Path | None, str]:
+    """The mypyc build to run compiled with, or None and why not."""
+    if setting == "off":
+        return None, "compiled runs: off (--compiled off)"
+    build = COMPILED_DIR if setting == "auto" else Path(setting)
+    extensions, why = usable_build(build)
+    if extensions is None:
+        return None, f"compiled runs: none ({why})"
+    return build, f"compiled runs: the mypyc build in {build} (make compiled), each in a child process"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,19 +321,22 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for partitioner in partitioners:
         for linger in lingers:
-            runs.append(measured_pair(args, partitioner, linger))
+            runs.extend(measured_pair(args, partitioner, linger))
     simpy_rate = (simpy_before + bare_simpy_rate()) / 2
     lines = [
         f"offered load: 5,000 records/s of 100 bytes, acks=all, {args.seconds} simulated s of workload "
         "plus the final phase; trace written",
         f"bare simpy timeouts per wall s: {simpy_rate:,.0f}   (reference, same process, before and after)",
+        args.compiled_note,
         "", *speed_rows(runs),
         "", "produce requests/s: counted (every request the producer sent, over the simulated seconds of workload); "
         "the sticky partitioner sends one request per linger tick, round-robin one per broker",
-        "floor: bench/sim_floor.py, the same messages and trace lines with no broker logic, run right after each "
-        "real run with the same partitioner; no implementation on CPython and simpy that writes this trace runs "
+        "floor: bench/sim_floor.py, the same messages and trace lines with no broker logic, interpreted, run right "
+        "after each real run (interpreted, then compiled) with the same partitioner; no interpreted implementation "
+        "on CPython and simpy that writes this trace runs "
         f"faster. real / floor: how many times slower the real run is than its floor (target <= {TARGET_RATIO}), "
-        "in CPU seconds of this process (which the machine's other load disturbs less) and in wall seconds",
+        "in CPU seconds of the process that ran each (which the machine's other load disturbs less) and in wall "
+        "seconds",
         *sweep_lines(args, lingers, partitioners)]
     print("\n".join(lines))
     if args.write:

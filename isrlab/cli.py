@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from isrlab import compiled
 from scenarios.runner import BINDINGS, KEEP_CHOICES, BindingError, SimulationFailed
 from scenarios.source import ScenarioError
 
@@ -150,6 +151,9 @@ def _print_happened(verdict) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # First, before anything imports the simulation: `make compiled`'s build, if fresh
+    # (isrlab/compiled.py; ISRLAB_COMPILED=0 keeps the interpreted code).
+    args.compiled = args.binding == "sim" and compiled.activate()
     from scenarios.parse import load_scenario
     from scenarios.runner import run_scenario
     if args.seeds and args.seed is not None:
@@ -267,7 +271,8 @@ def _run_many(scenario, args, base: Path) -> list:
     jobs = args.jobs if args.jobs is not None else min(len(seeds), _usable_cpus())
     _bar(0, len(seeds), f"{jobs} at once" if jobs > 1 else "")
     rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots, keep=args.keep, fail_fast=args.fail_fast,
-                     on_done=lambda seed, finished: _bar(finished, len(seeds), f"seed {seed}"))
+                     on_done=lambda seed, finished: _bar(finished, len(seeds), f"seed {seed}"),
+                     worker_setup=compiled.activate if args.compiled else None)
     failed = [r for r in rows if not r.passed]
     _bar(len(rows), len(seeds), "done" if len(rows) == len(seeds) else "stopped at a failing seed")
     sys.stderr.write("\n")
@@ -425,6 +430,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve.run(options)
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    built = compiled.build(args.out, jobs=args.jobs or _usable_cpus(), force=args.force,
+                           say=lambda text: print(text, file=sys.stderr))
+    return EXIT_OK if built else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="isrlab", description="A simulation-first testbed for Kafka-style replicated logs.")
     parser.add_argument("--version", action="version", version=f"isrlab {_version()}")
@@ -504,6 +515,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --zk: write each ZooKeeper session's id and password to FILE (mode 0600), so a "
                           "fault injector can expire the session; isrlab run --binding real --zk uses it")
     srv.set_defaults(func=cmd_serve)
+    bld = sub.add_parser("build", help="compile the simulation's hot modules with mypyc (optional, faster runs)",
+                         description="Compile broker_core and the simulation's hot modules with mypyc into "
+                                     "build/mypyc (docs/compiled.md). isrlab run then uses the build while it "
+                                     "matches the sources; without it, or when compiling fails, everything runs "
+                                     "interpreted, with the same traces. Exit 1 when compiling fails.")
+    bld.add_argument("--out", type=Path, default=compiled.DEFAULT_DIR, help="build directory (default build/mypyc; "
+                     "another one is used with ISRLAB_COMPILED=DIR)")
+    bld.add_argument("--force", action="store_true", help="compile even when the build is up to date")
+    bld.add_argument("--jobs", type=_positive_int, metavar="N", help="C compilers at once (default: one per CPU)")
+    bld.set_defaults(func=cmd_build)
     from isrlab.spark_commands import add_parsers
     add_parsers(sub, _positive_int)
     return parser

@@ -221,7 +221,7 @@ def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: s
 
 def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jobs: int = 1, plots: bool = False,
               on_done: Callable[[int, int], None] | None = None, keep: str = "all",
-              fail_fast: bool = False) -> list[RunResult]:
+              fail_fast: bool = False, worker_setup: Callable[[], object] | None = None) -> list[RunResult]:
     """Run each seed into ``base_dir/seed-N``, in ``jobs`` worker processes at once.
 
     Results come back in the order of ``seeds``. Every seed's run is independent, so
@@ -242,7 +242,7 @@ def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jo
                 break
         return results
     # spawn: workers import the project afresh instead of inheriting this process's state
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=worker_setup) as pool:
         futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots, keep): seed
                    for seed in seeds}
         pending, finished = set(futures), 0

@@ -171,10 +171,12 @@ class SimConsumer(SimClient):
     def _send_validations(self, broker: int, tps: list[TopicPartition]) -> None:
         """Fetcher.validateOffsetsAsync: the current leader epoch and the epoch of the
         position; the leader answers where that epoch ends in its log."""
-        wanted = {}
+        wanted: dict[TopicPartition, tuple[int, int]] = {}
         for tp in tps:
             state = self.states[tp]
             state.busy = True
+            # on_metadata awaits validation only for a position whose epoch is known
+            assert state.offset_epoch is not None
             wanted[tp] = (state.leader_epoch, state.offset_epoch)
         sent = {tp: (self.states[tp].position, self.states[tp].leader_epoch) for tp in tps}
         self.request(broker, lambda cid: OffsetsForLeaderEpochRequest(cid, CONSUMER_REPLICA_ID, wanted),

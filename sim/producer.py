@@ -9,8 +9,8 @@ from typing import Any
 
 from analysis.workload import RecordCredit, record_key, record_value, record_values
 from broker_core.errors import ErrorCode, is_definite_produce_failure
-from broker_core.messages import ProduceRequest, ProduceResponse
-from broker_core.partitioner import make_partition_for_key, make_partitioner
+from broker_core.messages import ProduceRequest
+from broker_core.partitioner import StickyPartitioner, make_partition_for_key, make_partitioner
 from broker_core.records import RecordBatch, Records
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
@@ -119,7 +119,7 @@ class SimProducer(IdempotentSends, SimClient):
         available = self._available()
         n = len(partitions)
         partitioner = self.partitioner
-        if partitioner.name == "sticky":
+        if isinstance(partitioner, StickyPartitioner):
             # Every record of a tick fits the sticky partition's open batch, so only the
             # first one can need a new batch (the sim has no batch.size limit).
             target = partitioner.partition(n, available)
@@ -186,6 +186,7 @@ class SimProducer(IdempotentSends, SimClient):
         for batch in batches:
             self._invoke(batch)
             batch.attempts += 1
+        partitions: dict[TopicPartition, Records | RecordBatch]
         if self.sequences is not None:
             for batch in batches:
                 if batch.base_sequence == NO_SEQUENCE:
@@ -204,7 +205,7 @@ class SimProducer(IdempotentSends, SimClient):
         self.request(broker, lambda cid: ProduceRequest(cid, spec.acks, spec.request_timeout_ms, partitions),
                      (broker, {b.tp: b for b in batches}))
 
-    def on_response(self, context, message: ProduceResponse) -> None:
+    def on_response(self, context, message: Any) -> None:  # a ProduceResponse, or InitProducerId's answer
         if context == self.INIT_PRODUCER_ID:
             self._on_init_producer_id(message)
             return

@@ -102,7 +102,8 @@ class World:
                                               validate_positions=validate))
 
     def _incarnation(self, node: str) -> int:
-        host = self.hosts.get(broker_id_of(node)) if node.startswith("broker-") else None
+        broker = broker_id_of(node)
+        host = self.hosts.get(broker) if broker is not None else None
         return host.incarnation if host is not None else 0
 
     def trace(self, node: str, type_: str, fields: dict) -> None:

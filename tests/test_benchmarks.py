@@ -12,14 +12,21 @@ from sim.world import collector_tuned_for_runs
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def speed_rows(out: str) -> list[tuple[str, ...]]:
+    """(partitioner, linger, requests/s, wall, speed, floor, cpu ratio, verdict, wall ratio)
+    of each interpreted row of sim_speed's table (tests/test_compiled.py reads the compiled ones)."""
+    return re.findall(r"^(\w+)\s+(\d+) ms\s+interpreted\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) "
+                      r"\((meets|above) 2.5\)\s+([\d.]+)", out, re.M)
+
+
 def test_sim_speed_runs_each_partitioner_with_its_floor_and_the_sweep_figures():
     out = subprocess.run([sys.executable, "bench/sim_speed.py", "--seconds", "2", "--linger-ms", "50,100",
-                          "--sweep-seeds", "1"],
+                          "--sweep-seeds", "1", "--compiled", "off"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=True).stdout
-    rows = re.findall(r"^(\w+)\s+(\d+) ms\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \((meets|above) 2.5\)"
-                      r"\s+([\d.]+)", out, re.M)
+    rows = speed_rows(out)
     assert [(r[0], int(r[1])) for r in rows] == [
         ("round_robin", 50), ("round_robin", 100), ("sticky", 50), ("sticky", 100)], out
+    assert "compiled runs: off" in out
     for _partitioner, _linger, _requests, _wall, speed, floor, cpu_ratio, verdict, wall_ratio in rows:
         assert float(speed) > 0 and float(floor) > 0 and float(cpu_ratio) > 0
         assert abs(float(wall_ratio) - float(floor) / float(speed)) < 0.02 * float(wall_ratio) + 0.01
