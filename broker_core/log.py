@@ -51,6 +51,12 @@ class Segment:
     def index_path(self) -> str:
         return self.path[:-len(SEGMENT_SUFFIX)] + INDEX_SUFFIX
 
+    @property
+    def held_index(self) -> OffsetIndex:
+        """The index, where the caller knows it is loaded (the active segment's always is)."""
+        assert self.index is not None, f"{self.path}: its index is not loaded"
+        return self.index
+
 
 def _base_of(segment: Segment) -> int:
     return segment.base_offset
@@ -135,14 +141,14 @@ class PartitionLog:
         if sealed is not None:
             # Kafka trims a rolled segment's index to its entries (onBecomeInactiveSegment);
             # here it is written then, whole, after the write that needed the roll.
-            effects.append(ReplaceFile(sealed.index_path, bytes(sealed.index.data)))
+            effects.append(ReplaceFile(sealed.index_path, bytes(sealed.held_index.data)))
             self._hold_index(sealed)
         self.active_batches.append(StoredBatch(batch, len(self.segments) - 1, position, batch.size_bytes,
                                                position + len(data)))
         self._active_bases.append(batch.base_offset)
         if len(self.active_batches) > self.active_headers:
             self._drop_older_headers()
-        segment.index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
+        segment.held_index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
         segment.size_bytes += len(data)
         self.log_end_offset = batch.next_offset
         self.unflushed_messages += batch.next_offset - batch.base_offset
@@ -203,13 +209,20 @@ class PartitionLog:
                 yield StoredBatch(header, i, position, header.size_bytes, after)
             position = after
 
+    @property
+    def port(self) -> LogStorage:
+        """The storage port, where the caller knows the log has one (every log that has
+        sealed segments or recovers from files does)."""
+        assert self.storage is not None, f"{self.tp}: a log without a storage port read its files"
+        return self.storage
+
     def _index_of(self, i: int) -> OffsetIndex:
         """Sealed segment ``i``'s index, read through the port when it is not loaded. One
         that fails the sanity check (or is missing) is replaced by an empty one, which
         makes every lookup scan from the segment's start: slower, never wrong."""
         segment = self.segments[i]
         if segment.index is None:
-            index = OffsetIndex(segment.base_offset, self.storage.read_file(segment.index_path) or b"")
+            index = OffsetIndex(segment.base_offset, self.port.read_file(segment.index_path) or b"")
             if not index.is_sane(self.segments[i + 1].base_offset, segment.size_bytes):
                 index = OffsetIndex(segment.base_offset)
             segment.index = index
@@ -293,7 +306,7 @@ class PartitionLog:
         When no header in memory is left, those from the last entry on are read back."""
         batches = self.active_batches
         keep = bisect_right([b.position for b in batches], end - 1)
-        index = self.segments[-1].index
+        index = self.segments[-1].held_index
         while len(index) and index.entry(len(index) - 1)[1] >= end:
             del index.data[-8:]
         index.last_entry_position = index.entry(len(index) - 1)[1] if len(index) else 0
@@ -486,7 +499,7 @@ class PartitionLog:
         first = None
         while position < size:
             try:
-                batch, end = self.storage.decode_at(segment.path, position, verify)
+                batch, end = self.port.decode_at(segment.path, position, verify)
             except DecodeError as exc:
                 reason = f"{segment.path} at byte {position}: {exc}"
                 break
@@ -500,7 +513,7 @@ class PartitionLog:
             self._active_bases.append(batch.base_offset)
             if len(self.active_batches) > self.active_headers:
                 self._drop_older_headers()
-            segment.index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
+            segment.held_index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
             # Kafka loads its last producer snapshot and replays the log after it
             # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
             if batch.producer_id >= 0:
@@ -517,8 +530,8 @@ class PartitionLog:
         effects: list[Any] = []
         sealed = self.segments[:-1]
         for segment in sealed:
-            expected = bytes(segment.index.data)
-            if self.storage.read_file(segment.index_path) != expected:
+            expected = bytes(segment.held_index.data)
+            if self.port.read_file(segment.index_path) != expected:
                 effects.append(ReplaceFile(segment.index_path, expected))
             self._hold_index(segment)
         kept = {segment.index_path for segment in sealed}
