@@ -150,6 +150,13 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     """``binding`` ``real`` runs the scenario for real (one broker); its trace is judged
     exactly as a simulated one. A real run's working files (the broker's data directory,
     its own trace and stderr) stay in ``out_dir/real``."""
+    return run_scenario_events(scenario, seed, out_dir, progress, judge, plot, binding)[0]
+
+
+def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, progress=None, judge: bool = True,
+                        plot: bool = False, binding: str = "sim") -> tuple[RunResult, list]:
+    """run_scenario, and the trace's events as it parsed them for the verdict: a Spark
+    sweep turns them into table rows without reading the trace file a second time."""
     check_binding(scenario, binding)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -169,7 +176,7 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     events = list(read_events(trace_path))  # parsed once for the summary and the verdict
     summary = summarize_events(events)
     if not judge:
-        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding)
+        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding), events
     verdict = check_events(events, run_id(scenario, seed), seed, binding)
     verdict.write_json(out / VERDICT_FILE)
     evaluations = tuple(evaluate(verdict, scenario.expect)) if scenario.expect else ()
@@ -178,7 +185,7 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
         from analysis.timeline import plot_trace
         plots = tuple(plot_trace(trace_path, out, set(summary.missing)))
     return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots,
-                     binding)
+                     binding), events
 
 
 def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, progress, binding: str) -> None:

@@ -13,16 +13,17 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from pyspark.accumulators import AccumulatorParam
 
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
-from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command, run_scenario
+from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
 MAX_SEEDS_PER_TASK = 50
+SIMULATION_GROUP = "isrlab-sweep"  # the Spark job group of the simulations (progress counts its tasks)
 
 
 class SweepError(Exception):
@@ -94,8 +95,9 @@ def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[t
 
 
 def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
-    """On an executor: run each seed of the task and yield (table, row) pairs."""
-    from analysis.trace import read_events
+    """On an executor: run each seed of the task and yield (table, row) pairs; a run
+    whose simulation raised yields one ("errors", (config, seed, message, replay))."""
+    from scenarios.runner import run_scenario_events
     from spark_reports import rows
     config = configs[task[0]]
     base = config.scenario
@@ -104,11 +106,10 @@ def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, .
         replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
         with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
             try:
-                result = run_scenario(base, seed, folder, plot=False)
+                result, events = run_scenario_events(base, seed, folder, plot=False)
             except SimulationFailed as exc:
                 yield "errors", (config.label, seed, str(exc), replay)
                 continue
-            events = list(read_events(result.trace_path))
         key = {"scenario": scenario_name, "config": config.label, "seed": seed,
                "run_id": f"{base.name}-seed{seed}"}
         yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
@@ -116,6 +117,16 @@ def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, .
         yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
         if keep == "all" or (keep == "failing" and not result.passed):
             yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
+
+
+def task_payloads(pairs: Iterable[tuple[str, tuple]]) -> list[tuple[str, bytes]]:
+    """A task's (table, row) pairs as one Arrow stream per table that has rows."""
+    from spark_reports.payload import encode
+    by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
+    for table, row in pairs:
+        if table in by_table:
+            by_table[table].append(row)
+    return [(name, encode(name, table_rows)) for name, table_rows in by_table.items() if table_rows]
 
 
 def check_out(out: Path) -> None:
@@ -130,6 +141,7 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
               grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
               progress: Callable[[dict], None] | None = None) -> SweepResult:
     from pyspark import StorageLevel
+    from spark_reports.payload import PAYLOAD_DDL, table_batches
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
     check_out(out)
@@ -155,27 +167,35 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
             yield table, row
 
     shipped = sc.broadcast(configs)
-    rdd = (sc.parallelize(tasks, len(tasks))
-           .flatMap(lambda task: counted(run_task(shipped.value, keep, task)))
-           .persist(StorageLevel.MEMORY_AND_DISK))
-    sc.setJobGroup("isrlab-sweep", f"sweep of {file}")
+
+    def simulate(batches):  # mapInArrow: task indexes in, (table, Arrow stream) rows out
+        from spark_reports.payload import payload_batch
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                yield payload_batch(task_payloads(counted(run_task(shipped.value, keep, tasks[index]))))
+
+    payloads = (spark.range(len(tasks), numPartitions=len(tasks))
+                .mapInArrow(simulate, PAYLOAD_DDL).persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
     watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
     try:
         watcher.start()
-        # The simulations run in a plain action, one task per core at once; a
-        # DataFrame write of a Python RDD ran its tasks one after another (measured on
-        # local[2]: 8 one-second tasks took 8 s). The writes then read the cached rows.
-        rdd.count()
+        # Every simulation runs in this one action, a task per core at once; each task
+        # leaves a few compact Arrow streams in Spark's cache, which the writes read.
+        sc.setJobGroup(SIMULATION_GROUP, f"sweep of {file}")
+        payloads.count()
         simulated = time.perf_counter() - started
+        sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
         for name, schema in TABLES.items():
-            frame = spark.createDataFrame(rdd.filter(lambda pair, n=name: pair[0] == n).values(), schema,
-                                          verifySchema=False)  # the rows are built to the schema (rows.py)
+            # a task per core, not per simulating task: fewer, larger Parquet files
+            chosen = payloads.where(payloads["table"] == name).select("payload").coalesce(sc.defaultParallelism)
+            frame = chosen.mapInArrow(table_batches, schema)
             frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
     finally:
         watcher.stop()
-    rdd.unpersist()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    payloads.unpersist()
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(failing.value)]
     errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(raising.value)]
@@ -230,7 +250,7 @@ class _Watcher:
     def _report(self) -> None:
         tracker = self._sc.statusTracker()
         done = 0
-        for job in tracker.getJobIdsForGroup("isrlab-sweep"):
+        for job in tracker.getJobIdsForGroup(SIMULATION_GROUP):
             info = tracker.getJobInfo(job)
             for stage in (info.stageIds if info else ()):
                 stage_info = tracker.getStageInfo(stage)
