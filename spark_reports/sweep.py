@@ -139,13 +139,15 @@ def check_out(out: Path) -> None:
 
 def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | None = None,
               grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
-              progress: Callable[[dict], None] | None = None) -> SweepResult:
+              progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None) -> SweepResult:
+    """``configs``: the configurations to run, when planned already (by default
+    plan_configs of the file, variant, grid and settings)."""
     from pyspark import StorageLevel
     from spark_reports.payload import PAYLOAD_DDL, table_batches
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
     check_out(out)
-    configs = plan_configs(file, variant, grid, settings)
+    configs = list(configs) if configs is not None else plan_configs(file, variant, grid, settings)
     sc = spark.sparkContext
     tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
     started = time.perf_counter()
