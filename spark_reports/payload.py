@@ -11,7 +11,7 @@ writes have exactly those schemas.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 
@@ -20,8 +20,10 @@ from spark_reports.schemas import TABLES
 # Compressed streams: the cache Spark keeps between the simulations and the writes is a
 # few times smaller, for a few milliseconds a task.
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
-# The (table, payload) rows a simulating task yields, one per table it has rows for.
-PAYLOAD_SCHEMA = pa.schema([pa.field("table", pa.string(), False), pa.field("payload", pa.binary(), False)])
+# Rows become a record batch this many at a time, so a task's Python tuples never pile
+# up over its runs (Spark's own spark.sql.execution.arrow.maxRecordsPerBatch default).
+BATCH_ROWS = 10_000
+# The rows of the DataFrame each table is built from: one per task that has rows for it.
 PAYLOAD_DDL = "table string, payload binary"
 
 
@@ -31,16 +33,44 @@ def arrow_schema(table: str) -> pa.Schema:
     return to_arrow_schema(TABLES[table])
 
 
-def encode(table: str, rows: Sequence[tuple]) -> bytes:
-    """The rows (tuples in the schema's column order) as one Arrow IPC stream."""
-    schema = arrow_schema(table)
-    columns = list(zip(*rows)) if rows else [()] * len(schema)
-    arrays = [pa.array(column, type=field.type) for column, field in zip(columns, schema)]
-    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema, options=_WRITE_OPTIONS) as writer:
-        writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+class TableStream:
+    """One table's rows of a task (tuples in the schema's column order), as record
+    batches of BATCH_ROWS rows, then one Arrow IPC stream."""
+
+    def __init__(self, table: str):
+        self.schema = arrow_schema(table)
+        self.rows = 0
+        self._pending: list[tuple] = []
+        self._batches: list[pa.RecordBatch] = []
+
+    def add(self, row: tuple) -> None:
+        self._pending.append(row)
+        self.rows += 1
+        if len(self._pending) >= BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        columns = list(zip(*self._pending))
+        arrays = [pa.array(column, type=field.type) for column, field in zip(columns, self.schema)]
+        self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self._pending = []
+
+    def finish(self) -> bytes:
+        if self._pending:
+            self._flush()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.schema, options=_WRITE_OPTIONS) as writer:
+            for batch in self._batches:
+                writer.write_batch(batch)
+        return sink.getvalue().to_pybytes()
+
+
+def encode(table: str, rows: Iterable[tuple]) -> bytes:
+    """The rows as one Arrow IPC stream."""
+    stream = TableStream(table)
+    for row in rows:
+        stream.add(row)
+    return stream.finish()
 
 
 def decode(payload: bytes) -> Iterator[pa.RecordBatch]:
@@ -57,12 +87,6 @@ def decode_rows(payload: bytes) -> list[tuple]:
                    for column, field in zip(batch.columns, batch.schema)]
         rows.extend(zip(*columns))
     return rows
-
-
-def payload_batch(payloads: Iterable[tuple[str, bytes]]) -> pa.RecordBatch:
-    tables, blobs = zip(*payloads) if payloads else ((), ())
-    return pa.RecordBatch.from_arrays([pa.array(tables, pa.string()), pa.array(blobs, pa.binary())],
-                                      schema=PAYLOAD_SCHEMA)
 
 
 def table_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -3,6 +3,7 @@ Spark tasks (each task a range of seeds of one configuration), written as Parque
 partitioned by scenario and configuration (spark_reports.schemas, docs/spark.md)."""
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
@@ -119,14 +120,37 @@ def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, .
             yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
 
 
-def task_payloads(pairs: Iterable[tuple[str, tuple]]) -> list[tuple[str, bytes]]:
-    """A task's (table, row) pairs as one Arrow stream per table that has rows."""
-    from spark_reports.payload import encode
+def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
+    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
+    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
+    if arrow:
+        from spark_reports.payload import TableStream
+        streams = {name: TableStream(name) for name in TABLES}
+        for table, row in pairs:
+            if table in streams:
+                streams[table].add(row)
+        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
     by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
     for table, row in pairs:
         if table in by_table:
             by_table[table].append(row)
-    return [(name, encode(name, table_rows)) for name, table_rows in by_table.items() if table_rows]
+    return [(name, table_rows) for name, table_rows in by_table.items() if table_rows]
+
+
+def has_arrow() -> bool:
+    """pyarrow and pandas importable here: PySpark's "sql" extra, which mapInArrow needs."""
+    return all(importlib.util.find_spec(name) is not None for name in ("pyarrow", "pandas"))
+
+
+def arrow_on_executors(sc) -> bool:
+    """Whether the tables can travel as Arrow streams: the driver and the executors have
+    pyarrow. Local executors run the driver's own Python; a cluster's are asked with one
+    small task (its workers may have Python and pyspark alone)."""
+    if not has_arrow():
+        return False
+    if sc.master.startswith("local"):
+        return True
+    return bool(sc.parallelize([0], 1).map(lambda _: has_arrow()).first())
 
 
 def check_out(out: Path) -> None:
@@ -139,11 +163,13 @@ def check_out(out: Path) -> None:
 
 def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | None = None,
               grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
-              progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None) -> SweepResult:
+              progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None,
+              arrow: bool | None = None) -> SweepResult:
     """``configs``: the configurations to run, when planned already (by default
-    plan_configs of the file, variant, grid and settings)."""
+    plan_configs of the file, variant, grid and settings). ``arrow``: whether the rows
+    travel as Arrow streams (by default: when the driver and the executors have
+    pyarrow) or pickled row by row."""
     from pyspark import StorageLevel
-    from spark_reports.payload import PAYLOAD_DDL, table_batches
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
     check_out(out)
@@ -169,34 +195,28 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
             yield table, row
 
     shipped = sc.broadcast(configs)
-
-    def simulate(batches):  # mapInArrow: task indexes in, (table, Arrow stream) rows out
-        from spark_reports.payload import payload_batch
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                yield payload_batch(task_payloads(counted(run_task(shipped.value, keep, tasks[index]))))
-
-    payloads = (spark.range(len(tasks), numPartitions=len(tasks))
-                .mapInArrow(simulate, PAYLOAD_DDL).persist(StorageLevel.MEMORY_AND_DISK))
+    arrow = arrow_on_executors(sc) if arrow is None else arrow
+    payloads = (sc.parallelize(tasks, len(tasks))
+                .flatMap(lambda task: task_payloads(counted(run_task(shipped.value, keep, task)), arrow))
+                .persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
     watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
     try:
         watcher.start()
-        # Every simulation runs in this one action, a task per core at once; each task
-        # leaves a few compact Arrow streams in Spark's cache, which the writes read.
+        # Every simulation runs in this plain action, a task per core at once (a
+        # DataFrame write of a Python RDD ran its tasks one after another: measured on
+        # local[2], 8 one-second tasks took 8 s). Each task leaves one payload per table
+        # in Spark's cache; the writes read them.
         sc.setJobGroup(SIMULATION_GROUP, f"sweep of {file}")
         payloads.count()
         simulated = time.perf_counter() - started
         sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
-        for name, schema in TABLES.items():
-            # a task per core, not per simulating task: fewer, larger Parquet files
-            chosen = payloads.where(payloads["table"] == name).select("payload").coalesce(sc.defaultParallelism)
-            frame = chosen.mapInArrow(table_batches, schema)
+        for name in TABLES:
+            frame = _table_frame(spark, payloads.filter(lambda pair, n=name: pair[0] == n), name, arrow)
             frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
     finally:
         watcher.stop()
-        sc.setLocalProperty("spark.jobGroup.id", None)
     payloads.unpersist()
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(failing.value)]
@@ -204,6 +224,19 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     result = SweepResult(out, runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
+
+
+def _table_frame(spark, payloads, name: str, arrow: bool):
+    """One table as a DataFrame of its explicit schema, from the tasks' payloads of it."""
+    if arrow:
+        from spark_reports.payload import PAYLOAD_DDL, table_batches
+        # A few rows (one per task) into the JVM, then each stream decoded column by
+        # column, in a task per core: fewer, larger Parquet files.
+        streams = spark.createDataFrame(payloads, PAYLOAD_DDL).coalesce(spark.sparkContext.defaultParallelism)
+        return streams.mapInArrow(table_batches, TABLES[name])
+    # Without pyarrow on the executors: row by row, pickled (the rows are built to the
+    # schema by spark_reports.rows, so Spark need not check them again).
+    return spark.createDataFrame(payloads.flatMap(lambda pair: pair[1]), TABLES[name], verifySchema=False)
 
 
 def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep: str, result: SweepResult) -> None:

@@ -14,6 +14,11 @@ from spark_reports.sweep import Config, plan_configs, run_sweep, run_task, task_
 from tests.spark_reports.conftest import JEPSEN, ROOT
 
 
+def _comparable(row) -> str:
+    """A row as text, its maps' entries in key order (a map keeps no order of its own)."""
+    return repr(tuple(sorted(v.items()) if isinstance(v, dict) else v for v in row))
+
+
 def _unclean():
     return plan_configs(str(JEPSEN), "unclean", ())
 
@@ -25,7 +30,7 @@ def test_a_tasks_arrow_streams_hold_exactly_the_rows_of_its_runs():
     pairs = list(run_task(configs, "all", (0, (1,))))
     expected = {name: [row for table, row in pairs if table == name] for name in TABLES}
     assert all(expected[name] for name in TABLES)  # the run has rows in every table
-    payloads = task_payloads(pairs)
+    payloads = task_payloads(pairs, arrow=True)
     assert [name for name, _ in payloads] == list(TABLES)  # one stream per table
     for name, payload in payloads:
         assert decode_rows(payload) == expected[name], name
@@ -34,22 +39,31 @@ def test_a_tasks_arrow_streams_hold_exactly_the_rows_of_its_runs():
     assert any(isinstance(value, dict) and value for value in expected["verdicts"][0])
     assert any(isinstance(value, list) and value for row in expected["cluster_events"] for value in row)
 
-def test_a_task_without_runs_hands_no_stream():
-    assert task_payloads([("errors", ("c", 1, "boom", "replay"))]) == []
+def test_a_task_without_runs_hands_no_payload():
+    for arrow in (True, False):
+        assert task_payloads([("errors", ("c", 1, "boom", "replay"))], arrow) == []
 
 
-def test_the_tables_spark_writes_from_the_streams_have_the_explicit_schemas(spark, tmp_path):
-    """Read back without a schema (from the Parquet files themselves), every table has the
-    columns and types of spark_reports.schemas, its partition columns last."""
-    out = tmp_path / "all"
-    result = run_sweep(spark, str(JEPSEN), [1, 2], out, variant="unclean", keep="all")
-    assert result.runs == 2 and result.errors == []
+def test_the_tables_written_from_arrow_streams_equal_those_written_row_by_row(spark, tmp_path):
+    """Two seeds with every trace kept, once as Arrow streams and once pickled row by row
+    (the path of executors without pyarrow): the same rows in every table, and read back
+    without a schema (from the Parquet files themselves) the columns and types of
+    spark_reports.schemas, the partition columns last."""
+    written = {}
+    for arrow in (True, False):
+        out = tmp_path / f"arrow-{arrow}"
+        result = run_sweep(spark, str(JEPSEN), [1, 2], out, variant="unclean", keep="all", arrow=arrow)
+        assert result.runs == 2 and result.errors == []
+        written[arrow] = out
     for name, schema in TABLES.items():
-        written = spark.read.parquet(str(out / name))
+        frames = [spark.read.parquet(str(written[arrow] / name)) for arrow in (True, False)]
         data = [(f.name, f.dataType) for f in schema.fields if f.name not in PARTITION_COLUMNS]
-        assert [(f.name, f.dataType) for f in written.schema.fields] == data + [
-            (c, schema[c].dataType) for c in PARTITION_COLUMNS], name
-    tables = read_sweep(spark, out)
+        for frame in frames:
+            assert [(f.name, f.dataType) for f in frame.schema.fields] == data + [
+                (c, schema[c].dataType) for c in PARTITION_COLUMNS], name
+        rows = [sorted(map(_comparable, frame.collect())) for frame in frames]
+        assert rows[0] == rows[1] and rows[0], name
+    tables = read_sweep(spark, written[True])
     events = tables["traces"].where("seed = 2").count()
     assert events == tables["verdicts"].where("seed = 2").first()["events"]
 
