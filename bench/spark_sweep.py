@@ -39,31 +39,45 @@ def _status_kib(pid: int, key: str) -> int:
     return 0
 
 
-def _tree_rss_kib(pid: int) -> int:
-    """Resident memory of a process and all its descendants (KiB)."""
-    total, stack = 0, [pid]
+def _tree(pid: int) -> list[int]:
+    """A process and all its descendants."""
+    found, stack = [], [pid]
     while stack:
         current = stack.pop()
-        total += _status_kib(current, "VmRSS:")
+        found.append(current)
         try:
             stack.extend(int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split())
         except OSError:
             continue
-    return total
+    return found
+
+
+def _cpu_ticks(pid: int) -> int:
+    """User + system clock ticks of a process so far (its threads included)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
 
 
 def measured(command: list[str]) -> dict:
-    """Wall seconds from start to exit, peak memory of the process tree and of the
-    process itself (MiB); exit 0 or 1 (some run failed its expectations) both count."""
+    """Wall seconds from start to exit; CPU seconds of the process tree (each process's
+    user + system time as last sampled, every 0.2 s); peak memory of the tree and of
+    the process itself (MiB). Exit 0 or 1 (some run failed its expectations) both count."""
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     peak = {"tree": 0, "own": 0}
+    ticks: dict[int, int] = {}
 
     def watch():
         while process.poll() is None:
-            peak["tree"] = max(peak["tree"], _tree_rss_kib(process.pid))
+            pids = _tree(process.pid)
+            peak["tree"] = max(peak["tree"], sum(_status_kib(p, "VmRSS:") for p in pids))
             peak["own"] = max(peak["own"], _status_kib(process.pid, "VmHWM:"))
+            for p in pids:
+                ticks[p] = max(ticks.get(p, 0), _cpu_ticks(p))
             time.sleep(0.2)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -72,7 +86,8 @@ def measured(command: list[str]) -> dict:
     watcher.join()
     if process.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {process.returncode}:\n{out}\n{err}")
-    return {"seconds": seconds, "tree_mib": peak["tree"] // 1024, "own_mib": peak["own"] // 1024, "out": out}
+    return {"seconds": seconds, "cpu": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"),
+            "tree_mib": peak["tree"] // 1024, "own_mib": peak["own"] // 1024, "out": out}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -93,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         spark = measured(isrlab + ["sweep", args.scenario, "--seeds", seeds, "--variant", args.variant,
                                    "--master", args.master, "--out", str(folder / "spark")])
         one = measured(isrlab + ["run", args.scenario, "--seeds", seeds, "--variant", args.variant, "--jobs", "1",
-                                 "--keep", "none", "--no-plot", "--out", str(folder / "one")])
+                                 "--keep", "none", "--out", str(folder / "one")])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     text = result_text(args, spark, one)
@@ -112,10 +127,11 @@ def result_text(args, spark: dict, one: dict) -> str:
         f"{platform.machine()}, {os.cpu_count()} cpus)", "", f"`{command}`", "", "```",
         f"runs:                                {args.seeds} ({args.scenario}, variant {args.variant})",
         f"one process, one seed after another: {one['seconds']:8.1f} s  ({args.seeds / one['seconds']:.2f} runs/s)"
-        f"  peak memory {one['own_mib']:,} MiB",
+        f"  peak memory {one['own_mib']:,} MiB, CPU {one['cpu']:.1f} s",
         f"isrlab sweep on {args.master:<20} {spark['seconds']:8.1f} s  ({args.seeds / spark['seconds']:.2f} runs/s,"
         f" the Spark session's start included)",
         f"  peak memory: Python driver {spark['own_mib']:,} MiB; driver, JVM and Python workers {spark['tree_mib']:,} MiB",
+        f"  CPU of driver, JVM and workers {spark['cpu']:.1f} s ({spark['cpu'] / one['cpu']:.2f} times the one process's)",
         f"speed-up:                            {ratio:8.2f}x  (target >= {TARGET}: "
         f"{'met' if ratio >= TARGET else 'not met'})",
         f"load average at the end (1/5/15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}", "```"])

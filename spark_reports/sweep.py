@@ -23,7 +23,8 @@ from scenarios.parse import load_scenario
 from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
-MAX_SEEDS_PER_TASK = 50
+MAX_SEEDS_PER_TASK = 25
+TASKS_PER_CORE = 8
 SIMULATION_GROUP = "isrlab-sweep"  # the Spark job group of the simulations (progress counts its tasks)
 
 
@@ -87,10 +88,11 @@ def plan_configs(file: str, variant: str | None, grid: Sequence[str], settings: 
 
 
 def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[tuple[int, tuple[int, ...]]]:
-    """(config index, seeds) per task: about four tasks per core over the whole sweep,
-    at most MAX_SEEDS_PER_TASK seeds each, so that progress moves and a slow seed does
-    not hold a core alone at the end."""
-    wanted = max(1, 4 * parallelism // max(n_configs, 1))
+    """(config index, seeds) per task: about TASKS_PER_CORE tasks per core over the whole
+    sweep, at most MAX_SEEDS_PER_TASK seeds each, so that progress moves and, at the end,
+    one core does not run a long task alone while the other waits (a task costs Spark a
+    few milliseconds; 25 seeds of jepsen-2013 take about 20 s)."""
+    wanted = max(1, TASKS_PER_CORE * parallelism // max(n_configs, 1))
     size = max(1, min(MAX_SEEDS_PER_TASK, math.ceil(len(seeds) / wanted)))
     return [(c, tuple(seeds[i:i + size])) for c in range(n_configs) for i in range(0, len(seeds), size)]
 
