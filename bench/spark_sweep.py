@@ -45,8 +45,9 @@ def _tree(pid: int) -> list[int]:
     while stack:
         current = stack.pop()
         found.append(current)
-        try:
-            stack.extend(int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split())
+        try:  # every thread's children: the JVM starts Python workers from other threads than its first
+            for thread in Path(f"/proc/{current}/task").iterdir():
+                stack.extend(int(c) for c in (thread / "children").read_text().split())
         except OSError:
             continue
     return found
@@ -61,6 +62,17 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def _kind(pid: int, root: int) -> str:
+    """What a process of the tree is: the command itself, Spark's JVM, a Python worker."""
+    if pid == root:
+        return "driver"
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return ""  # gone: keep what it was
+    return "jvm" if b"java" in command.split(b" ", 1)[0] else "workers" if b"pyspark" in command else "other"
+
+
 def measured(command: list[str]) -> dict:
     """Wall seconds from start to exit; CPU seconds of the process tree (each process's
     user + system time as last sampled, every 0.2 s); peak memory of the tree and of
@@ -70,6 +82,7 @@ def measured(command: list[str]) -> dict:
                                env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     peak = {"tree": 0, "own": 0}
     ticks: dict[int, int] = {}
+    kinds: dict[int, str] = {}
 
     def watch():
         while process.poll() is None:
@@ -78,6 +91,7 @@ def measured(command: list[str]) -> dict:
             peak["own"] = max(peak["own"], _status_kib(process.pid, "VmHWM:"))
             for p in pids:
                 ticks[p] = max(ticks.get(p, 0), _cpu_ticks(p))
+                kinds[p] = _kind(p, process.pid) or kinds.get(p, "other")  # the last seen: spark-submit becomes java
             time.sleep(0.2)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -86,7 +100,10 @@ def measured(command: list[str]) -> dict:
     watcher.join()
     if process.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {process.returncode}:\n{out}\n{err}")
-    return {"seconds": seconds, "cpu": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"),
+    by_kind: dict[str, float] = {}
+    for p, count in ticks.items():
+        by_kind[kinds[p]] = by_kind.get(kinds[p], 0.0) + count / os.sysconf("SC_CLK_TCK")
+    return {"seconds": seconds, "cpu": sum(by_kind.values()), "cpu_by_kind": by_kind,
             "tree_mib": peak["tree"] // 1024, "own_mib": peak["own"] // 1024, "out": out}
 
 
@@ -131,7 +148,8 @@ def result_text(args, spark: dict, one: dict) -> str:
         f"isrlab sweep on {args.master:<20} {spark['seconds']:8.1f} s  ({args.seeds / spark['seconds']:.2f} runs/s,"
         f" the Spark session's start included)",
         f"  peak memory: Python driver {spark['own_mib']:,} MiB; driver, JVM and Python workers {spark['tree_mib']:,} MiB",
-        f"  CPU of driver, JVM and workers {spark['cpu']:.1f} s ({spark['cpu'] / one['cpu']:.2f} times the one process's)",
+        f"  CPU {spark['cpu']:.1f} s ({spark['cpu'] / one['cpu']:.2f} times the one process's): "
+        + ", ".join(f"{kind} {spark['cpu_by_kind'].get(kind, 0.0):.1f} s" for kind in ("driver", "jvm", "workers", "other")),
         f"speed-up:                            {ratio:8.2f}x  (target >= {TARGET}: "
         f"{'met' if ratio >= TARGET else 'not met'})",
         f"load average at the end (1/5/15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}", "```"])

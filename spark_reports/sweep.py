@@ -25,7 +25,6 @@ from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT
 
 MAX_SEEDS_PER_TASK = 25
 TASKS_PER_CORE = 8
-SIMULATION_GROUP = "isrlab-sweep"  # the Spark job group of the simulations (progress counts its tasks)
 
 
 class SweepError(Exception):
@@ -179,38 +178,23 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     sc = spark.sparkContext
     tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
     started = time.perf_counter()
-    runs, failed = sc.accumulator(0), sc.accumulator(0)
-    # the failing and the raising runs, gathered as the tasks end (a few small tuples)
-    failing, raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
-
-    def counted(pairs):
-        for table, row in pairs:
-            if table == "verdicts":
-                runs.add(1)
-                if row[VERDICT_OUTCOME] == "FAIL":
-                    failed.add(1)
-                    failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
-            elif table == "errors":
-                runs.add(1)
-                failed.add(1)
-                raising.add([row])
-            yield table, row
-
+    tally = _Tally(sc)
     shipped = sc.broadcast(configs)
     arrow = arrow_on_executors(sc) if arrow is None else arrow
     payloads = (sc.parallelize(tasks, len(tasks))
-                .flatMap(lambda task: task_payloads(counted(run_task(shipped.value, keep, task)), arrow))
+                .flatMap(lambda task: task_payloads(tally.counted(run_task(shipped.value, keep, task)), arrow))
                 .persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
-    watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
+    group = f"isrlab-sweep-{time.time_ns()}"  # this sweep's simulations (the progress counts their tasks)
+    watcher = _Watcher(sc, group, len(tasks), tally.runs, tally.failed, started, progress)
     try:
         watcher.start()
         # Every simulation runs in this plain action, a task per core at once (a
         # DataFrame write of a Python RDD ran its tasks one after another: measured on
         # local[2], 8 one-second tasks took 8 s). Each task leaves one payload per table
         # in Spark's cache; the writes read them.
-        sc.setJobGroup(SIMULATION_GROUP, f"sweep of {file}")
+        sc.setJobGroup(group, f"sweep of {file}")
         payloads.count()
         simulated = time.perf_counter() - started
         sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
@@ -219,11 +203,12 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
             frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
     finally:
         watcher.stop()
+        sc.setLocalProperty("spark.jobGroup.id", None)
     payloads.unpersist()
     shipped.destroy()
-    failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(failing.value)]
-    errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(raising.value)]
-    result = SweepResult(out, runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
+    failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
+    errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(tally.raising.value)]
+    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
 
@@ -251,6 +236,28 @@ def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
+class _Tally:
+    """Runs and failures, and the failing and the raising runs (a few small tuples),
+    counted on the executors and gathered by the driver as each task ends."""
+
+    def __init__(self, sc):
+        self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
+        self.failing, self.raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
+
+    def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
+        for table, row in pairs:
+            if table == "verdicts":
+                self.runs.add(1)
+                if row[VERDICT_OUTCOME] == "FAIL":
+                    self.failed.add(1)
+                    self.failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
+            elif table == "errors":
+                self.runs.add(1)
+                self.failed.add(1)
+                self.raising.add([row])
+            yield table, row
+
+
 class _ListParam(AccumulatorParam):
     def zero(self, value):
         return []
@@ -264,8 +271,8 @@ class _Watcher:
     """Reports progress from the driver while the tasks run: tasks done (Spark's status
     tracker), runs and failures so far (accumulators, updated as each task ends)."""
 
-    def __init__(self, sc, total_tasks: int, runs, failed, started: float, progress):
-        self._sc, self._total, self._runs, self._failed = sc, total_tasks, runs, failed
+    def __init__(self, sc, group: str, total_tasks: int, runs, failed, started: float, progress):
+        self._sc, self._group, self._total, self._runs, self._failed = sc, group, total_tasks, runs, failed
         self._started, self._progress = started, progress
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -287,7 +294,7 @@ class _Watcher:
     def _report(self) -> None:
         tracker = self._sc.statusTracker()
         done = 0
-        for job in tracker.getJobIdsForGroup(SIMULATION_GROUP):
+        for job in tracker.getJobIdsForGroup(self._group):
             info = tracker.getJobInfo(job)
             for stage in (info.stageIds if info else ()):
                 stage_info = tracker.getStageInfo(stage)

@@ -78,8 +78,14 @@ def test_a_simulation_that_raises_in_a_task_is_listed_and_the_sweep_goes_on(spar
     broken_scenario = replace(scenario, producers=(ProducerWorkload("no-such-topic"),))
     broken = Config("broken", None, "", (), broken_scenario, ("isrlab run boom.yaml", ""))
     out = tmp_path / "raising"
-    result = run_sweep(spark, str(JEPSEN.relative_to(ROOT)), [1, 2], out, configs=[good, broken])
+    states: list[dict] = []
+    result = run_sweep(spark, str(JEPSEN.relative_to(ROOT)), [1, 2], out, configs=[good, broken],
+                       progress=states.append)
     assert result.runs == 4 and result.failures == []
+    # the progress counts this sweep's simulating tasks only, and the raising runs as failures
+    assert states[-1]["tasks_done"] == states[-1]["tasks"] == result.tasks
+    assert (states[-1]["runs"], states[-1]["failures"]) == (4, 2)
+    assert [s["runs"] for s in states] == sorted(s["runs"] for s in states)
     assert [(e["config"], e["seed"], e["replay"]) for e in result.errors] == [
         ("broken", 1, "isrlab run boom.yaml --seed 1"), ("broken", 2, "isrlab run boom.yaml --seed 2")]
     assert all("no-such-topic" in e["message"] and "seed" in e["message"] for e in result.errors)
