@@ -70,6 +70,8 @@ def _kind(pid: int, root: int) -> str:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
     except OSError:
         return ""  # gone: keep what it was
+    if not command:
+        return ""  # exited, not yet reaped (a zombie has no command line): keep what it was
     return "jvm" if b"java" in command.split(b" ", 1)[0] else "workers" if b"pyspark" in command else "other"
 
 
