@@ -100,7 +100,7 @@ bench: $(STAMP) compiled
 # Spark sweeps against one process, and the report against DuckDB (docs/benchmarks.md).
 bench-spark: $(STAMP)
 	$(PY) -m pip install --quiet duckdb
-	$(PY) bench/spark_sweep.py
+	$(PY) bench/spark_sweep.py --seeds 1000 --write docs/benchmarks.md
 	$(PY) bench/spark_report.py
 
 clean:

@@ -68,7 +68,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{len(configs) * len(seeds)} runs on {args.master}")
         with spark_session(args.master, "isrlab sweep") as spark:
             return configs, run_sweep(spark, args.file, seeds, out, args.variant, args.grid or (), args.set or (),
-                                      args.keep, progress=print_progress)
+                                      args.keep, progress=print_progress, configs=configs)
     done = _on_spark(job, SweepError)
     if done is None:
         return EXIT_BAD_INPUT

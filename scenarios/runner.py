@@ -156,6 +156,13 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     ZooKeeper ``zk`` or in its embedded store); its trace is judged exactly as a
     simulated one. A real run's working files (the broker's data directory, its own
     trace and stderr) stay in ``out_dir/real``."""
+    return run_scenario_events(scenario, seed, out_dir, progress, judge, plot, binding, zk)[0]
+
+
+def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, progress=None, judge: bool = True,
+                        plot: bool = False, binding: str = "sim", zk: str | None = None) -> tuple[RunResult, list]:
+    """run_scenario, and the trace's events as it parsed them for the verdict: a Spark
+    sweep turns them into table rows without reading the trace file a second time."""
     if zk is not None and binding == "sim":
         raise ValueError("zk is for the real binding; the simulation has its own coordination service")
     check_binding(scenario, binding, zk)
@@ -177,7 +184,8 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
     events = list(read_events(trace_path))  # parsed once for the summary and the verdict
     summary = summarize_events(events)
     if not judge:
-        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding, zk=zk)
+        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding,
+                         zk=zk), events
     verdict = check_events(events, run_id(scenario, seed), seed, binding)
     verdict.write_json(out / VERDICT_FILE)
     evaluations = tuple(evaluate(verdict, scenario.expect)) if scenario.expect else ()
@@ -186,7 +194,7 @@ def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=No
         from analysis.timeline import plot_trace
         plots = tuple(plot_trace(trace_path, out, set(summary.missing)))
     return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots,
-                     binding, zk)
+                     binding, zk), events
 
 
 def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, progress, binding: str,

@@ -3,6 +3,7 @@ Spark tasks (each task a range of seeds of one configuration), written as Parque
 partitioned by scenario and configuration (spark_reports.schemas, docs/spark.md)."""
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
@@ -13,16 +14,17 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from pyspark.accumulators import AccumulatorParam
 
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
-from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command, run_scenario
+from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
-MAX_SEEDS_PER_TASK = 50
+MAX_SEEDS_PER_TASK = 25
+TASKS_PER_CORE = 8
 
 
 class SweepError(Exception):
@@ -85,17 +87,19 @@ def plan_configs(file: str, variant: str | None, grid: Sequence[str], settings: 
 
 
 def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[tuple[int, tuple[int, ...]]]:
-    """(config index, seeds) per task: about four tasks per core over the whole sweep,
-    at most MAX_SEEDS_PER_TASK seeds each, so that progress moves and a slow seed does
-    not hold a core alone at the end."""
-    wanted = max(1, 4 * parallelism // max(n_configs, 1))
+    """(config index, seeds) per task: about TASKS_PER_CORE tasks per core over the whole
+    sweep, at most MAX_SEEDS_PER_TASK seeds each, so that progress moves and, at the end,
+    one core does not run a long task alone while the other waits (a task costs Spark a
+    few milliseconds; 25 seeds of jepsen-2013 take about 20 s)."""
+    wanted = max(1, TASKS_PER_CORE * parallelism // max(n_configs, 1))
     size = max(1, min(MAX_SEEDS_PER_TASK, math.ceil(len(seeds) / wanted)))
     return [(c, tuple(seeds[i:i + size])) for c in range(n_configs) for i in range(0, len(seeds), size)]
 
 
 def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
-    """On an executor: run each seed of the task and yield (table, row) pairs."""
-    from analysis.trace import read_events
+    """On an executor: run each seed of the task and yield (table, row) pairs; a run
+    whose simulation raised yields one ("errors", (config, seed, message, replay))."""
+    from scenarios.runner import run_scenario_events
     from spark_reports import rows
     config = configs[task[0]]
     base = config.scenario
@@ -104,11 +108,10 @@ def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, .
         replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
         with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
             try:
-                result = run_scenario(base, seed, folder, plot=False)
+                result, events = run_scenario_events(base, seed, folder, plot=False)
             except SimulationFailed as exc:
                 yield "errors", (config.label, seed, str(exc), replay)
                 continue
-            events = list(read_events(result.trace_path))
         key = {"scenario": scenario_name, "config": config.label, "seed": seed,
                "run_id": f"{base.name}-seed{seed}"}
         yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
@@ -116,6 +119,39 @@ def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, .
         yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
         if keep == "all" or (keep == "failing" and not result.passed):
             yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
+
+
+def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
+    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
+    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
+    if arrow:
+        from spark_reports.payload import TableStream
+        streams = {name: TableStream(name) for name in TABLES}
+        for table, row in pairs:
+            if table in streams:
+                streams[table].add(row)
+        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
+    by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
+    for table, row in pairs:
+        if table in by_table:
+            by_table[table].append(row)
+    return [(name, table_rows) for name, table_rows in by_table.items() if table_rows]
+
+
+def has_arrow() -> bool:
+    """pyarrow and pandas importable here: PySpark's "sql" extra, which mapInArrow needs."""
+    return all(importlib.util.find_spec(name) is not None for name in ("pyarrow", "pandas"))
+
+
+def arrow_on_executors(sc) -> bool:
+    """Whether the tables can travel as Arrow streams: the driver and the executors have
+    pyarrow. Local executors run the driver's own Python; a cluster's are asked with one
+    small task (its workers may have Python and pyspark alone)."""
+    if not has_arrow():
+        return False
+    if sc.master.startswith("local"):
+        return True
+    return bool(sc.parallelize([0], 1).map(lambda _: has_arrow()).first())
 
 
 def check_out(out: Path) -> None:
@@ -128,60 +164,66 @@ def check_out(out: Path) -> None:
 
 def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | None = None,
               grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
-              progress: Callable[[dict], None] | None = None) -> SweepResult:
+              progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None,
+              arrow: bool | None = None) -> SweepResult:
+    """``configs``: the configurations to run, when planned already (by default
+    plan_configs of the file, variant, grid and settings). ``arrow``: whether the rows
+    travel as Arrow streams (by default: when the driver and the executors have
+    pyarrow) or pickled row by row."""
     from pyspark import StorageLevel
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
     check_out(out)
-    configs = plan_configs(file, variant, grid, settings)
+    configs = list(configs) if configs is not None else plan_configs(file, variant, grid, settings)
     sc = spark.sparkContext
     tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
     started = time.perf_counter()
-    runs, failed = sc.accumulator(0), sc.accumulator(0)
-    # the failing and the raising runs, gathered as the tasks end (a few small tuples)
-    failing, raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
-
-    def counted(pairs):
-        for table, row in pairs:
-            if table == "verdicts":
-                runs.add(1)
-                if row[VERDICT_OUTCOME] == "FAIL":
-                    failed.add(1)
-                    failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
-            elif table == "errors":
-                runs.add(1)
-                failed.add(1)
-                raising.add([row])
-            yield table, row
-
+    tally = _Tally(sc)
     shipped = sc.broadcast(configs)
-    rdd = (sc.parallelize(tasks, len(tasks))
-           .flatMap(lambda task: counted(run_task(shipped.value, keep, task)))
-           .persist(StorageLevel.MEMORY_AND_DISK))
-    sc.setJobGroup("isrlab-sweep", f"sweep of {file}")
+    arrow = arrow_on_executors(sc) if arrow is None else arrow
+    payloads = (sc.parallelize(tasks, len(tasks))
+                .flatMap(lambda task: task_payloads(tally.counted(run_task(shipped.value, keep, task)), arrow))
+                .persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
-    watcher = _Watcher(sc, len(tasks), runs, failed, started, progress)
+    group = f"isrlab-sweep-{time.time_ns()}"  # this sweep's simulations (the progress counts their tasks)
+    watcher = _Watcher(sc, group, len(tasks), tally.runs, tally.failed, started, progress)
     try:
         watcher.start()
-        # The simulations run in a plain action, one task per core at once; a
-        # DataFrame write of a Python RDD ran its tasks one after another (measured on
-        # local[2]: 8 one-second tasks took 8 s). The writes then read the cached rows.
-        rdd.count()
+        # Every simulation runs in this plain action, a task per core at once (a
+        # DataFrame write of a Python RDD ran its tasks one after another: measured on
+        # local[2], 8 one-second tasks took 8 s). Each task leaves one payload per table
+        # in Spark's cache; the writes read them.
+        sc.setJobGroup(group, f"sweep of {file}")
+        payloads.count()
         simulated = time.perf_counter() - started
-        for name, schema in TABLES.items():
-            frame = spark.createDataFrame(rdd.filter(lambda pair, n=name: pair[0] == n).values(), schema,
-                                          verifySchema=False)  # the rows are built to the schema (rows.py)
+        sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
+        for name in TABLES:
+            frame = _table_frame(spark, payloads.filter(lambda pair, n=name: pair[0] == n), name, arrow)
             frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
     finally:
         watcher.stop()
-    rdd.unpersist()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    payloads.unpersist()
     shipped.destroy()
-    failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(failing.value)]
-    errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(raising.value)]
-    result = SweepResult(out, runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
+    failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
+    errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(tally.raising.value)]
+    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
+
+
+def _table_frame(spark, payloads, name: str, arrow: bool):
+    """One table as a DataFrame of its explicit schema, from the tasks' payloads of it."""
+    if arrow:
+        from spark_reports.payload import PAYLOAD_DDL, table_batches
+        # A few rows (one per task) into the JVM, then each stream decoded column by
+        # column, in a task per core: fewer, larger Parquet files.
+        streams = spark.createDataFrame(payloads, PAYLOAD_DDL).coalesce(spark.sparkContext.defaultParallelism)
+        return streams.mapInArrow(table_batches, TABLES[name])
+    # Without pyarrow on the executors: row by row, pickled (the rows are built to the
+    # schema by spark_reports.rows, so Spark need not check them again).
+    return spark.createDataFrame(payloads.flatMap(lambda pair: pair[1]), TABLES[name], verifySchema=False)
 
 
 def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep: str, result: SweepResult) -> None:
@@ -192,6 +234,28 @@ def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep
                             for c in configs],
                 "failures": result.failures, "errors": result.errors}
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+class _Tally:
+    """Runs and failures, and the failing and the raising runs (a few small tuples),
+    counted on the executors and gathered by the driver as each task ends."""
+
+    def __init__(self, sc):
+        self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
+        self.failing, self.raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
+
+    def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
+        for table, row in pairs:
+            if table == "verdicts":
+                self.runs.add(1)
+                if row[VERDICT_OUTCOME] == "FAIL":
+                    self.failed.add(1)
+                    self.failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
+            elif table == "errors":
+                self.runs.add(1)
+                self.failed.add(1)
+                self.raising.add([row])
+            yield table, row
 
 
 class _ListParam(AccumulatorParam):
@@ -207,8 +271,8 @@ class _Watcher:
     """Reports progress from the driver while the tasks run: tasks done (Spark's status
     tracker), runs and failures so far (accumulators, updated as each task ends)."""
 
-    def __init__(self, sc, total_tasks: int, runs, failed, started: float, progress):
-        self._sc, self._total, self._runs, self._failed = sc, total_tasks, runs, failed
+    def __init__(self, sc, group: str, total_tasks: int, runs, failed, started: float, progress):
+        self._sc, self._group, self._total, self._runs, self._failed = sc, group, total_tasks, runs, failed
         self._started, self._progress = started, progress
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -230,7 +294,7 @@ class _Watcher:
     def _report(self) -> None:
         tracker = self._sc.statusTracker()
         done = 0
-        for job in tracker.getJobIdsForGroup("isrlab-sweep"):
+        for job in tracker.getJobIdsForGroup(self._group):
             info = tracker.getJobInfo(job)
             for stage in (info.stageIds if info else ()):
                 stage_info = tracker.getStageInfo(stage)

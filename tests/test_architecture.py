@@ -21,7 +21,7 @@ LAYERS = {  # package -> packages it must not import
 ONLY_IN = {
     "simpy": "sim",
     "asyncio": "real_io", "socket": "real_io", "select": "real_io", "selectors": "real_io", "kazoo": "real_io",
-    "pyspark": "spark_reports",
+    "pyspark": "spark_reports", "pyarrow": "spark_reports",
 }
 # Narrow exceptions, file by file: spark_reports/session.py opens one TCP connection to
 # check that a --master spark://HOST:PORT answers before Spark retries it for a minute.

@@ -37,5 +37,7 @@ def test_tasks_cover_every_seed_of_every_configuration_once():
         covered = [s for c, chunk in tasks if c == config for s in chunk]
         assert covered == seeds
     assert max(len(chunk) for _, chunk in tasks) == MAX_SEEDS_PER_TASK
-    small = plan_tasks(2, [1, 2, 3, 4, 5], parallelism=2)  # about four tasks a configuration per core
-    assert small == [(0, (1, 2)), (0, (3, 4)), (0, (5,)), (1, (1, 2)), (1, (3, 4)), (1, (5,))]
+    # about eight tasks per core over the sweep: 16 on two cores, 8 a configuration
+    small = plan_tasks(2, list(range(1, 21)), parallelism=2)
+    chunks = [(1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15), (16, 17, 18), (19, 20)]
+    assert small == [(c, chunk) for c in (0, 1) for chunk in chunks]
