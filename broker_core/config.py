@@ -34,6 +34,20 @@ ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conf
 REGISTRATION_CONFLICT_RULES = ("retry", "exit")
 
 
+# Values of 0 that would make the broker spin without time passing (a timer due again at
+# once, a request timed out as soon as it is sent); Kafka's scheduler refuses a period of
+# 0 (ScheduledThreadPoolExecutor), and a zero controller request timeout never lets the
+# controller's requests arrive.
+_AT_LEAST_ONE = {
+    "min_insync_replicas": "must be at least 1",
+    "leader_imbalance_check_interval_seconds": "must be at least 1",
+    "replica_high_watermark_checkpoint_interval_ms": "must be at least 1 (a period of 0 would checkpoint "
+                                                     "forever without time passing; Kafka's scheduler refuses it)",
+    "controller_socket_timeout_ms": "must be at least 1 (with 0 every controller request would time out as it "
+                                    "is sent, again and again, without time passing)",
+}
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     replica_lag_time_max_ms: int = 30000
@@ -91,10 +105,9 @@ class BrokerConfig:
                 raise ConfigError(kafka_name(f.name), "must be an integer")
             elif value is not None and value < 0:
                 raise ConfigError(kafka_name(f.name), "must not be negative")
-        if self.min_insync_replicas < 1:
-            raise ConfigError("min.insync.replicas", "must be at least 1")
-        if self.leader_imbalance_check_interval_seconds < 1:
-            raise ConfigError("leader.imbalance.check.interval.seconds", "must be at least 1")
+        for name in _AT_LEAST_ONE:
+            if getattr(self, name) < 1:
+                raise ConfigError(kafka_name(name), _AT_LEAST_ONE[name])
         return self
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "BrokerConfig":

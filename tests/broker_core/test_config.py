@@ -31,6 +31,9 @@ def test_kafka_names_override_and_topics_override_brokers():
     ({"leader.imbalance.check.interval.seconds": 0}, "leader.imbalance.check.interval.seconds"),
     ({"leader.imbalance.per.broker.percentage": -1}, "leader.imbalance.per.broker.percentage"),
     ({"unclean_empties_isr": "yes"}, "unclean_empties_isr"),
+    # 0 made these spin forever in zero simulated time (the run hung)
+    ({"replica.high.watermark.checkpoint.interval.ms": 0}, "replica.high.watermark.checkpoint.interval.ms"),
+    ({"controller.socket.timeout.ms": 0}, "controller.socket.timeout.ms"),
 ])
 def test_bad_values_name_their_key(overrides, key):
     with pytest.raises(ConfigError) as info:
