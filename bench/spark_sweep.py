@@ -9,6 +9,10 @@ memory of its process tree sampled every 0.2 s (for Spark: the Python driver, it
 which in local mode also runs the executors, and the Python workers) and the peak of
 the Python driver alone. The issue asks for Spark at least 1.6 times faster on a
 2-core machine. With --write the result replaces this benchmark's part of the file.
+
+Both sides run the interpreted simulation (ISRLAB_COMPILED=0): Spark's executors do
+not load the mypyc build (docs/compiled.md), so the one process must not either, or
+the comparison would be of two different programs.
 """
 from __future__ import annotations
 
@@ -81,7 +85,7 @@ def measured(command: list[str]) -> dict:
     the process itself (MiB). Exit 0 or 1 (some run failed its expectations) both count."""
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "ISRLAB_COMPILED": "0"})
     peak = {"tree": 0, "own": 0}
     ticks: dict[int, int] = {}
     kinds: dict[int, str] = {}
