@@ -8,7 +8,9 @@ from broker_core.messages import FetchRequest, ProducePartitionResult
 from broker_core.types import TopicPartition
 
 
-@dataclass
+# The classes made per message have init=False and a written __init__: mypyc compiles a
+# written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
+@dataclass(init=False)
 class DelayedProduce:
     """An acks=all produce waiting for the high watermark to pass each batch."""
     id: int
@@ -17,6 +19,16 @@ class DelayedProduce:
     required_offsets: dict[TopicPartition, int]  # the offset after the appended batch
     base_offsets: dict[TopicPartition, int]
     results: dict[TopicPartition, ProducePartitionResult] = field(default_factory=dict)
+
+    def __init__(self, id: int, src: Hashable, correlation_id: int, required_offsets: dict[TopicPartition, int],
+                 base_offsets: dict[TopicPartition, int],
+                 results: dict[TopicPartition, ProducePartitionResult] | None = None) -> None:
+        self.id = id
+        self.src = src
+        self.correlation_id = correlation_id
+        self.required_offsets = required_offsets
+        self.base_offsets = base_offsets
+        self.results = {} if results is None else results
 
     @property
     def is_complete(self) -> bool:
@@ -27,11 +39,16 @@ class DelayedProduce:
         return ("produce-timeout", self.id)
 
 
-@dataclass
+@dataclass(init=False)
 class DelayedFetch:
     id: int
     src: Hashable
     request: FetchRequest
+
+    def __init__(self, id: int, src: Hashable, request: FetchRequest) -> None:
+        self.id = id
+        self.src = src
+        self.request = request
 
     @property
     def timer_key(self) -> tuple:

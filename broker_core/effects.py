@@ -5,18 +5,30 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
 
-@dataclass(slots=True)
+# The classes made per message have init=False and a written __init__: mypyc compiles a
+# written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
+@dataclass(slots=True, init=False)
 class Send:
     dst: Hashable
     message: Any
 
+    def __init__(self, dst: Hashable, message: Any) -> None:
+        self.dst = dst
+        self.message = message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WriteBytes:
     path: str
     position: int
     data: bytes
     batch: Any = field(default=None, compare=False, repr=False)  # the batch ``data`` encodes, for runtimes that keep the objects written
+
+    def __init__(self, path: str, position: int, data: bytes, batch: Any = None) -> None:
+        self.path = path
+        self.position = position
+        self.data = data
+        self.batch = batch
 
 
 @dataclass(slots=True)
@@ -43,15 +55,22 @@ class Fsync:
     token: int  # echoed in FsyncCompleted
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SetTimer:
     key: tuple  # (kind, ...): the node routes a fired timer by its kind
     at_ms: int
 
+    def __init__(self, key: tuple, at_ms: int) -> None:
+        self.key = key
+        self.at_ms = at_ms
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CancelTimer:
     key: tuple
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
 
 
 @dataclass(slots=True)

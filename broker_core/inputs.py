@@ -13,15 +13,24 @@ class Started:
     storage: Any
 
 
-@dataclass(slots=True)
+# The classes made per message have init=False and a written __init__: mypyc compiles a
+# written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
+@dataclass(slots=True, init=False)
 class MessageReceived:
     src: Hashable  # a broker id for brokers, an opaque address for clients
     message: Any
 
+    def __init__(self, src: Hashable, message: Any) -> None:
+        self.src = src
+        self.message = message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TimerFired:
     key: tuple  # (kind, ...) as given to SetTimer
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
 
 
 @dataclass(slots=True)

@@ -24,7 +24,7 @@ from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import DecodeError, Record, RecordBatch
+from broker_core.records import DecodeError, Record, RecordBatch, Records
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
 
@@ -110,7 +110,9 @@ class PartitionLog:
     # -- appends -------------------------------------------------------------------
     def append_as_leader(self, records: Sequence[Record] | RecordBatch, leader_epoch: int) -> tuple[RecordBatch, list]:
         """Append records, or a client's batch (its producer fields kept), at the log end."""
-        if hasattr(records, "with_offsets"):  # a client's batch (the core's or a binding's)
+        # A client's batch (the core's or a binding's). Plain Records are asked first, as
+        # hasattr's miss raises and catches an AttributeError per append.
+        if type(records) is not Records and hasattr(records, "with_offsets"):
             batch = records.with_offsets(self.log_end_offset, leader_epoch)
         else:
             batch = RecordBatch(self.log_end_offset, leader_epoch, records)

@@ -18,7 +18,9 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
 
-@dataclass(slots=True)
+# The classes made per message have init=False and a written __init__: mypyc compiles a
+# written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
+@dataclass(slots=True, init=False)
 class ProduceRequest:
     correlation_id: int
     acks: int  # 0, 1 or -1 (all)
@@ -26,6 +28,13 @@ class ProduceRequest:
     # a Records, Record tuples, or a client's RecordBatch (offsets unset) carrying an
     # idempotent producer's producer_id, producer_epoch and base_sequence
     partitions: Mapping[TopicPartition, Sequence[Record] | RecordBatch]
+
+    def __init__(self, correlation_id: int, acks: int, timeout_ms: int,
+                 partitions: Mapping[TopicPartition, Sequence[Record] | RecordBatch]) -> None:
+        self.correlation_id = correlation_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.partitions = partitions
 
 
 @dataclass(slots=True)
@@ -44,27 +53,42 @@ class InitProducerIdResponse:
     producer_epoch: int = -1
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ProducePartitionResult:
     error: ErrorCode
     base_offset: int = -1
 
+    def __init__(self, error: ErrorCode, base_offset: int = -1) -> None:
+        self.error = error
+        self.base_offset = base_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceResponse:
     correlation_id: int
     partitions: Mapping[TopicPartition, ProducePartitionResult]
     throttle_time_ms: int = 0
 
+    def __init__(self, correlation_id: int, partitions: Mapping[TopicPartition, ProducePartitionResult],
+                 throttle_time_ms: int = 0) -> None:
+        self.correlation_id = correlation_id
+        self.partitions = partitions
+        self.throttle_time_ms = throttle_time_ms
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchPartition:
     fetch_offset: int
     current_leader_epoch: int = -1  # -1: not checked (old clients)
     max_bytes: int = 1048576
 
+    def __init__(self, fetch_offset: int, current_leader_epoch: int = -1, max_bytes: int = 1048576) -> None:
+        self.fetch_offset = fetch_offset
+        self.current_leader_epoch = current_leader_epoch
+        self.max_bytes = max_bytes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchRequest:
     correlation_id: int
     replica_id: int  # CONSUMER_REPLICA_ID for consumers
@@ -72,8 +96,16 @@ class FetchRequest:
     min_bytes: int
     partitions: Mapping[TopicPartition, FetchPartition]
 
+    def __init__(self, correlation_id: int, replica_id: int, max_wait_ms: int, min_bytes: int,
+                 partitions: Mapping[TopicPartition, FetchPartition]) -> None:
+        self.correlation_id = correlation_id
+        self.replica_id = replica_id
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.partitions = partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchPartitionResult:
     error: ErrorCode
     high_watermark: int = -1
@@ -83,12 +115,26 @@ class FetchPartitionResult:
     # as a receiver gets it: the batches, resolved by the sender's runtime.
     batches: tuple[Any, ...] = ()
 
+    def __init__(self, error: ErrorCode, high_watermark: int = -1, log_start_offset: int = -1,
+                 log_end_offset: int = -1, batches: tuple[Any, ...] = ()) -> None:
+        self.error = error
+        self.high_watermark = high_watermark
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+        self.batches = batches
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchResponse:
     correlation_id: int
     partitions: Mapping[TopicPartition, FetchPartitionResult]
     throttle_time_ms: int = 0
+
+    def __init__(self, correlation_id: int, partitions: Mapping[TopicPartition, FetchPartitionResult],
+                 throttle_time_ms: int = 0) -> None:
+        self.correlation_id = correlation_id
+        self.partitions = partitions
+        self.throttle_time_ms = throttle_time_ms
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from broker_core.effects import Trace
 from broker_core.errors import ErrorCode, InvariantViolation
 from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
-from broker_core.records import BatchHeader
+from broker_core.records import BatchHeader, Records
 from broker_core.types import NO_LEADER, TopicPartition
 
 
@@ -121,7 +121,9 @@ class Partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
         if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
             return ErrorCode.NOT_ENOUGH_REPLICAS, None, []
-        if getattr(records, "producer_id", -1) >= 0:  # an idempotent producer's batch (any binding's)
+        # An idempotent producer's batch (any binding's). Plain Records carry no producer
+        # id; asked first, as getattr's miss raises and catches an AttributeError per request.
+        if type(records) is not Records and getattr(records, "producer_id", -1) >= 0:
             error, duplicate = self.log.producers.check_client_batch(records)
             if error is not ErrorCode.NONE or duplicate is not None:
                 return self._producer_check_failed(records, error, duplicate)

@@ -18,9 +18,10 @@ is stored exactly as before they existed, so logs of non-idempotent runs keep th
 from __future__ import annotations
 
 import json
+import json.encoder
 import struct
 import zlib
-from typing import Iterable, Iterator, NamedTuple, Protocol, Sequence, overload
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence, overload
 
 # base_offset, leader_epoch, record_count, payload_length, crc
 _HEADER = struct.Struct(">qiiiI")
@@ -284,7 +285,25 @@ _PRODUCER_FIELDS = (("producer_id", NO_PRODUCER_ID), ("producer_epoch", NO_PRODU
                     ("base_sequence", NO_SEQUENCE), ("attributes", 0),
                     ("first_timestamp", NO_TIMESTAMP), ("max_timestamp", NO_TIMESTAMP))
 
-_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+
+def _unserializable(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _compact_json_encoder() -> Callable[[Any], str]:
+    """json's compact ASCII encoding of a value. CPython's C encoder is built once here:
+    JSONEncoder.encode builds a new one on every call, a Python call chain per batch
+    encoded. The bytes are those JSONEncoder writes (no circular-reference check: a
+    batch's columns hold no cycles)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # other interpreters
+        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+    encoder = make(None, _unserializable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    return lambda value: "".join(encoder(value, 0))
+
+
+_json_encode = _compact_json_encoder()
 
 
 class DecodeError(ValueError):

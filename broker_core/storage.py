@@ -33,12 +33,19 @@ from broker_core.records import (
     NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch, last_sequence)
 
 
-@dataclass(frozen=True, slots=True)
+# The classes made per message have init=False and a written __init__: mypyc compiles a
+# written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
+@dataclass(slots=True, init=False)
 class FileRegion:
     """``size`` bytes of whole stored batches at ``position`` of the segment ``path``."""
     path: str
     position: int
     size: int
+
+    def __init__(self, path: str, position: int, size: int) -> None:
+        self.path = path
+        self.position = position
+        self.size = size
 
 
 class StoredBatch:

@@ -18,7 +18,9 @@ from sim.clients import SimClient
 from sim.idempotence import NO_SEQUENCE, IdempotentSends, IdempotentSequences
 
 
-@dataclass
+# init=False and a written __init__: mypyc compiles a written __init__, while the one
+# @dataclass generates stays interpreted (a Python call per batch); docs/compiled.md.
+@dataclass(init=False)
 class PendingBatch:
     op: int
     tp: TopicPartition
@@ -35,6 +37,23 @@ class PendingBatch:
     producer_epoch: int = -1
     base_sequence: int = NO_SEQUENCE
     sequence_reset: bool = False
+
+    def __init__(self, op: int, tp: TopicPartition, values: list[str], created_ms: int,
+                 keys: list[str] | None = None) -> None:
+        self.op = op
+        self.tp = tp
+        self.values = values
+        self.created_ms = created_ms
+        self.keys = keys
+        self.attempts = 0
+        self.not_before = 0.0
+        self.invoked = False
+        self.unknown = False
+        self._records = None
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = NO_SEQUENCE
+        self.sequence_reset = False
 
     def records(self, size_bytes: int) -> Records:
         if self._records is None:  # built once: a retry resends the same records
