@@ -29,12 +29,7 @@ class WireBatch:
 
     def __init__(self, data: memoryview, header: record_batch.BatchHeader):
         self.data = data
-        self.base_offset = header.base_offset
-        self.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
-        self.leader_epoch = header.partition_leader_epoch
-        self.producer_id = header.producer_id
-        self.producer_epoch = header.producer_epoch
-        self.base_sequence = header.base_sequence
+        _set_log_fields(self, header)
         self.attributes = header.attributes
         self.first_timestamp = header.first_timestamp
         self.max_timestamp = header.max_timestamp
@@ -105,13 +100,18 @@ class WireBatchHeader:
                  "base_sequence", "size_bytes")
 
     def __init__(self, header: record_batch.BatchHeader):
-        self.base_offset = header.base_offset
-        self.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
-        self.leader_epoch = header.partition_leader_epoch
-        self.producer_id = header.producer_id
-        self.producer_epoch = header.producer_epoch
-        self.base_sequence = header.base_sequence
+        _set_log_fields(self, header)
         self.size_bytes = header.size
+
+
+def _set_log_fields(batch, header: record_batch.BatchHeader) -> None:
+    """The fields the core's log reads of a stored batch (broker_core.records.BatchHeader)."""
+    batch.base_offset = header.base_offset
+    batch.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
+    batch.leader_epoch = header.partition_leader_epoch
+    batch.producer_id = header.producer_id
+    batch.producer_epoch = header.producer_epoch
+    batch.base_sequence = header.base_sequence
 
 
 def parse_records(data: bytes | bytearray | memoryview, max_bytes: int = compression.DEFAULT_MAX_BYTES) -> list[WireBatch]:

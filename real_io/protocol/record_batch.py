@@ -84,15 +84,22 @@ def read_header(data: bytes | bytearray | memoryview, position: int = 0) -> Batc
     return header
 
 
-def decode_batch(data: bytes | bytearray | memoryview, position: int = 0,
-                 max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple[RecordBatch, int]:
-    """The batch at ``position`` as a core RecordBatch, and the position after it."""
+def _checked_header(data: bytes | bytearray | memoryview, position: int) -> tuple[BatchHeader, int]:
+    """The header at ``position`` and the batch's end, once the whole batch is present and
+    its CRC-32C matches."""
     header = read_header(data, position)
     end = position + header.size
     if end > len(data):
         raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
     if crc32c(memoryview(data)[position + _CRC_START:end]) != header.crc:
         raise ProtocolError("record batch CRC-32C mismatch")
+    return header, end
+
+
+def decode_batch(data: bytes | bytearray | memoryview, position: int = 0,
+                 max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple[RecordBatch, int]:
+    """The batch at ``position`` as a core RecordBatch, and the position after it."""
+    header, end = _checked_header(data, position)
     body = bytes(data[position + HEADER_BYTES:end])
     if header.compression not in compression.NAMES:
         raise ProtocolError(f"unknown compression codec {header.compression}")
@@ -164,12 +171,7 @@ def validate_batch(data: bytes | bytearray | memoryview, position: int = 0,
     LogValidator.assignOffsetsNonCompressed, whose ``batch.forEach`` reads every record
     (DefaultRecord.readFrom: sizes, null header keys, nothing left over) without keeping
     it, and DefaultRecordBatch.RecordIterator (the declared count must use up the batch)."""
-    header = read_header(data, position)
-    end = position + header.size
-    if end > len(data):
-        raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
-    if crc32c(memoryview(data)[position + _CRC_START:end]) != header.crc:
-        raise ProtocolError("record batch CRC-32C mismatch")
+    header, end = _checked_header(data, position)
     codec = header.compression
     if codec not in compression.NAMES:
         raise ProtocolError(f"unknown compression codec {codec}")
