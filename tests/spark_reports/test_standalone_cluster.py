@@ -115,7 +115,7 @@ def test_a_sweep_on_a_standalone_cluster_gives_the_same_tables_as_local(spark, s
                        "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": _bare_python()},
         capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"3 runs in" in done.stdout and standalone_master in done.stdout
+    assert "3 runs in" in done.stdout and standalone_master in done.stdout
     local = run_sweep(spark, str(JEPSEN.relative_to(ROOT)), list(SEEDS), tmp_path / "local", variant="unclean")
     assert local.runs == 3
     assert _comparable(read_sweep(spark, tmp_path / "cluster")) == _comparable(read_sweep(spark, local.out))
