@@ -18,6 +18,13 @@ A size prefix below zero or above ``socket.request.max.bytes`` is refused before
 anything is allocated (Kafka's InvalidReceiveException). A frame's buffer grows as its
 bytes arrive (first at most ``FIRST_ALLOCATION``, then doubling), so a client that
 announces a large frame and sends little costs little.
+
+A frame of up to ``FIRST_ALLOCATION`` bytes (a producer's request is at most about a
+megabyte) is received into a buffer of the listener's ``FramePool`` and handed to the
+server as a view of it; the buffer goes back to the pool when the server asks for the
+next frame, and is used again only once nothing holds a view of it any more. A fresh
+megabyte per request cost the broker its zeroing and its page faults, as much as the
+batch's CRC.
 """
 from __future__ import annotations
 
@@ -30,19 +37,57 @@ from real_io.protocol.errors import ProtocolError
 
 STAGING_BYTES = 16384
 FIRST_ALLOCATION = 1 << 20
+POOLED_BUFFERS = 4
+
+
+class FramePool:
+    """Buffers of ``FIRST_ALLOCATION`` bytes for frames, shared by a listener's
+    connections; at most ``limit`` are kept while no frame uses them."""
+
+    def __init__(self, limit: int = POOLED_BUFFERS):
+        self.limit = limit
+        self.free: list[bytearray] = []
+
+    def take(self) -> bytearray:
+        free = self.free
+        while free:
+            buffer = free.pop()
+            if _unviewed(buffer):
+                return buffer
+            # still viewed (a request's batch not yet let go): left to the views that hold it
+        return bytearray(FIRST_ALLOCATION)
+
+    def give(self, buffer: bytearray) -> None:
+        if len(self.free) < self.limit:
+            self.free.append(buffer)
+
+
+def _unviewed(buffer: bytearray) -> bool:
+    """Whether no memoryview of ``buffer`` is alive: a bytearray with one cannot change
+    its length (BufferError). Its length is restored; the byte appended fits its
+    allocation after the first time."""
+    try:
+        buffer.append(0)
+    except BufferError:
+        return False
+    del buffer[-1]
+    return True
 
 
 class FrameConnection(asyncio.BufferedProtocol):
-    def __init__(self, max_request_bytes: int, on_open: Callable[["FrameConnection"], None]):
+    def __init__(self, max_request_bytes: int, on_open: Callable[["FrameConnection"], None],
+                 pool: FramePool | None = None):
         self.max_request_bytes = max_request_bytes
         self._on_open = on_open
+        self._pool = pool if pool is not None else FramePool()
+        self._pooled: list[bytearray] = []  # pool buffers of the frames read and not yet done with
         self.transport: asyncio.Transport | None = None
         self._staging: bytearray | None = None  # allocated for a read, dropped once empty
         self._staged = 0  # bytes in the staging buffer not yet taken into a frame
-        self._frame: bytearray | None = None  # a frame read past the staging buffer
+        self._frame: bytearray | memoryview | None = None  # a frame read past the staging buffer
         self._frame_size = 0
         self._filled = 0
-        self._ready: deque[bytearray] = deque()  # whole frames the server has not taken yet
+        self._ready: deque[bytearray | memoryview] = deque()  # whole frames the server has not taken yet
         self._error: Exception | None = None  # a refused size prefix: after the ready frames
         self._eof = False
         self._lost = False
@@ -58,8 +103,8 @@ class FrameConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         frame = self._frame
         if frame is not None:
-            if self._filled == len(frame):  # the frame's buffer is full but the frame is not
-                frame.extend(bytes(min(self._frame_size, 2 * len(frame)) - len(frame)))
+            if self._filled == len(frame):  # the frame's (own) buffer is full but the frame is not
+                frame.extend(bytes(min(self._frame_size, 2 * len(frame)) - len(frame)))  # type: ignore[union-attr]
             return memoryview(frame)[self._filled:]
         if self._staging is None:
             self._staging = bytearray(STAGING_BYTES)
@@ -92,7 +137,12 @@ class FrameConnection(asyncio.BufferedProtocol):
                 position = start + size
                 continue
             have = staged - start  # the frame continues in a buffer of its own
-            frame = bytearray(max(min(size, FIRST_ALLOCATION), have))
+            if size <= FIRST_ALLOCATION:
+                pooled = self._pool.take()
+                self._pooled.append(pooled)
+                frame = memoryview(pooled)[:size]
+            else:
+                frame = bytearray(max(FIRST_ALLOCATION, have))
             frame[:have] = memoryview(staging)[start:staged]
             self._frame, self._frame_size, self._filled = frame, size, have
             position = staged
@@ -130,10 +180,12 @@ class FrameConnection(asyncio.BufferedProtocol):
             waiter.set_result(None)
 
     # -- the server's side -----------------------------------------------------------
-    async def read_frame(self, timeout_s: float) -> bytearray | None:
+    async def read_frame(self, timeout_s: float) -> bytearray | memoryview | None:
         """The next request's payload; None when the client closed between frames.
         ProtocolError for a refused size or a frame the client left unfinished,
-        TimeoutError after ``timeout_s`` without a whole frame."""
+        TimeoutError after ``timeout_s`` without a whole frame. Asking for it says the
+        server is done with the previous payload (it must hold no view of it)."""
+        self._give_back()
         while True:
             if self._ready:
                 frame = self._ready.popleft()
@@ -155,6 +207,15 @@ class FrameConnection(asyncio.BufferedProtocol):
             finally:
                 timer.cancel()
                 self._waiter = None
+
+    def _give_back(self) -> None:
+        """The pool buffers of the frames handed out, back to the pool, but the one a
+        frame being read or waiting in ``_ready`` still fills."""
+        pooled = self._pooled
+        keep = (1 if self._frame is not None and type(self._frame) is memoryview else 0) + sum(
+            1 for frame in self._ready if type(frame) is memoryview)
+        while len(pooled) > keep:
+            self._pool.give(pooled.pop(0))
 
     def _unmute(self) -> None:
         if not (self._eof or self._lost) and not self.transport.is_reading():
