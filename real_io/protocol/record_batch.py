@@ -187,14 +187,23 @@ def validate_batch(data: bytes | bytearray | memoryview, position: int = 0,
 
 def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, header: BatchHeader) -> None:
     """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place.
-    A producer's record is mostly one-byte varints (timestamp and offset deltas, a null
-    key, no headers): those are read inline, the rest through ``_varint``, since a call
-    per field would be most of the walk's cost."""
+    A producer's record is mostly varints of one to three bytes (its length and its value's,
+    timestamp and offset deltas, a null key, no headers): those are read inline, the
+    rest through ``_varint``, since a call per field would be most of the walk's cost."""
     count = header.record_count
     if count > stop - pos:
         raise ProtocolError(f"{count} records cannot fit in {stop - pos} bytes")
     for index in range(count):
-        length, pos = _varint(buf, pos, stop, 5)
+        if pos + 2 >= stop or (first := buf[pos]) >= 0x80 and buf[pos + 1] >= 0x80 and buf[pos + 2] >= 0x80:
+            length, pos = _varint(buf, pos, stop, 5)
+        elif first < 0x80:  # the record's length: up to three bytes read inline
+            length, pos = (first >> 1) ^ -(first & 1), pos + 1
+        elif (second := buf[pos + 1]) < 0x80:
+            raw = (first & 0x7F) | (second << 7)
+            length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+        else:
+            raw = (first & 0x7F) | ((second & 0x7F) << 7) | (buf[pos + 2] << 14)
+            length, pos = (raw >> 1) ^ -(raw & 1), pos + 3
         if length <= 0 or length > stop - pos:
             raise ProtocolError(f"record length {length} with {stop - pos} bytes left")
         end = pos + length
@@ -218,21 +227,44 @@ def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, head
             pos += 1
         else:
             pos = _skip_bytes(buf, pos, end, "key")
-        value, pos = _varint(buf, pos, end, 5)  # the value: skipped, not read
-        if value != -1:
-            if value < 0 or value > end - pos:
-                raise ProtocolError(f"value length {value} with {end - pos} bytes left")
-            pos += value
-        if pos < end and buf[pos] == 0:  # no headers
-            pos += 1
+        # The value (skipped, not read): a length of up to three bytes that leaves exactly
+        # one byte, a zero header count, is the whole check; anything else the long way.
+        # (A null value, -1, takes the long way too.)
+        if pos + 2 >= end:
+            value = -1
+        elif (first := buf[pos]) < 0x80:
+            value, after = (first >> 1) ^ -(first & 1), pos + 1
+        elif (second := buf[pos + 1]) < 0x80:
+            raw = (first & 0x7F) | (second << 7)
+            value, after = (raw >> 1) ^ -(raw & 1), pos + 2
+        elif (third := buf[pos + 2]) < 0x80:
+            raw = (first & 0x7F) | ((second & 0x7F) << 7) | (third << 14)
+            value, after = (raw >> 1) ^ -(raw & 1), pos + 3
         else:
-            pos = _skip_headers(buf, pos, end)
-        if pos != end:
-            raise ProtocolError(f"record {index} has {end - pos} bytes beyond its fields")
+            value = -1
+        if value >= 0 and after + value == end - 1 and buf[end - 1] == 0:
+            pos = end
+        else:
+            pos = _skip_value_and_headers(buf, pos, end, index)
     if pos != stop:
         raise ProtocolError(f"{stop - pos} bytes after the last record")
     if count and header.last_offset_delta != count - 1:
         raise ProtocolError(f"last offset delta {header.last_offset_delta} for {count} records")
+
+
+def _skip_value_and_headers(buf: bytes | bytearray | memoryview, pos: int, end: int, index: int) -> int:
+    value, pos = _varint(buf, pos, end, 5)
+    if value != -1:
+        if value < 0 or value > end - pos:
+            raise ProtocolError(f"value length {value} with {end - pos} bytes left")
+        pos += value
+    if pos < end and buf[pos] == 0:  # no headers
+        pos += 1
+    else:
+        pos = _skip_headers(buf, pos, end)
+    if pos != end:
+        raise ProtocolError(f"record {index} has {end - pos} bytes beyond its fields")
+    return pos
 
 
 def _skip_headers(buf: bytes | bytearray | memoryview, pos: int, end: int) -> int:

@@ -17,7 +17,7 @@ from real_io.files import DataDir
 from real_io.protocol import compression
 from real_io.protocol.crc32c import crc32c
 from real_io.protocol.errors import ProtocolError
-from real_io.protocol.primitives import Writer
+from real_io.protocol.primitives import Reader, Writer
 from real_io.protocol.record_batch import HEADER_BYTES, decode_batch, encode_batch, validate_batch
 from real_io.wire_batch import parse_records
 
@@ -107,6 +107,34 @@ def test_two_byte_deltas_get_the_decoders_verdict(position, byte):
     still get decode_batch's verdict."""
     wire = bytearray(_MANY)
     wire[HEADER_BYTES + position % (len(wire) - HEADER_BYTES)] = byte
+    _same_verdict(bytes(_recrc(wire)))
+
+
+_LARGE = bytearray(encode_batch(RecordBatch(0, 0, Records(["a" * 8200, "b" * 70, "c" * 20000, "d" * 9000],
+                                                           [None] * 4, 0, [5, 6, 7, 8], None))))
+
+
+def _framing_positions(wire: bytearray) -> list[int]:
+    """The first nine bytes of each record (its length, attributes, deltas, key and
+    value lengths) and each record's last byte (its header count)."""
+    out, pos = [], HEADER_BYTES
+    while pos < len(wire):
+        reader = Reader(bytes(wire), pos)
+        length = reader.varint()
+        out += [*range(pos, pos + 9), reader.pos + length - 1]
+        pos = reader.pos + length
+    return out
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(0, 255), st.integers(1, 2))
+def test_three_byte_lengths_get_the_decoders_verdict(choice, byte, span):
+    """Records over 8 KiB: their lengths and their values' take three bytes, which the
+    walk reads inline; damage to any framing byte must still get decode_batch's verdict."""
+    wire = bytearray(_LARGE)
+    positions = _framing_positions(wire)
+    start = positions[choice % len(positions)]
+    wire[start:start + span] = bytes([byte]) * span
     _same_verdict(bytes(_recrc(wire)))
 
 
@@ -204,3 +232,17 @@ def test_a_request_buffers_batch_is_stamped_in_place_and_written_as_it_is(tmp_pa
     assert (decoded.base_offset, decoded.leader_epoch, stored.base_offset) == (7, 3, 7)
     assert segment[16:] == sent[4 + 16:-4]  # magic, CRC, attributes and records untouched
     assert request[:4] == b"head" and request[-4:] == b"tail"
+
+
+@pytest.mark.parametrize("value_length", [b"\x01", b"\x81\x00", b"\x81\x80\x00"])
+def test_a_null_value_in_any_encoding_needs_its_header_count_after_it(value_length):
+    """A null value (-1, in one byte or spent over three) followed by nothing: the
+    decoder wants a header count after it; the walk must not take the varint's last
+    byte for one."""
+    record = b"\x00\x00\x00\x01" + value_length  # attributes, deltas 0, null key, null value
+    wire = bytes(_raw_batch([record]))
+    with pytest.raises(ProtocolError):
+        decode_batch(wire)
+    with pytest.raises(ProtocolError):
+        validate_batch(wire)
+    _same_verdict(bytes(_raw_batch([record + b"\x00"])))
