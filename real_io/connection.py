@@ -92,6 +92,8 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._eof = False
         self._lost = False
         self._waiter: asyncio.Future | None = None
+        self._wait_deadline = 0.0  # (loop time) when the current wait for a frame times out
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._write_paused = False
         self._drain_waiter: asyncio.Future | None = None
 
@@ -201,12 +203,28 @@ class FrameConnection(asyncio.BufferedProtocol):
             self._unmute()
             loop = asyncio.get_running_loop()
             self._waiter = loop.create_future()
-            timer = loop.call_later(timeout_s, self._time_out, self._waiter)
+            self._wait_deadline = loop.time() + timeout_s
+            if self._idle_timer is None:
+                self._idle_timer = loop.call_at(self._wait_deadline, self._check_idle)
             try:
                 await self._waiter
             finally:
-                timer.cancel()
                 self._waiter = None
+
+    def _check_idle(self) -> None:
+        """The idle timer: one per connection, armed when a wait begins and none is
+        armed, and moved on when it finds a later wait than the one it was armed for
+        (a timer per wait, armed and cancelled for every request, cost more than the
+        check). Times out a wait that reached its deadline."""
+        self._idle_timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # not waiting: the next wait arms the timer again
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._wait_deadline:
+            waiter.set_exception(asyncio.TimeoutError())
+        else:
+            self._idle_timer = loop.call_at(self._wait_deadline, self._check_idle)
 
     def _give_back(self) -> None:
         """The pool buffers of the frames handed out, back to the pool, but the one a
@@ -220,11 +238,6 @@ class FrameConnection(asyncio.BufferedProtocol):
     def _unmute(self) -> None:
         if not (self._eof or self._lost) and not self.transport.is_reading():
             self.transport.resume_reading()
-
-    @staticmethod
-    def _time_out(waiter: asyncio.Future) -> None:
-        if not waiter.done():
-            waiter.set_exception(asyncio.TimeoutError())
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.transport.write(data)
@@ -240,4 +253,7 @@ class FrameConnection(asyncio.BufferedProtocol):
                 self._drain_waiter = None
 
     def close(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         self.transport.close()
