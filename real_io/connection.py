@@ -9,10 +9,12 @@ through a small staging buffer and are copied out of it whole.
 
 The channel is muted as in Kafka's SocketServer (2.7.0 Processor: a channel is muted
 from the moment a request is read until its response is sent): once a whole frame is
-read, the socket is not read again until the server asks for the next frame, so a
-client's requests are handled one at a time and in order, and a client that pipelines
-requests buffers them in its own socket, not in the broker. A frame is read no further
-than its own end.
+read, the socket is not read again until the server takes it (it reads one frame ahead
+of the one it handles, no more), so a client's requests are handled one at a time and
+in order, and a client that pipelines requests buffers them in its own socket, not in
+the broker. A frame the server is already waiting for does not mute the socket: the
+server takes it before the socket is read again. A frame is read no further than its
+own end.
 
 A size prefix below zero or above ``socket.request.max.bytes`` is refused before
 anything is allocated (Kafka's InvalidReceiveException). A frame's buffer grows as its
@@ -122,7 +124,12 @@ class FrameConnection(asyncio.BufferedProtocol):
             self._staged += nbytes
             self._take_staged_frames()
         if self._ready or self._error is not None:
-            self.transport.pause_reading()  # muted until the server asks for the next frame
+            waiter = self._waiter
+            if waiter is None or waiter.done() or len(self._ready) > 1 or self._error is not None:
+                self.transport.pause_reading()  # muted until the server asks for the next frame
+            # else the server waits for this very frame and takes it before the socket is
+            # read again (its wake-up runs ahead of the next read): muting the socket only
+            # to unmute it at once cost two epoll_ctl calls per request.
             self._wake()
 
     def _take_staged_frames(self) -> None:
