@@ -138,6 +138,42 @@ def test_three_byte_lengths_get_the_decoders_verdict(choice, byte, span):
     _same_verdict(bytes(_recrc(wire)))
 
 
+_UNIFORM = {
+    "10 KiB": bytearray(encode_batch(RecordBatch(0, 0, Records(["x" * 10240] * 70, [None] * 70, 0,
+                                                               [5 + i % 3 for i in range(70)], None)))),
+    "small": bytearray(encode_batch(RecordBatch(0, 0, Records(["ab"] * 300, [None] * 300, 0,
+                                                              [7 + (i * 37) % 200 for i in range(300)], None)))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNIFORM))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 100_000), st.integers(0, 255), st.booleans())
+def test_records_of_one_shape_checked_a_run_at_a_time_get_the_decoders_verdict(name, choice, byte, framing):
+    """Records shaped like the one before them (same lengths, null key, no headers) are
+    checked a column at a time (record_batch._same_shape_run), across the offset delta's
+    change of width at record 64 and timestamp deltas of one and two bytes; damage to
+    any byte, mostly to the framing, must still get decode_batch's verdict."""
+    wire = bytearray(_UNIFORM[name])
+    positions = _framing_positions(wire) if framing else range(HEADER_BYTES, len(wire))
+    wire[positions[choice % len(positions)]] = byte
+    _same_verdict(bytes(_recrc(wire)))
+
+
+def test_a_run_of_one_shape_is_accepted_whole_and_a_stray_key_is_found():
+    wire = bytes(_UNIFORM["small"])
+    assert validate_batch(wire)[1] == decode_batch(wire)[1] == len(wire)
+    records = [_record(i, b"vv") for i in range(200)]
+    records[150] = records[150].replace(b"\x01\x04vv", b"\x02k\x02v", 1)  # a key where the run has none
+    keyed = bytes(_raw_batch(records))
+    assert validate_batch(keyed)[1] == decode_batch(keyed)[1] == len(keyed)
+    records[150] = records[150][:-1] + b"\x02"  # a header count where the run has none
+    with pytest.raises(ProtocolError):
+        validate_batch(bytes(_raw_batch(records)))
+    with pytest.raises(ProtocolError):
+        decode_batch(bytes(_raw_batch(records)))
+
+
 def test_an_offset_delta_in_a_longer_encoding_than_needed_is_read_as_its_value():
     """A varint may spend more bytes than its value needs (0x80 0x00 is 0); Kafka's
     ByteUtils.readVarint reads it, and so do the decoder and the walk."""
