@@ -16,9 +16,24 @@ batch at a position (recovery's CRC scan), reads a batch's header alone (a fetch
 sealed segment, after its offset index gave the position to start from), and reads a
 region's batches back. A fetch never decodes records: the server sends a response's
 regions straight from the files (``pin``).
+
+A file that grows past ``RESERVE_FROM`` bytes has disk blocks reserved ahead of its
+writes, ``RESERVE_STEP`` at a time, with fallocate's FALLOC_FL_KEEP_SIZE: the file's
+length and bytes stay exactly what was written (what recovery after a kill -9 reads,
+what ``size`` answers), only blocks past its end are allocated early, so that a write
+lands in allocated space instead of reserving delayed-allocation blocks page by page
+(on ext4 that was a third of the broker's cost of a write). This is not Kafka's
+``log.preallocate``, which sets the file's length to ``segment.bytes`` and trims it at
+roll and close: nothing here is visible but ``du``. The blocks past the end are given
+back when the file is truncated, when a file is first written in the same directory
+(a log's roll) and when the data directory is closed; a process killed meanwhile
+leaves at most one step per growing file, which the file's next truncation or
+deletion frees.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 from pathlib import Path
 
@@ -32,6 +47,24 @@ from real_io.wire_batch import WireBatch, WireBatchHeader
 TEMP_SUFFIX = ".tmp"
 # Files the binding itself keeps in the data directory, which are not the core's.
 PRIVATE_FILES = frozenset({".lock", "embedded-coordination.json", "embedded-coordination.json" + TEMP_SUFFIX})
+RESERVE_FROM = 4 << 20  # smaller files (checkpoints, indexes, small segments) are never reserved for
+RESERVE_STEP = 16 << 20
+FALLOC_FL_KEEP_SIZE = 1
+
+
+def _load_fallocate():
+    """glibc's fallocate(2) wrapper (Python has only posix_fallocate, which grows the
+    file's length); None where there is none."""
+    try:
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fallocate.restype = ctypes.c_int
+    return fallocate
+
+
+_fallocate = _load_fallocate()
 
 
 class DataDir:
@@ -40,6 +73,8 @@ class DataDir:
         self.root.mkdir(parents=True, exist_ok=True)
         self._handles: dict[str, int] = {}  # path -> open descriptor, kept for appends
         self.dirty: set[str] = set()  # written since their last fsync
+        self.reserved: dict[str, int] = {}  # path -> end of the blocks reserved for it past its length
+        self._reserve = _fallocate is not None
 
     def _resolve(self, path: str) -> Path:
         full = (self.root / path).resolve()
@@ -138,6 +173,11 @@ class DataDir:
 
     def write(self, path: str, position: int, data: bytes) -> None:
         fd = self._descriptor(path)
+        end = position + len(data)
+        if position == 0:
+            self._release_directory(path)
+        elif end > RESERVE_FROM and self._reserve and end > self.reserved.get(path, 0):
+            self._reserve_blocks(path, fd, position, end)
         view = memoryview(data)
         while view:
             written = os.pwrite(fd, view, position)
@@ -145,11 +185,40 @@ class DataDir:
             position += written
         self.dirty.add(path)
 
+    def _reserve_blocks(self, path: str, fd: int, position: int, end: int) -> None:
+        """Blocks up to a step past ``end`` allocated, the file's length unchanged. A file
+        system that cannot (EOPNOTSUPP) or a full disk (ENOSPC) just is not reserved
+        for: the write itself then says whether there is room."""
+        start = max(self.reserved.get(path, 0), position)
+        target = end + RESERVE_STEP
+        if _fallocate(fd, FALLOC_FL_KEEP_SIZE, start, target - start) != 0:
+            if ctypes.get_errno() in (errno.EOPNOTSUPP, errno.ENOSYS):
+                self._reserve = False
+            return
+        self.reserved[path] = target
+
+    def _release(self, path: str) -> None:
+        """The blocks reserved past ``path``'s end given back: a truncation to its own
+        length frees them and changes nothing else."""
+        if self.reserved.pop(path, None) is not None:
+            fd = self._handles.get(path)
+            if fd is not None:
+                os.ftruncate(fd, os.fstat(fd).st_size)
+
+    def _release_directory(self, path: str) -> None:
+        """A file begun in a directory (a log's new segment): the other files there
+        stop growing, so what was reserved for them goes back."""
+        directory = path.rpartition("/")[0]
+        for other in [p for p in self.reserved if p.rpartition("/")[0] == directory and p != path]:
+            self._release(other)
+
     def truncate(self, path: str, size: int) -> None:
-        os.ftruncate(self._descriptor(path), size)
+        os.ftruncate(self._descriptor(path), size)  # frees the reserved blocks too
+        self.reserved.pop(path, None)
         self.dirty.add(path)
 
     def delete(self, path: str) -> None:
+        self.reserved.pop(path, None)
         fd = self._handles.pop(path, None)
         if fd is not None:
             os.close(fd)
@@ -163,6 +232,7 @@ class DataDir:
         full = self._resolve(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         replace_durably(full, data)
+        self.reserved.pop(path, None)  # (the replaced file's blocks went with it)
         fd = self._handles.pop(path, None)
         if fd is not None:  # the old descriptor names the replaced file
             os.close(fd)
@@ -189,6 +259,11 @@ class DataDir:
         self.dirty.clear()
 
     def close(self) -> None:
+        for path in sorted(self.reserved):
+            try:
+                self._release(path)
+            except OSError:
+                pass  # a disk gone bad at exit: the blocks go with the file's next truncation
         for fd in self._handles.values():
             os.close(fd)
         self._handles.clear()

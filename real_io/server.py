@@ -23,7 +23,7 @@ import sys
 from typing import Any, Callable
 
 from real_io import kafka_api, local_apis
-from real_io.connection import FrameConnection
+from real_io.connection import FrameConnection, FramePool
 from real_io.protocol import apis
 from real_io.protocol.primitives import Splice
 from real_io.protocol.apis import ApiKey
@@ -59,6 +59,7 @@ class KafkaServer:
         self._correlation = itertools.count(1)
         self._waiting: dict[int, asyncio.Future] = {}  # the core's correlation id -> its answer
         self._tasks: set[asyncio.Task] = set()
+        self._pool = FramePool()  # the connections' frame buffers, used again request after request
 
     @property
     def endpoints(self) -> dict[int, tuple[str, int]]:
@@ -66,8 +67,9 @@ class KafkaServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: FrameConnection(self.max_request_bytes, self._opened),
-                                                self.host, self.port, backlog=4096)
+        self._server = await loop.create_server(
+            lambda: FrameConnection(self.max_request_bytes, self._opened, self._pool), self.host, self.port,
+            backlog=4096)
         self.port = self._server.sockets[0].getsockname()[1]
 
     def _opened(self, connection: FrameConnection) -> None:
@@ -95,6 +97,7 @@ class KafkaServer:
                 if payload is None:
                     return
                 response = await self._handle(address, payload)
+                del payload  # its buffer goes back to the pool at the next read_frame
                 if response is not None:
                     await self._write(connection, response)
         except (ProtocolError, ConnectionClosed, ConnectionError):
@@ -130,7 +133,7 @@ class KafkaServer:
         finally:
             _close_splices(parts)
 
-    async def _handle(self, address: str, payload: bytearray) -> list | None:
+    async def _handle(self, address: str, payload: bytearray | memoryview) -> list | None:
         try:
             request = apis.decode_request(payload)
         except UnsupportedVersionError as unsupported:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from real_io.protocol import produce_codec
 from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
 from real_io.protocol.primitives import Reader, Writer
 from real_io.protocol.schema import Message
@@ -110,6 +111,8 @@ def decode_request(payload: bytes | bytearray | memoryview) -> Request:
     if request_header_version(api_key, api_version) >= 2:
         reader.tagged_fields()
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    if api_key == ApiKey.PRODUCE and produce_codec.FIRST_VERSION <= api_version <= produce_codec.LAST_VERSION:
+        return Request(header, produce_codec.decode_request_body(reader))
     return Request(header, request_schema(api_key).decode(api_version, reader))
 
 
@@ -143,7 +146,9 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     writer.int32(correlation_id)
     if response_header_version(api_key, api_version) >= 1:
         writer.tagged_fields({})
-    response_schema(api_key).encode_into(writer, api_version, body)
+    if not (api_key == ApiKey.PRODUCE and produce_codec.FIRST_VERSION <= api_version <= produce_codec.LAST_VERSION
+            and produce_codec.encode_response_body(writer, api_version, body)):
+        response_schema(api_key).encode_into(writer, api_version, body)
     out = writer.out
     out[0:4] = (len(out) - 4 + sum(s.size for _, s in writer.splices)).to_bytes(4, "big")
     parts: list = []

@@ -186,53 +186,167 @@ def validate_batch(data: bytes | bytearray | memoryview, position: int = 0,
 
 
 def _walk_records(buf: bytes | bytearray | memoryview, pos: int, stop: int, header: BatchHeader) -> None:
-    """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place.
-    A producer's record is mostly one-byte varints (timestamp and offset deltas, a null
-    key, no headers): those are read inline, the rest through ``_varint``, since a call
-    per field would be most of the walk's cost."""
+    """``_decode_records``' checks, in the same order, over ``buf[pos:stop]`` in place:
+    record by record (``_walk_record``), and records shaped like the one before them a
+    run at a time (``_same_shape_run``)."""
     count = header.record_count
     if count > stop - pos:
         raise ProtocolError(f"{count} records cannot fit in {stop - pos} bytes")
-    for index in range(count):
-        length, pos = _varint(buf, pos, stop, 5)
-        if length <= 0 or length > stop - pos:
-            raise ProtocolError(f"record length {length} with {stop - pos} bytes left")
-        end = pos + length
-        pos += 1  # attributes: unused
-        if pos + 1 < end and buf[pos] < 0x80:  # the timestamp delta (its value is not checked)
-            pos += 1
-        elif pos + 1 < end and buf[pos + 1] < 0x80:
-            pos += 2
-        else:
-            pos = _varint(buf, pos, end, 10)[1]
-        zigzag = index << 1  # the offset delta must be the index: its varint compared, not decoded
-        if zigzag < 0x80 and pos < end and buf[pos] == zigzag:
-            pos += 1
-        elif zigzag < 0x4000 and pos + 1 < end and buf[pos] == zigzag & 0x7F | 0x80 and buf[pos + 1] == zigzag >> 7:
-            pos += 2
-        else:
-            delta, pos = _varint(buf, pos, end, 5)
-            if delta != index:
-                raise ProtocolError(f"record {index} has a non-contiguous offset delta")
-        if pos < end and buf[pos] == 1:  # a null key (zigzag -1)
-            pos += 1
-        else:
-            pos = _skip_bytes(buf, pos, end, "key")
-        value, pos = _varint(buf, pos, end, 5)  # the value: skipped, not read
-        if value != -1:
-            if value < 0 or value > end - pos:
-                raise ProtocolError(f"value length {value} with {end - pos} bytes left")
-            pos += value
-        if pos < end and buf[pos] == 0:  # no headers
-            pos += 1
-        else:
-            pos = _skip_headers(buf, pos, end)
-        if pos != end:
-            raise ProtocolError(f"record {index} has {end - pos} bytes beyond its fields")
+    index = 0
+    shape = None  # the field widths of the record just walked, when it had the plain shape
+    previous = pos
+    next_try, misses = 1, 0
+    while index < count:
+        if shape is not None and index >= next_try:
+            ran = _same_shape_run(buf, previous, pos, stop, index, count, shape)
+            if ran:
+                pos += ran * (pos - previous)
+                index += ran
+                next_try = index + 1
+                shape = None
+                continue
+            misses += 1  # records that differ: look again less and less often
+            next_try = index + (1 << min(misses, 10))
+        previous = pos
+        pos, shape = _walk_record(buf, pos, stop, index)
+        index += 1
     if pos != stop:
         raise ProtocolError(f"{stop - pos} bytes after the last record")
     if count and header.last_offset_delta != count - 1:
         raise ProtocolError(f"last offset delta {header.last_offset_delta} for {count} records")
+
+
+def _walk_record(buf: bytes | bytearray | memoryview, pos: int, stop: int,
+                 index: int) -> tuple[int, tuple[int, int, int, int] | None]:
+    """Record ``index`` at ``pos``: the position after it, and its field widths (length,
+    timestamp delta, offset delta, value length) when it has the plain shape (each of
+    those in a few bytes, a null key, no headers). A producer's record mostly has it:
+    those fields are read inline, the rest through ``_varint``, since a call per field
+    would be most of the walk's cost."""
+    start = pos
+    if pos + 2 >= stop or (first := buf[pos]) >= 0x80 and buf[pos + 1] >= 0x80 and buf[pos + 2] >= 0x80:
+        length, pos = _varint(buf, pos, stop, 5)
+    elif first < 0x80:  # the record's length: up to three bytes read inline
+        length, pos = (first >> 1) ^ -(first & 1), pos + 1
+    elif (second := buf[pos + 1]) < 0x80:
+        raw = (first & 0x7F) | (second << 7)
+        length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+    else:
+        raw = (first & 0x7F) | ((second & 0x7F) << 7) | (buf[pos + 2] << 14)
+        length, pos = (raw >> 1) ^ -(raw & 1), pos + 3
+    if length <= 0 or length > stop - pos:
+        raise ProtocolError(f"record length {length} with {stop - pos} bytes left")
+    end = pos + length
+    length_width = pos - start
+    pos += 1  # attributes: unused
+    if pos + 1 < end and buf[pos] < 0x80:  # the timestamp delta (its value is not checked)
+        pos, timestamp_width = pos + 1, 1
+    elif pos + 1 < end and buf[pos + 1] < 0x80:
+        pos, timestamp_width = pos + 2, 2
+    else:
+        pos, timestamp_width = _varint(buf, pos, end, 10)[1], 0
+    zigzag = index << 1  # the offset delta must be the index: its varint compared, not decoded
+    if zigzag < 0x80 and pos < end and buf[pos] == zigzag:
+        pos, delta_width = pos + 1, 1
+    elif zigzag < 0x4000 and pos + 1 < end and buf[pos] == zigzag & 0x7F | 0x80 and buf[pos + 1] == zigzag >> 7:
+        pos, delta_width = pos + 2, 2
+    else:
+        delta, pos = _varint(buf, pos, end, 5)
+        if delta != index:
+            raise ProtocolError(f"record {index} has a non-contiguous offset delta")
+        delta_width = 0
+    null_key = pos < end and buf[pos] == 1  # (zigzag -1)
+    if null_key:
+        pos += 1
+    else:
+        pos = _skip_bytes(buf, pos, end, "key")
+    # The value (skipped, not read): a length of up to three bytes that leaves exactly
+    # one byte, a zero header count, is the whole check; anything else the long way.
+    # (A null value, -1, takes the long way too.)
+    value_at = pos
+    if pos + 2 >= end:
+        value = -1
+    elif (first := buf[pos]) < 0x80:
+        value, after = (first >> 1) ^ -(first & 1), pos + 1
+    elif (second := buf[pos + 1]) < 0x80:
+        raw = (first & 0x7F) | (second << 7)
+        value, after = (raw >> 1) ^ -(raw & 1), pos + 2
+    elif (third := buf[pos + 2]) < 0x80:
+        raw = (first & 0x7F) | ((second & 0x7F) << 7) | (third << 14)
+        value, after = (raw >> 1) ^ -(raw & 1), pos + 3
+    else:
+        value = -1
+    if value >= 0 and after + value == end - 1 and buf[end - 1] == 0:
+        if timestamp_width and delta_width and null_key:
+            return end, (length_width, timestamp_width, delta_width, after - value_at)
+        return end, None
+    return _skip_value_and_headers(buf, pos, end, index), None
+
+
+# The offset delta of record i is the varint of zigzag 2i: one byte below 64, two below 8192
+# (and the walk also takes a two-byte spelling of a smaller one, as the decoder does).
+_DELTA_1 = bytes(range(0, 128, 2))
+_DELTA_2_LOW = bytes(((2 * i) & 0x7F) | 0x80 for i in range(8192))
+_DELTA_2_HIGH = bytes((2 * i) >> 7 for i in range(8192))
+
+
+def _same_shape_run(buf: bytes | bytearray | memoryview, previous: int, pos: int, stop: int, index: int,
+                    count: int, shape: tuple[int, int, int, int]) -> int:
+    """How many records from ``pos`` (record ``index``) repeat the plain shape of the one
+    at ``previous``, byte for byte where the walk would find the same fields (lengths, a
+    null key, no headers) and field by field where it compares (one- or two-byte
+    timestamp deltas, each record's own offset delta): a column of bytes, taken with a
+    stride of that record's size, is checked at once. Such records are exactly those the
+    walk would accept with the same widths; 0 when not all of the run does (then the
+    walk goes on record by record)."""
+    size = pos - previous
+    length_width, timestamp_width, delta_width, value_width = shape
+    limit = 64 if delta_width == 1 else 8192
+    run = min(count - index, (stop - pos) // size, limit - index)
+    if run < 2:
+        return 0
+    span = (run - 1) * size + 1
+
+    def column(offset: int) -> bytes:
+        return bytes(buf[pos + offset:pos + offset + span:size])
+
+    for offset in range(length_width):
+        if column(offset) != bytes((buf[previous + offset],)) * run:
+            return 0
+    at = length_width + 1  # past the attributes (unused)
+    if timestamp_width == 1:
+        if max(column(at)) >= 0x80:
+            return 0
+    elif min(column(at)) < 0x80 or max(column(at + 1)) >= 0x80:
+        return 0
+    at += timestamp_width
+    if delta_width == 1:
+        if column(at) != _DELTA_1[index:index + run]:
+            return 0
+    elif column(at) != _DELTA_2_LOW[index:index + run] or column(at + 1) != _DELTA_2_HIGH[index:index + run]:
+        return 0
+    at += delta_width
+    if column(at) != b"\x01" * run or column(size - 1) != bytes(run):  # a null key; no headers
+        return 0
+    for offset in range(at + 1, at + 1 + value_width):
+        if column(offset) != bytes((buf[previous + offset],)) * run:
+            return 0
+    return run
+
+
+def _skip_value_and_headers(buf: bytes | bytearray | memoryview, pos: int, end: int, index: int) -> int:
+    value, pos = _varint(buf, pos, end, 5)
+    if value != -1:
+        if value < 0 or value > end - pos:
+            raise ProtocolError(f"value length {value} with {end - pos} bytes left")
+        pos += value
+    if pos < end and buf[pos] == 0:  # no headers
+        pos += 1
+    else:
+        pos = _skip_headers(buf, pos, end)
+    if pos != end:
+        raise ProtocolError(f"record {index} has {end - pos} bytes beyond its fields")
+    return pos
 
 
 def _skip_headers(buf: bytes | bytearray | memoryview, pos: int, end: int) -> int:

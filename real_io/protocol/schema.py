@@ -114,31 +114,55 @@ def _nullable(f: F, version: int) -> bool:
     return in_range(version, f.nullable)
 
 
-def _read_struct(reader: Reader, fields: tuple[F, ...], version: int, flexible: bool) -> dict:
-    value: dict = {}
-    tagged: dict[int, F] = {}
+# A struct's fields at one version, flexibility and all, are resolved once into a plan
+# (a tuple of steps) and the plan is cached: resolving them for every field of every
+# request was most of a produce request's decoding and its response's encoding. The
+# tables are module constants, so a fields tuple's id names it for the process's life.
+_DEFAULT, _TAGGED, _VALUE = 0, 1, 2
+_read_plans: dict[tuple[int, int, bool], tuple] = {}
+_write_plans: dict[tuple[int, int, bool], tuple] = {}
+
+
+def _plan(fields: tuple[F, ...], version: int, flexible: bool) -> tuple:
+    """Per field: (name, field, step, whether its value is flexible, whether it may be null)."""
+    steps = []
     for f in fields:
         if not in_range(version, f.versions):
-            value[f.name] = f.default_value(version)
+            steps.append((f.name, f, _DEFAULT, flexible, False))
         elif f.tag is not None:
-            tagged[f.tag] = f
-            value[f.name] = f.default_value(version)
+            steps.append((f.name, f, _TAGGED, flexible, _nullable(f, version)))
         else:
-            value[f.name] = _read_value(reader, f, version, _flexible_for(f, flexible, version))
+            steps.append((f.name, f, _VALUE, _flexible_for(f, flexible, version), _nullable(f, version)))
+    return tuple(steps)
+
+
+def _read_struct(reader: Reader, fields: tuple[F, ...], version: int, flexible: bool) -> dict:
+    key = (id(fields), version, flexible)
+    plan = _read_plans.get(key)
+    if plan is None:
+        plan = _read_plans[key] = _plan(fields, version, flexible)
+    value: dict = {}
+    tagged: dict[int, F] = {}
+    for name, f, step, inner_flexible, nullable in plan:
+        if step == _VALUE:
+            value[name] = _read_value(reader, f, version, inner_flexible, nullable)
+        else:
+            if step == _TAGGED:
+                tagged[f.tag] = f  # type: ignore[index]
+            value[name] = f.default_value(version)
     if flexible:
         for tag, raw in reader.tagged_fields().items():
             if tag in tagged:  # unknown tags are skipped, as the spec allows
                 f = tagged[tag]
-                value[f.name] = _read_value(Reader(raw), f, version, True)
+                value[f.name] = _read_value(Reader(raw), f, version, True, _nullable(f, version))
     elif tagged:
         raise ProtocolError("a tagged field in a non-flexible version")  # a table error
     return value
 
 
-def _read_value(reader: Reader, f: F, version: int, flexible: bool) -> Any:
+def _read_value(reader: Reader, f: F, version: int, flexible: bool, nullable: bool) -> Any:
     kind = f.type
-    nullable = _nullable(f, version)
-    if kind.startswith("[]"):
+    if kind[0] == "[":
         count = reader.array_length(flexible, nullable)
         if count is None:
             return None
@@ -164,21 +188,26 @@ def _read_primitive(reader: Reader, kind: str, nullable: bool, flexible: bool) -
 def _write_struct(writer: Writer, fields: tuple[F, ...], version: int, flexible: bool, value: dict) -> None:
     if not isinstance(value, dict):
         raise ProtocolError(f"expected a dict of fields, got {type(value).__name__}")
-    if not value.keys() <= _names(fields):
-        unknown = sorted(set(value) - _names(fields))
+    key = (id(fields), version, flexible)
+    plan = _write_plans.get(key)
+    if plan is None:
+        plan = _write_plans[key] = (_names(fields), _plan(fields, version, flexible))
+    names, steps = plan
+    if not value.keys() <= names:
+        unknown = sorted(set(value) - names)
         raise ProtocolError(f"unknown fields {unknown}: a misspelt field would silently be its default")
     tagged: dict[int, bytes] = {}
-    for f in fields:
-        if not in_range(version, f.versions):
+    for name, f, step, inner_flexible, nullable in steps:
+        if step == _DEFAULT:
             continue
-        item = value[f.name] if f.name in value else f.default_value(version)
-        if f.tag is not None:
+        item = value[name] if name in value else f.default_value(version)
+        if step == _TAGGED:
             if flexible and item != f.default_value(version):
                 inner = Writer()
-                _write_value(inner, f, version, True, item)
-                tagged[f.tag] = inner.getvalue()
+                _write_value(inner, f, version, True, item, nullable)
+                tagged[f.tag] = inner.getvalue()  # type: ignore[index]
             continue
-        _write_value(writer, f, version, _flexible_for(f, flexible, version), item)
+        _write_value(writer, f, version, inner_flexible, item, nullable)
     if flexible:
         writer.tagged_fields(tagged)
 
@@ -187,11 +216,11 @@ def _names(fields: tuple[F, ...]) -> set[str]:
     return {f.name for f in fields}
 
 
-def _write_value(writer: Writer, f: F, version: int, flexible: bool, item: Any) -> None:
+def _write_value(writer: Writer, f: F, version: int, flexible: bool, item: Any, nullable: bool) -> None:
     kind = f.type
-    if item is None and not _nullable(f, version):
+    if item is None and not nullable:
         raise ProtocolError(f"field {f.name} is not nullable in version {version}")
-    if kind.startswith("[]"):
+    if kind[0] == "[":
         writer.array_length(None if item is None else len(item), flexible)
         for element in item or ():
             if kind == "[]struct":

@@ -7,7 +7,8 @@ import pytest
 from broker_core import coordination as coord
 from broker_core.inputs import CoordReplied, CoordSessionStarted, CoordWatchFired
 from real_io.embedded_coordination import SNAPSHOT_FILE, EmbeddedCoordination
-from real_io.files import DataDir
+from broker_core.records import DecodeError
+from real_io.files import RESERVE_STEP, DataDir
 
 
 def test_file_effects_land_on_disk_and_a_restart_reads_them(tmp_path):
@@ -72,3 +73,53 @@ def test_embedded_store_keeps_persistent_nodes_with_versions_across_a_restart(tm
     assert (replies[0].data, replies[0].version) == (b"\xff\x00binary", 1)
     assert replies[1].error == coord.NO_NODE  # the ephemeral node died with its process
     assert replies[2].children == ("ids", "topics")
+
+
+def _allocated(path) -> int:
+    return path.stat().st_blocks * 512
+
+
+def test_a_growing_file_gets_blocks_reserved_past_its_end_its_length_and_bytes_unchanged(tmp_path):
+    """Past RESERVE_FROM a file's blocks are allocated a step ahead (FALLOC_FL_KEEP_SIZE):
+    after every write its length and bytes are exactly what was written, as a process
+    killed then would leave them for recovery to read."""
+    data = DataDir(tmp_path)
+    chunk = bytes(range(256)) * 4096  # 1 MiB
+    segment = tmp_path / "t-0" / "0.log"
+    written = 0
+    for _ in range(6):
+        data.write("t-0/0.log", written, chunk)
+        written += len(chunk)
+        assert segment.stat().st_size == written
+    assert data.reserved["t-0/0.log"] > written
+    assert _allocated(segment) >= written + RESERVE_STEP - len(chunk)
+    killed = DataDir(tmp_path)  # what a restart after kill -9 finds: the length written, no more
+    assert killed.size("t-0/0.log") == written and killed.read_file("t-0/0.log") == chunk * 6
+    with pytest.raises(DecodeError):
+        killed.decode_at("t-0/0.log", written)  # the scan ends at the written end
+
+
+def test_reserved_blocks_go_back_at_a_roll_a_truncation_and_close(tmp_path):
+    data = DataDir(tmp_path)
+    chunk = b"x" * (1 << 20)
+    for name in ("t-0/0.log", "u-0/0.log"):
+        for i in range(6):
+            data.write(name, i * len(chunk), chunk)
+    data.write("t-0/6.log", 0, b"the next segment")  # t-0 rolled: its old segment stops growing
+    assert _allocated(tmp_path / "t-0" / "0.log") < 6 * len(chunk) + len(chunk)
+    assert _allocated(tmp_path / "u-0" / "0.log") >= 6 * len(chunk) + RESERVE_STEP - len(chunk)  # another log
+    data.truncate("u-0/0.log", 5 * len(chunk))
+    assert _allocated(tmp_path / "u-0" / "0.log") < 6 * len(chunk)
+    data.write("u-0/0.log", 5 * len(chunk), chunk)
+    assert _allocated(tmp_path / "u-0" / "0.log") > 7 * len(chunk)
+    data.close()
+    assert _allocated(tmp_path / "u-0" / "0.log") < 7 * len(chunk)
+    assert (tmp_path / "u-0" / "0.log").read_bytes() == chunk * 6
+
+
+def test_small_files_are_never_reserved_for(tmp_path):
+    data = DataDir(tmp_path)
+    for i in range(4):
+        data.write("t-0/0.log", i * 1000, b"y" * 1000)
+    assert data.reserved == {}
+    assert _allocated(tmp_path / "t-0" / "0.log") <= 8192

@@ -17,7 +17,7 @@ from real_io.files import DataDir
 from real_io.protocol import compression
 from real_io.protocol.crc32c import crc32c
 from real_io.protocol.errors import ProtocolError
-from real_io.protocol.primitives import Writer
+from real_io.protocol.primitives import Reader, Writer
 from real_io.protocol.record_batch import HEADER_BYTES, decode_batch, encode_batch, validate_batch
 from real_io.wire_batch import parse_records
 
@@ -108,6 +108,70 @@ def test_two_byte_deltas_get_the_decoders_verdict(position, byte):
     wire = bytearray(_MANY)
     wire[HEADER_BYTES + position % (len(wire) - HEADER_BYTES)] = byte
     _same_verdict(bytes(_recrc(wire)))
+
+
+_LARGE = bytearray(encode_batch(RecordBatch(0, 0, Records(["a" * 8200, "b" * 70, "c" * 20000, "d" * 9000],
+                                                           [None] * 4, 0, [5, 6, 7, 8], None))))
+
+
+def _framing_positions(wire: bytearray) -> list[int]:
+    """The first nine bytes of each record (its length, attributes, deltas, key and
+    value lengths) and each record's last byte (its header count)."""
+    out, pos = [], HEADER_BYTES
+    while pos < len(wire):
+        reader = Reader(bytes(wire), pos)
+        length = reader.varint()
+        out += [*range(pos, pos + 9), reader.pos + length - 1]
+        pos = reader.pos + length
+    return out
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(0, 255), st.integers(1, 2))
+def test_three_byte_lengths_get_the_decoders_verdict(choice, byte, span):
+    """Records over 8 KiB: their lengths and their values' take three bytes, which the
+    walk reads inline; damage to any framing byte must still get decode_batch's verdict."""
+    wire = bytearray(_LARGE)
+    positions = _framing_positions(wire)
+    start = positions[choice % len(positions)]
+    wire[start:start + span] = bytes([byte]) * span
+    _same_verdict(bytes(_recrc(wire)))
+
+
+_UNIFORM = {
+    "10 KiB": bytearray(encode_batch(RecordBatch(0, 0, Records(["x" * 10240] * 70, [None] * 70, 0,
+                                                               [5 + i % 3 for i in range(70)], None)))),
+    "small": bytearray(encode_batch(RecordBatch(0, 0, Records(["ab"] * 300, [None] * 300, 0,
+                                                              [7 + (i * 37) % 200 for i in range(300)], None)))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNIFORM))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 100_000), st.integers(0, 255), st.booleans())
+def test_records_of_one_shape_checked_a_run_at_a_time_get_the_decoders_verdict(name, choice, byte, framing):
+    """Records shaped like the one before them (same lengths, null key, no headers) are
+    checked a column at a time (record_batch._same_shape_run), across the offset delta's
+    change of width at record 64 and timestamp deltas of one and two bytes; damage to
+    any byte, mostly to the framing, must still get decode_batch's verdict."""
+    wire = bytearray(_UNIFORM[name])
+    positions = _framing_positions(wire) if framing else range(HEADER_BYTES, len(wire))
+    wire[positions[choice % len(positions)]] = byte
+    _same_verdict(bytes(_recrc(wire)))
+
+
+def test_a_run_of_one_shape_is_accepted_whole_and_a_stray_key_is_found():
+    wire = bytes(_UNIFORM["small"])
+    assert validate_batch(wire)[1] == decode_batch(wire)[1] == len(wire)
+    records = [_record(i, b"vv") for i in range(200)]
+    records[150] = records[150].replace(b"\x01\x04vv", b"\x02k\x02v", 1)  # a key where the run has none
+    keyed = bytes(_raw_batch(records))
+    assert validate_batch(keyed)[1] == decode_batch(keyed)[1] == len(keyed)
+    records[150] = records[150][:-1] + b"\x02"  # a header count where the run has none
+    with pytest.raises(ProtocolError):
+        validate_batch(bytes(_raw_batch(records)))
+    with pytest.raises(ProtocolError):
+        decode_batch(bytes(_raw_batch(records)))
 
 
 def test_an_offset_delta_in_a_longer_encoding_than_needed_is_read_as_its_value():
@@ -204,3 +268,17 @@ def test_a_request_buffers_batch_is_stamped_in_place_and_written_as_it_is(tmp_pa
     assert (decoded.base_offset, decoded.leader_epoch, stored.base_offset) == (7, 3, 7)
     assert segment[16:] == sent[4 + 16:-4]  # magic, CRC, attributes and records untouched
     assert request[:4] == b"head" and request[-4:] == b"tail"
+
+
+@pytest.mark.parametrize("value_length", [b"\x01", b"\x81\x00", b"\x81\x80\x00"])
+def test_a_null_value_in_any_encoding_needs_its_header_count_after_it(value_length):
+    """A null value (-1, in one byte or spent over three) followed by nothing: the
+    decoder wants a header count after it; the walk must not take the varint's last
+    byte for one."""
+    record = b"\x00\x00\x00\x01" + value_length  # attributes, deltas 0, null key, null value
+    wire = bytes(_raw_batch([record]))
+    with pytest.raises(ProtocolError):
+        decode_batch(wire)
+    with pytest.raises(ProtocolError):
+        validate_batch(wire)
+    _same_verdict(bytes(_raw_batch([record + b"\x00"])))

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from broker_core.records import RecordBatch, Records
-from real_io.connection import FIRST_ALLOCATION, STAGING_BYTES
+from real_io.connection import FIRST_ALLOCATION, STAGING_BYTES, FramePool
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
 from real_io.protocol.record_batch import decode_batches
@@ -105,3 +105,39 @@ def test_a_read_that_ends_inside_the_next_size_prefix(client, cut):
     client.sock.sendall(second[cut:])
     answered, body = client.receive(ApiKey.PRODUCE, 8)
     assert (answered, partition_of(body)["base_offset"]) == (2, 1)
+
+
+def test_large_requests_pipelined_through_the_pooled_buffers_are_each_stored_intact(client):
+    """Twelve 300 KiB produce frames in one write, acks 1 and 0 mixed: each is received
+    into a pool buffer that earlier frames used, and every record reads back as sent."""
+    create(client, "pooled")
+    values = ["".join(chr((i * 7 + j) % 256) for j in range(300 * 1024)) for i in range(12)]
+    acks = [1 if i % 3 else 0 for i in range(12)]
+    client.sock.sendall(b"".join(frame(ApiKey.PRODUCE, 8, 10 + i, produce_body("pooled", one_record(v), acks=a))
+                                 for i, (v, a) in enumerate(zip(values, acks))))
+    answers = [client.receive(ApiKey.PRODUCE, 8) for a in acks if a]
+    assert [cid for cid, _ in answers] == [10 + i for i, a in enumerate(acks) if a]
+    body = fetch_body("pooled", 0, 0, 1)
+    body["topics"][0]["partitions"][0]["partition_max_bytes"] = 8 * FIRST_ALLOCATION
+    body["max_bytes"] = 8 * FIRST_ALLOCATION
+    fetched = partition_of(client.ask(ApiKey.FETCH, 11, body), inner="partition_responses")["record_set"]
+    assert [b.records.values[0] for b in decode_batches(fetched)] == values
+
+
+def test_a_pool_buffer_is_used_again_only_once_no_view_of_it_is_left():
+    """What a produce request's batch holds (a view of its frame's buffer) keeps the
+    buffer out of the pool's use: the next frame gets a fresh one."""
+    pool = FramePool(limit=2)
+    first = pool.take()
+    batch = memoryview(first)[100:200]
+    pool.give(first)
+    second = pool.take()
+    assert second is not first and len(second) == FIRST_ALLOCATION
+    del batch
+    pool.give(second)
+    assert pool.take() is second
+    pool.give(first)  # not viewed any more: kept, and its length is still its own
+    assert pool.take() is first and len(first) == FIRST_ALLOCATION
+    for _ in range(3):
+        pool.give(bytearray(FIRST_ALLOCATION))
+    assert len(pool.free) == 2

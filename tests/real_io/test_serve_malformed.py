@@ -231,3 +231,21 @@ def test_a_connection_idle_past_connections_max_idle_ms_is_closed(tmp_path):
         assert api_versions_works(process)
     finally:
         assert process.stop() == 0
+
+
+def test_a_connection_busy_past_connections_max_idle_ms_stays_open_until_it_idles(tmp_path):
+    """The idle timer armed by a wait that then ended finds a later wait when it fires
+    and moves on to that wait's deadline: a connection asking every 150 ms lives past
+    several idle times of 300 ms, and once it stops it is closed one idle time later."""
+    process = ServeProcess(tmp_path / "data", extra=("--connections-max-idle-ms", "300")).start()
+    try:
+        with connect(process) as busy:
+            for i in range(8):
+                busy.sendall(apis.encode_request(RequestHeader(ApiKey.API_VERSIONS, 2, i, "busy"), {}))
+                assert apis.decode_response(ApiKey.API_VERSIONS, 2, read_frame(busy))[0] == i
+                time.sleep(0.15)
+            stopped = time.monotonic() - 0.15
+            assert is_closed(busy)
+            assert 0.25 <= time.monotonic() - stopped < 3
+    finally:
+        assert process.stop() == 0

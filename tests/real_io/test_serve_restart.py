@@ -109,6 +109,34 @@ def test_a_torn_tail_is_truncated_at_restart_never_served(tmp_path):
         assert broker.stop() == 0
 
 
+def test_kill_9_after_a_segment_outgrew_its_reserve_leaves_what_was_written_and_a_torn_tail_is_cut(tmp_path):
+    """A segment past 4 MiB has disk blocks reserved past its end (real_io/files.py,
+    FALLOC_FL_KEEP_SIZE): after kill -9 its length is what was written, no more, so
+    recovery reads every acknowledged batch, cuts a torn tail as without the reserve,
+    and the next append takes the next offset."""
+    broker = ServeProcess(tmp_path / "data").start()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=0, request_timeout_ms=5000)
+    values = [bytes([i]) * 100_000 for i in range(60)]
+    for value in values:
+        producer.send("reserved", value).get(10)
+    producer.close(5)
+    broker.kill()
+    segment = tmp_path / "data" / "reserved-0" / "00000000000000000000.log"
+    whole = segment.read_bytes()
+    assert len(whole) > 6_000_000 and segment.stat().st_blocks * 512 > len(whole) + (1 << 20)  # reserved
+    segment.write_bytes(whole + whole[:61] + b"\x00" * 20)  # a batch that never finished
+    broker = ServeProcess(tmp_path / "data").start()
+    try:
+        assert segment.stat().st_size == len(whole)
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, request_timeout_ms=5000)
+        assert producer.send("reserved", b"after").get(10).offset == 60
+        producer.close(5)
+        records = kafka_python_read(broker.bootstrap, "reserved", 1, 61)
+        assert [r.value for r in records] == values + [b"after"]
+    finally:
+        assert broker.stop() == 0
+
+
 def test_serve_on_zookeeper_creates_its_chroot_and_kafkas_layout(zk_hosts, admin, tmp_path):
     broker = ServeProcess(tmp_path / "data", zk=zk_hosts + "/kafka-root").start()
     try:
