@@ -3,11 +3,13 @@ timers and coordination client. It carries out the node's effects and turns worl
 events into the node's inputs. Crash, power loss, restart and pause happen here."""
 from __future__ import annotations
 
-import heapq
+from collections import deque
 from functools import cache
-from typing import Any, Callable
+from heapq import heappush
+from typing import Any, Callable, Final
 
 import simpy
+from simpy.events import NORMAL
 
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
@@ -28,6 +30,35 @@ def broker_name(broker_id: int) -> str:
 
 def broker_id_of(name: str) -> int | None:
     return int(name[7:]) if name.startswith("broker-") else None
+
+
+class _Timer:
+    """A timer the core set: fires at ``at`` (simulated ms) unless cancelled or set again."""
+
+    def __init__(self, at: float, token: int, key: tuple) -> None:
+        self.at = at
+        self.token = token  # the order of setting: breaks ties between equal times
+        self.key = key
+        self.live = True
+
+
+class _Wake:
+    """The simpy event that wakes the host's timers (what a Timeout with a callback did):
+    simpy's step reads ``callbacks`` (then clears it) and ``_ok``."""
+
+    def __init__(self, host: BrokerHost, token: int) -> None:
+        self.callbacks: Any = _WAKE
+        self._ok = True
+        self._value: Any = None
+        self.host = host
+        self.token = token
+
+
+def _wake_event(event: _Wake) -> None:
+    event.host._wake(event.token)
+
+
+_WAKE: Final = (_wake_event,)
 
 
 class BrokerHost:
@@ -51,8 +82,12 @@ class BrokerHost:
         self.clock_offset_ms = 0
         self.powered = True
         self._clients: set[str] = set()
-        self._timers: dict[Any, int] = {}
-        self._timer_heap: list = []
+        self._timers: dict[tuple, _Timer] = {}  # the live timer of each key
+        # Per timer kind (key[0]) in firing order, cancelled ones included until they reach
+        # the front: a kind mostly has one delay, so a new timer goes last (Kafka's
+        # timing wheel); no heap of thousands of cancelled produce and fetch timeouts.
+        self._timer_queues: dict[Any, deque[_Timer]] = {}
+        self._exact = hasattr(env, "_eid") and isinstance(getattr(env, "_queue", None), list)
         self._wake_at: float | None = None
         self._wake_token = 0
         self._waking = False
@@ -104,8 +139,10 @@ class BrokerHost:
                 self.network.send(self.name, client, ConnectionReset(self.broker_id))
 
     def _clear_timers(self) -> None:
+        for timer in self._timers.values():
+            timer.live = False
         self._timers.clear()
-        self._timer_heap.clear()
+        self._timer_queues.clear()
         self._wake_at = None
         self._wake_token += 1
 
@@ -154,7 +191,9 @@ class BrokerHost:
             elif kind is SetTimer:
                 self._set_timer(effect.key, effect.at_ms)
             elif kind is CancelTimer:
-                self._timers.pop(effect.key, None)
+                cancelled = self._timers.pop(effect.key, None)
+                if cancelled is not None:
+                    cancelled.live = False
             elif kind is WriteBytes:
                 error = self.disk.write(effect.path, effect.position, effect.data)
                 if error is not None:
@@ -217,46 +256,87 @@ class BrokerHost:
     def shutdown(self) -> None:
         self._input(ShutdownRequested())
 
-    # Timers live in the host's own heap; simpy holds one wake-up for the earliest, so a
-    # cancelled timer (most produce and fetch timeouts) costs simpy nothing.
-    def _set_timer(self, key, at_ms: int) -> None:
+    # Timers live in the host's own queues; simpy holds one wake-up for the earliest, so a
+    # cancelled timer (most produce and fetch timeouts) costs simpy nothing. Timers fire in
+    # the order of (time, order of setting), as from one heap.
+    def _set_timer(self, key: tuple, at_ms: int) -> None:
         self._timer_seq += 1
-        token = self._timer_seq
-        self._timers[key] = token
         at = float(max(at_ms - self.clock_offset_ms, self.env.now))
-        heapq.heappush(self._timer_heap, (at, token, key))
-        if not self._waking and (self._wake_at is None or at < self._wake_at):
+        timer = _Timer(at, self._timer_seq, key)
+        replaced = self._timers.get(key)
+        if replaced is not None:
+            replaced.live = False
+        self._timers[key] = timer
+        kind = key[0]
+        queue = self._timer_queues.get(kind)
+        if queue is None:
+            queue = self._timer_queues[kind] = deque()
+        if queue and queue[-1].at > at:
+            _insert_in_order(queue, timer)  # a shorter delay than its kind's last one (or a clock change)
+        else:
+            queue.append(timer)
+        wake_at = self._wake_at
+        if not self._waking and (wake_at is None or at < wake_at):
             self._schedule_wake(at)
 
     def _schedule_wake(self, at: float) -> None:
         self._wake_at = at
         self._wake_token += 1
-        token = self._wake_token
-        event = self.env.timeout(at - self.env.now)
-        event.callbacks.append(lambda _e: self._wake(token))
+        env = self.env
+        now: float = env.now
+        delay = at - now
+        event = _Wake(self, self._wake_token)
+        if self._exact:  # what env.timeout(delay) does, without its Python calls (sim/deadlines.py)
+            heappush(env._queue, (now + delay, NORMAL, next(env._eid), event))  # type: ignore[misc]
+        else:
+            env.schedule(event, NORMAL, delay)  # type: ignore[arg-type]
+
+    def _next_timer(self) -> deque[_Timer] | None:
+        """The queue whose first timer is the earliest live one (cancelled ones in front dropped)."""
+        best: deque[_Timer] | None = None
+        best_timer: _Timer | None = None
+        for queue in self._timer_queues.values():
+            while queue and not queue[0].live:
+                queue.popleft()
+            if queue:
+                head = queue[0]
+                if best_timer is None or head.at < best_timer.at or (
+                        head.at == best_timer.at and head.token < best_timer.token):
+                    best, best_timer = queue, head
+        return best
 
     def _wake(self, token: int) -> None:
         if token != self._wake_token:
             return
         self._wake_at = None
         self._waking = True  # timers set while firing are scheduled below, all at once
-        heap = self._timer_heap
-        now = self.env.now
+        now: float = self.env.now
         try:
-            while heap and heap[0][0] <= now:
-                _, timer_token, key = heapq.heappop(heap)
-                if self._timers.get(key) == timer_token:
-                    del self._timers[key]
-                    self._input(TimerFired(key))
+            while True:
+                queue = self._next_timer()
+                if queue is None or queue[0].at > now:
+                    break
+                timer = queue.popleft()
+                timer.live = False
+                del self._timers[timer.key]
+                self._input(TimerFired(timer.key))
         finally:
             self._waking = False
-        while heap and self._timers.get(heap[0][2]) != heap[0][1]:
-            heapq.heappop(heap)  # drop cancelled timers at the front
-        if heap:
-            self._schedule_wake(heap[0][0])
+        queue = self._next_timer()
+        if queue is not None:
+            self._schedule_wake(queue[0].at)
 
     def _fsync_callback(self, path: str, token: int, incarnation: int):
         def done():
             if incarnation == self.incarnation:
                 self._input(FsyncCompleted(path, token))
         return done
+
+
+def _insert_in_order(queue: deque[_Timer], timer: _Timer) -> None:
+    """Put ``timer`` after every timer due at or before it (it was set last, so it
+    fires after those of the same time)."""
+    index = len(queue)
+    while index > 0 and queue[index - 1].at > timer.at:
+        index -= 1
+    queue.insert(index, timer)
