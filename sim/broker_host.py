@@ -4,9 +4,8 @@ events into the node's inputs. Crash, power loss, restart and pause happen here.
 from __future__ import annotations
 
 from collections import deque
-from functools import cache
 from heapq import heappush
-from typing import Any, Callable, Final
+from typing import Any, Callable, Final, Hashable
 
 import simpy
 from simpy.events import NORMAL
@@ -19,13 +18,20 @@ from broker_core.effects import (
 from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from sim.coordination import SERVICE, CoordinationClient
+from sim.deadlines import has_simpy_internals
 from sim.disk import SimDisk
 from sim.network import ConnectionReset, Network
 
 
-@cache  # called for every message a broker sends
+_BROKER_NAMES: dict[int, str] = {}
+
+
 def broker_name(broker_id: int) -> str:
-    return f"broker-{broker_id}"
+    """Called for every message a broker or client sends: each name is built once."""
+    name = _BROKER_NAMES.get(broker_id)
+    if name is None:
+        name = _BROKER_NAMES[broker_id] = f"broker-{broker_id}"
+    return name
 
 
 def broker_id_of(name: str) -> int | None:
@@ -87,12 +93,15 @@ class BrokerHost:
         # the front: a kind mostly has one delay, so a new timer goes last (Kafka's
         # timing wheel); no heap of thousands of cancelled produce and fetch timeouts.
         self._timer_queues: dict[Any, deque[_Timer]] = {}
-        self._exact = hasattr(env, "_eid") and isinstance(getattr(env, "_queue", None), list)
+        self._exact = has_simpy_internals(env)
         self._wake_at: float | None = None
         self._wake_token = 0
         self._waking = False
         self._timer_seq = 0
         self._paused_inputs: list[Any] = []
+        # what MessageReceived names each sender by (a broker id, or a client's address),
+        # worked out once per sender instead of once per message
+        self._senders: dict[str, Hashable] = {}
         self.exited = False  # the process stopped on its own account (not killed, not asked to)
         self.on_exit: Callable[[int], None] = lambda broker: None
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
@@ -106,7 +115,11 @@ class BrokerHost:
         return self.node is not None
 
     def now_ms(self) -> int:
-        return max(int(self.env.now) + self.clock_offset_ms, 0)
+        return max(int(self._now()) + self.clock_offset_ms, 0)
+
+    def _now(self) -> float:
+        # simpy's ``now`` property returns ``_now``: read directly on the per-message path
+        return self.env._now if self._exact else self.env.now
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -164,8 +177,11 @@ class BrokerHost:
             else:
                 self.coord.handle(message)
             return
-        broker = broker_id_of(src)
-        self._input(MessageReceived(broker if broker is not None else src, message))
+        sender = self._senders.get(src)
+        if sender is None:
+            broker = broker_id_of(src)
+            sender = self._senders[src] = broker if broker is not None else src
+        self._input(MessageReceived(sender, message))
 
     def _input(self, event: Any) -> None:
         node = self.node
@@ -261,7 +277,7 @@ class BrokerHost:
     # the order of (time, order of setting), as from one heap.
     def _set_timer(self, key: tuple, at_ms: int) -> None:
         self._timer_seq += 1
-        at = float(max(at_ms - self.clock_offset_ms, self.env.now))
+        at = float(max(at_ms - self.clock_offset_ms, self._now()))
         timer = _Timer(at, self._timer_seq, key)
         replaced = self._timers.get(key)
         if replaced is not None:
@@ -283,7 +299,7 @@ class BrokerHost:
         self._wake_at = at
         self._wake_token += 1
         env = self.env
-        now: float = env.now
+        now: float = self._now()
         delay = at - now
         event = _Wake(self, self._wake_token)
         if self._exact:  # what env.timeout(delay) does, without its Python calls (sim/deadlines.py)
@@ -310,7 +326,7 @@ class BrokerHost:
             return
         self._wake_at = None
         self._waking = True  # timers set while firing are scheduled below, all at once
-        now: float = self.env.now
+        now: float = self._now()
         try:
             while True:
                 queue = self._next_timer()

@@ -13,6 +13,8 @@ import networkx as nx
 import simpy
 from simpy.events import NORMAL
 
+from sim.deadlines import has_simpy_internals
+
 
 @dataclass(frozen=True)
 class ConnectionReset:
@@ -96,7 +98,7 @@ class Network:
         # every pair's _Link by source, then destination (no tuple built per message)
         self._routes: dict[str, dict[str, _Link]] = {}
         # the Timeout's place in simpy's queue, taken directly (sim/deadlines.py says why that is exact)
-        self._exact = hasattr(env, "_eid") and isinstance(getattr(env, "_queue", None), list)
+        self._exact = has_simpy_internals(env)
         self._links: dict[tuple[str, str], LinkSpec] = {}
         self._cuts: dict[int, set[tuple[str, str]]] = {}
         self._overrides: dict[int, tuple[list, dict]] = {}
@@ -165,7 +167,7 @@ class Network:
     def _schedule(self, state: _Link, message: Any, seq: int) -> None:
         env = self.env
         link = state.spec
-        now: float = env.now
+        now: float = env._now if self._exact else env.now
         at = now + link.latency_ms + (self.rng.random() * link.jitter_ms if link.jitter_ms else 0.0)
         if not link.reorder:
             last = state.last_delivery
