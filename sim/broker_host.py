@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from heapq import heappush
-from typing import Any, Callable, Final, Hashable
+from typing import Any, Callable, Final, Hashable, Iterator
 
 import simpy
 from simpy.events import NORMAL
@@ -94,6 +94,8 @@ class BrokerHost:
         # timing wheel); no heap of thousands of cancelled produce and fetch timeouts.
         self._timer_queues: dict[Any, deque[_Timer]] = {}
         self._exact = has_simpy_internals(env)
+        self._queue: list = env._queue if self._exact else []  # simpy keeps these for its whole life
+        self._event_ids: Iterator[int] = env._eid if self._exact else iter(())
         self._wake_at: float | None = None
         self._wake_token = 0
         self._waking = False
@@ -197,48 +199,60 @@ class BrokerHost:
         for effect in effects:
             if self.incarnation != incarnation:
                 return  # the process halted part-way: the rest never happened
+            # The typed locals let mypyc read the effects' fields directly (no lookup by name).
             kind = type(effect)
             if kind is Send:
-                dst = effect.dst
+                send: Send = effect
+                dst: Any = send.dst
                 self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
-                                  resolve_message(effect.message, self.storage))
-            elif kind is Trace:
-                self._trace(self.name, effect.type, effect.fields)
+                                  resolve_message(send.message, self.storage))
             elif kind is SetTimer:
-                self._set_timer(effect.key, effect.at_ms)
+                timer: SetTimer = effect
+                self._set_timer(timer.key, timer.at_ms)
             elif kind is CancelTimer:
-                cancelled = self._timers.pop(effect.key, None)
+                cancel: CancelTimer = effect
+                cancelled = self._timers.pop(cancel.key, None)
                 if cancelled is not None:
                     cancelled.live = False
             elif kind is WriteBytes:
-                error = self.disk.write(effect.path, effect.position, effect.data)
+                write: WriteBytes = effect
+                error = self.disk.write(write.path, write.position, write.data)
                 if error is not None:
-                    self._disk_failed(effect.path, error)
+                    self._disk_failed(write.path, error)
                 else:
-                    self.storage.remember(effect)
-            elif kind is CoordRequest:
-                self.coord.request(effect.request_id, effect.op)
-            elif kind is Fsync:
-                self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
-            elif kind is TruncateFile:
-                self.disk.truncate(effect.path, effect.size)
-            elif kind is DeleteFile:
-                self.disk.delete(effect.path)
-                self.storage.forget(effect.path)
-            elif kind is ReplaceFile:
-                error = self.disk.replace(effect.path, effect.data)
-                if error is not None:
-                    self._disk_failed(effect.path, error)
-            elif kind is Halt:
-                self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
-                if effect.clean:
-                    self.coord.close()
-                self.crash()
-                if not effect.requested:
-                    self.exited = True
-                    self.on_exit(self.broker_id)
+                    self.storage.remember(write)
+            elif kind is Trace:
+                trace: Trace = effect
+                fields: Any = trace.fields  # a dict (NodeContext.trace builds it)
+                self._trace(self.name, trace.type, fields)
             else:
-                raise TypeError(f"unknown effect {kind.__name__}")
+                self._apply_other(effect)
+
+    def _apply_other(self, effect: Any) -> None:
+        kind = type(effect)
+        if kind is CoordRequest:
+            self.coord.request(effect.request_id, effect.op)
+        elif kind is Fsync:
+            self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
+        elif kind is TruncateFile:
+            self.disk.truncate(effect.path, effect.size)
+        elif kind is DeleteFile:
+            self.disk.delete(effect.path)
+            self.storage.forget(effect.path)
+        elif kind is ReplaceFile:
+            error = self.disk.replace(effect.path, effect.data)
+            if error is not None:
+                self._disk_failed(effect.path, error)
+        elif kind is Halt:
+            self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
+            if effect.clean:
+                self.coord.close()
+            self.crash()
+            if not effect.requested:
+                self.exited = True
+                self.on_exit(self.broker_id)
+        else:
+            raise TypeError(f"unknown effect {kind.__name__}")
 
     def _read_file(self, path: str) -> bytearray | None:
         f = self.disk.files.get(path)
@@ -303,7 +317,7 @@ class BrokerHost:
         delay = at - now
         event = _Wake(self, self._wake_token)
         if self._exact:  # what env.timeout(delay) does, without its Python calls (sim/deadlines.py)
-            heappush(env._queue, (now + delay, NORMAL, next(env._eid), event))  # type: ignore[misc]
+            heappush(self._queue, (now + delay, NORMAL, next(self._event_ids), event))
         else:
             env.schedule(event, NORMAL, delay)  # type: ignore[arg-type]
 

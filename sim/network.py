@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisect import insort
 from dataclasses import dataclass, replace
 from heapq import heappush
-from typing import Any, Callable, Final, Iterable
+from typing import Any, Callable, Final, Iterable, Iterator
 
 import networkx as nx
 import simpy
@@ -99,6 +99,9 @@ class Network:
         self._routes: dict[str, dict[str, _Link]] = {}
         # the Timeout's place in simpy's queue, taken directly (sim/deadlines.py says why that is exact)
         self._exact = has_simpy_internals(env)
+        # simpy keeps one queue and one event counter for its whole life
+        self._queue: list = env._queue if self._exact else []
+        self._event_ids: Iterator[int] = env._eid if self._exact else iter(())
         self._links: dict[tuple[str, str], LinkSpec] = {}
         self._cuts: dict[int, set[tuple[str, str]]] = {}
         self._overrides: dict[int, tuple[list, dict]] = {}
@@ -177,7 +180,7 @@ class Network:
         delay = at - now
         event = _Delivery(self, state, message, seq)
         if self._exact:  # what env.timeout(delay) does, without its Python calls
-            heappush(env._queue, (now + delay, NORMAL, next(env._eid), event))  # type: ignore[misc]
+            heappush(self._queue, (now + delay, NORMAL, next(self._event_ids), event))
         else:
             env.schedule(event, NORMAL, delay)  # type: ignore[arg-type]
 
