@@ -48,6 +48,78 @@ class _Timer:
         self.live = True
 
 
+class HostTimers:
+    """A host's timers, due in the order of (time, order of setting), as from one heap.
+
+    One FIFO per timer kind (``key[0]``): a kind mostly has one delay, so a new timer
+    goes last (Kafka's timing wheel does the same); a shorter one, or one set after a
+    clock change, is inserted in order. A cancelled timer stays in its FIFO, marked,
+    until it reaches the front: no heap of thousands of cancelled produce and fetch
+    timeouts to push and pop."""
+
+    def __init__(self) -> None:
+        self._live: dict[tuple, _Timer] = {}  # the live timer of each key
+        self._queues: dict[Any, deque[_Timer]] = {}
+        self._seq = 0
+
+    def set(self, key: tuple, at: float) -> None:
+        """Set (or set again) the timer ``key`` to fire at ``at``."""
+        self._seq += 1
+        timer = _Timer(at, self._seq, key)
+        replaced = self._live.get(key)
+        if replaced is not None:
+            replaced.live = False
+        self._live[key] = timer
+        kind = key[0]
+        queue = self._queues.get(kind)
+        if queue is None:
+            queue = self._queues[kind] = deque()
+        if queue and queue[-1].at > at:
+            _insert_in_order(queue, timer)
+        else:
+            queue.append(timer)
+
+    def cancel(self, key: tuple) -> None:
+        cancelled = self._live.pop(key, None)
+        if cancelled is not None:
+            cancelled.live = False
+
+    def clear(self) -> None:
+        for timer in self._live.values():
+            timer.live = False
+        self._live.clear()
+        self._queues.clear()
+
+    def _earliest_queue(self) -> deque[_Timer] | None:
+        """The queue whose first timer is the earliest live one (cancelled ones in front dropped)."""
+        best: deque[_Timer] | None = None
+        best_timer: _Timer | None = None
+        for queue in self._queues.values():
+            while queue and not queue[0].live:
+                queue.popleft()
+            if queue:
+                head = queue[0]
+                if best_timer is None or head.at < best_timer.at or (
+                        head.at == best_timer.at and head.token < best_timer.token):
+                    best, best_timer = queue, head
+        return best
+
+    def next_at(self) -> float | None:
+        """When the earliest live timer is due; None without one."""
+        queue = self._earliest_queue()
+        return None if queue is None else queue[0].at
+
+    def pop_due(self, now: float) -> tuple | None:
+        """The key of the earliest live timer due at or before ``now``, no longer set."""
+        queue = self._earliest_queue()
+        if queue is None or queue[0].at > now:
+            return None
+        timer = queue.popleft()
+        timer.live = False
+        del self._live[timer.key]
+        return timer.key
+
+
 class _Wake:
     """The simpy event that wakes the host's timers (what a Timeout with a callback did):
     simpy's step reads ``callbacks`` (then clears it) and ``_ok``."""
@@ -88,18 +160,13 @@ class BrokerHost:
         self.clock_offset_ms = 0
         self.powered = True
         self._clients: set[str] = set()
-        self._timers: dict[tuple, _Timer] = {}  # the live timer of each key
-        # Per timer kind (key[0]) in firing order, cancelled ones included until they reach
-        # the front: a kind mostly has one delay, so a new timer goes last (Kafka's
-        # timing wheel); no heap of thousands of cancelled produce and fetch timeouts.
-        self._timer_queues: dict[Any, deque[_Timer]] = {}
+        self._timers = HostTimers()
         self._exact = has_simpy_internals(env)
         self._queue: list = env._queue if self._exact else []  # simpy keeps these for its whole life
         self._event_ids: Iterator[int] = env._eid if self._exact else iter(())
         self._wake_at: float | None = None
         self._wake_token = 0
         self._waking = False
-        self._timer_seq = 0
         self._paused_inputs: list[Any] = []
         # what MessageReceived names each sender by (a broker id, or a client's address),
         # worked out once per sender instead of once per message
@@ -154,10 +221,7 @@ class BrokerHost:
                 self.network.send(self.name, client, ConnectionReset(self.broker_id))
 
     def _clear_timers(self) -> None:
-        for timer in self._timers.values():
-            timer.live = False
         self._timers.clear()
-        self._timer_queues.clear()
         self._wake_at = None
         self._wake_token += 1
 
@@ -211,9 +275,7 @@ class BrokerHost:
                 self._set_timer(timer.key, timer.at_ms)
             elif kind is CancelTimer:
                 cancel: CancelTimer = effect
-                cancelled = self._timers.pop(cancel.key, None)
-                if cancelled is not None:
-                    cancelled.live = False
+                self._timers.cancel(cancel.key)
             elif kind is WriteBytes:
                 write: WriteBytes = effect
                 error = self.disk.write(write.path, write.position, write.data)
@@ -290,21 +352,8 @@ class BrokerHost:
     # cancelled timer (most produce and fetch timeouts) costs simpy nothing. Timers fire in
     # the order of (time, order of setting), as from one heap.
     def _set_timer(self, key: tuple, at_ms: int) -> None:
-        self._timer_seq += 1
         at = float(max(at_ms - self.clock_offset_ms, self._now()))
-        timer = _Timer(at, self._timer_seq, key)
-        replaced = self._timers.get(key)
-        if replaced is not None:
-            replaced.live = False
-        self._timers[key] = timer
-        kind = key[0]
-        queue = self._timer_queues.get(kind)
-        if queue is None:
-            queue = self._timer_queues[kind] = deque()
-        if queue and queue[-1].at > at:
-            _insert_in_order(queue, timer)  # a shorter delay than its kind's last one (or a clock change)
-        else:
-            queue.append(timer)
+        self._timers.set(key, at)
         wake_at = self._wake_at
         if not self._waking and (wake_at is None or at < wake_at):
             self._schedule_wake(at)
@@ -321,20 +370,6 @@ class BrokerHost:
         else:
             env.schedule(event, NORMAL, delay)  # type: ignore[arg-type]
 
-    def _next_timer(self) -> deque[_Timer] | None:
-        """The queue whose first timer is the earliest live one (cancelled ones in front dropped)."""
-        best: deque[_Timer] | None = None
-        best_timer: _Timer | None = None
-        for queue in self._timer_queues.values():
-            while queue and not queue[0].live:
-                queue.popleft()
-            if queue:
-                head = queue[0]
-                if best_timer is None or head.at < best_timer.at or (
-                        head.at == best_timer.at and head.token < best_timer.token):
-                    best, best_timer = queue, head
-        return best
-
     def _wake(self, token: int) -> None:
         if token != self._wake_token:
             return
@@ -343,18 +378,15 @@ class BrokerHost:
         now: float = self._now()
         try:
             while True:
-                queue = self._next_timer()
-                if queue is None or queue[0].at > now:
+                key = self._timers.pop_due(now)
+                if key is None:
                     break
-                timer = queue.popleft()
-                timer.live = False
-                del self._timers[timer.key]
-                self._input(TimerFired(timer.key))
+                self._input(TimerFired(key))
         finally:
             self._waking = False
-        queue = self._next_timer()
-        if queue is not None:
-            self._schedule_wake(queue[0].at)
+        at = self._timers.next_at()
+        if at is not None:
+            self._schedule_wake(at)
 
     def _fsync_callback(self, path: str, token: int, incarnation: int):
         def done():
