@@ -81,10 +81,13 @@ class BrokerNode:
             raise CoreError(f"broker {self.broker_id}: {type(event).__name__} before Started")
         if self.logs.closing is not None and type(event) not in (FsyncCompleted, DiskWriteFailed):
             return []  # shutting down: no requests, timers or coordination are served any more
-        handler = self._handlers.get(type(event))
-        if handler is None:
-            raise CoreError(f"broker {self.broker_id}: unknown input {type(event).__name__}")
-        handler(event)
+        if type(event) is MessageReceived:
+            self._on_message(event)  # most inputs: called directly, not through the table
+        else:
+            handler = self._handlers.get(type(event))
+            if handler is None:
+                raise CoreError(f"broker {self.broker_id}: unknown input {type(event).__name__}")
+            handler(event)
         if ctx.replay_requested:
             ctx.replay_requested = False
             self._replay_held()

@@ -79,10 +79,14 @@ class CoordRequest:
     op: Any  # broker_core.coordination op
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Trace:
     type: str
     fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, type: str, fields: Mapping[str, Any] | None = None) -> None:
+        self.type = type
+        self.fields = {} if fields is None else fields
 
 
 @dataclass(slots=True)

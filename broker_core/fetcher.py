@@ -85,7 +85,8 @@ class ReplicaFetcherManager:
             return
         ctx = self.ctx
         correlation_id = ctx.next_correlation_id()
-        truncating = sorted(tp for tp, s in fetcher.states.items() if s is FetchState.TRUNCATING)
+        truncating = [tp for tp, s in fetcher.states.items() if s is FetchState.TRUNCATING]
+        truncating.sort()
         request: OffsetsForLeaderEpochRequest | FetchRequest
         if truncating:
             epochs = {tp: (self.partitions[tp].leader_epoch, self.partitions[tp].log.epochs.latest_epoch)

@@ -196,8 +196,12 @@ class Partition:
     def caught_up_replicas(self) -> tuple[int, ...]:
         """Followers outside the ISR that have reached the high watermark and the start of
         the current leader epoch: they may rejoin."""
-        if set(self.replicas).issubset(self.isr):
-            return ()  # everyone is in already: the usual case, checked on every fetch
+        isr = self.isr
+        for replica in self.replicas:
+            if replica not in isr:
+                break
+        else:
+            return ()  # everyone is in already: the usual case, checked on every fetch (no set built)
         epoch_start = self.log.epochs.entries[-1][1] if self.log.epochs.entries else 0
         joining = []
         for replica, progress in sorted(self.followers.items()):

@@ -3,11 +3,12 @@ timers and coordination client. It carries out the node's effects and turns worl
 events into the node's inputs. Crash, power loss, restart and pause happen here."""
 from __future__ import annotations
 
-import heapq
-from functools import cache
-from typing import Any, Callable
+from collections import deque
+from heapq import heappush
+from typing import Any, Callable, Final, Hashable, Iterator
 
 import simpy
+from simpy.events import NORMAL
 
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
@@ -17,17 +18,125 @@ from broker_core.effects import (
 from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from sim.coordination import SERVICE, CoordinationClient
+from sim.deadlines import has_simpy_internals
 from sim.disk import SimDisk
 from sim.network import ConnectionReset, Network
 
 
-@cache  # called for every message a broker sends
+_BROKER_NAMES: dict[int, str] = {}
+
+
 def broker_name(broker_id: int) -> str:
-    return f"broker-{broker_id}"
+    """Called for every message a broker or client sends: each name is built once."""
+    name = _BROKER_NAMES.get(broker_id)
+    if name is None:
+        name = _BROKER_NAMES[broker_id] = f"broker-{broker_id}"
+    return name
 
 
 def broker_id_of(name: str) -> int | None:
     return int(name[7:]) if name.startswith("broker-") else None
+
+
+class _Timer:
+    """A timer the core set: fires at ``at`` (simulated ms) unless cancelled or set again."""
+
+    def __init__(self, at: float, token: int, key: tuple) -> None:
+        self.at = at
+        self.token = token  # the order of setting: breaks ties between equal times
+        self.key = key
+        self.live = True
+
+
+class HostTimers:
+    """A host's timers, due in the order of (time, order of setting), as from one heap.
+
+    One FIFO per timer kind (``key[0]``): a kind mostly has one delay, so a new timer
+    goes last (Kafka's timing wheel does the same); a shorter one, or one set after a
+    clock change, is inserted in order. A cancelled timer stays in its FIFO, marked,
+    until it reaches the front: no heap of thousands of cancelled produce and fetch
+    timeouts to push and pop."""
+
+    def __init__(self) -> None:
+        self._live: dict[tuple, _Timer] = {}  # the live timer of each key
+        self._queues: dict[Any, deque[_Timer]] = {}
+        self._seq = 0
+
+    def set(self, key: tuple, at: float) -> None:
+        """Set (or set again) the timer ``key`` to fire at ``at``."""
+        self._seq += 1
+        timer = _Timer(at, self._seq, key)
+        replaced = self._live.get(key)
+        if replaced is not None:
+            replaced.live = False
+        self._live[key] = timer
+        kind = key[0]
+        queue = self._queues.get(kind)
+        if queue is None:
+            queue = self._queues[kind] = deque()
+        if queue and queue[-1].at > at:
+            _insert_in_order(queue, timer)
+        else:
+            queue.append(timer)
+
+    def cancel(self, key: tuple) -> None:
+        cancelled = self._live.pop(key, None)
+        if cancelled is not None:
+            cancelled.live = False
+
+    def clear(self) -> None:
+        for timer in self._live.values():
+            timer.live = False
+        self._live.clear()
+        self._queues.clear()
+
+    def _earliest_queue(self) -> deque[_Timer] | None:
+        """The queue whose first timer is the earliest live one (cancelled ones in front dropped)."""
+        best: deque[_Timer] | None = None
+        best_timer: _Timer | None = None
+        for queue in self._queues.values():
+            while queue and not queue[0].live:
+                queue.popleft()
+            if queue:
+                head = queue[0]
+                if best_timer is None or head.at < best_timer.at or (
+                        head.at == best_timer.at and head.token < best_timer.token):
+                    best, best_timer = queue, head
+        return best
+
+    def next_at(self) -> float | None:
+        """When the earliest live timer is due; None without one."""
+        queue = self._earliest_queue()
+        return None if queue is None else queue[0].at
+
+    def pop_due(self, now: float) -> tuple | None:
+        """The key of the earliest live timer due at or before ``now``, no longer set."""
+        queue = self._earliest_queue()
+        if queue is None or queue[0].at > now:
+            return None
+        timer = queue.popleft()
+        timer.live = False
+        del self._live[timer.key]
+        return timer.key
+
+
+class _Wake:
+    """The simpy event that wakes the host's timers (what a Timeout with a callback did):
+    simpy's step reads ``callbacks`` (then clears it) and ``_ok``."""
+
+    def __init__(self, host: BrokerHost, token: int) -> None:
+        self.callbacks: Any = _WAKE
+        self._ok = True
+        self._value: Any = None
+        self.host = host
+        self.token = token
+
+
+def _wake_event(event: _Wake) -> None:
+    event.host._wake(event.token)
+
+
+_WAKE: Final = (_wake_event,)
 
 
 class BrokerHost:
@@ -51,13 +160,17 @@ class BrokerHost:
         self.clock_offset_ms = 0
         self.powered = True
         self._clients: set[str] = set()
-        self._timers: dict[Any, int] = {}
-        self._timer_heap: list = []
+        self._timers = HostTimers()
+        self._exact = has_simpy_internals(env)
+        self._queue: list = env._queue if self._exact else []  # simpy keeps these for its whole life
+        self._event_ids: Iterator[int] = env._eid if self._exact else iter(())
         self._wake_at: float | None = None
         self._wake_token = 0
         self._waking = False
-        self._timer_seq = 0
         self._paused_inputs: list[Any] = []
+        # what MessageReceived names each sender by (a broker id, or a client's address),
+        # worked out once per sender instead of once per message
+        self._senders: dict[str, Hashable] = {}
         self.exited = False  # the process stopped on its own account (not killed, not asked to)
         self.on_exit: Callable[[int], None] = lambda broker: None
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
@@ -71,7 +184,11 @@ class BrokerHost:
         return self.node is not None
 
     def now_ms(self) -> int:
-        return max(int(self.env.now) + self.clock_offset_ms, 0)
+        return max(int(self._now()) + self.clock_offset_ms, 0)
+
+    def _now(self) -> float:
+        # simpy's ``now`` property returns ``_now``: read directly on the per-message path
+        return self.env._now if self._exact else self.env.now
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -105,7 +222,6 @@ class BrokerHost:
 
     def _clear_timers(self) -> None:
         self._timers.clear()
-        self._timer_heap.clear()
         self._wake_at = None
         self._wake_token += 1
 
@@ -127,8 +243,11 @@ class BrokerHost:
             else:
                 self.coord.handle(message)
             return
-        broker = broker_id_of(src)
-        self._input(MessageReceived(broker if broker is not None else src, message))
+        sender = self._senders.get(src)
+        if sender is None:
+            broker = broker_id_of(src)
+            sender = self._senders[src] = broker if broker is not None else src
+        self._input(MessageReceived(sender, message))
 
     def _input(self, event: Any) -> None:
         node = self.node
@@ -144,46 +263,58 @@ class BrokerHost:
         for effect in effects:
             if self.incarnation != incarnation:
                 return  # the process halted part-way: the rest never happened
+            # The typed locals let mypyc read the effects' fields directly (no lookup by name).
             kind = type(effect)
             if kind is Send:
-                dst = effect.dst
+                send: Send = effect
+                dst: Any = send.dst
                 self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
-                                  resolve_message(effect.message, self.storage))
-            elif kind is Trace:
-                self._trace(self.name, effect.type, effect.fields)
+                                  resolve_message(send.message, self.storage))
             elif kind is SetTimer:
-                self._set_timer(effect.key, effect.at_ms)
+                timer: SetTimer = effect
+                self._set_timer(timer.key, timer.at_ms)
             elif kind is CancelTimer:
-                self._timers.pop(effect.key, None)
+                cancel: CancelTimer = effect
+                self._timers.cancel(cancel.key)
             elif kind is WriteBytes:
-                error = self.disk.write(effect.path, effect.position, effect.data)
+                write: WriteBytes = effect
+                error = self.disk.write(write.path, write.position, write.data)
                 if error is not None:
-                    self._disk_failed(effect.path, error)
+                    self._disk_failed(write.path, error)
                 else:
-                    self.storage.remember(effect)
-            elif kind is CoordRequest:
-                self.coord.request(effect.request_id, effect.op)
-            elif kind is Fsync:
-                self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
-            elif kind is TruncateFile:
-                self.disk.truncate(effect.path, effect.size)
-            elif kind is DeleteFile:
-                self.disk.delete(effect.path)
-                self.storage.forget(effect.path)
-            elif kind is ReplaceFile:
-                error = self.disk.replace(effect.path, effect.data)
-                if error is not None:
-                    self._disk_failed(effect.path, error)
-            elif kind is Halt:
-                self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
-                if effect.clean:
-                    self.coord.close()
-                self.crash()
-                if not effect.requested:
-                    self.exited = True
-                    self.on_exit(self.broker_id)
+                    self.storage.remember(write)
+            elif kind is Trace:
+                trace: Trace = effect
+                fields: Any = trace.fields  # a dict (NodeContext.trace builds it)
+                self._trace(self.name, trace.type, fields)
             else:
-                raise TypeError(f"unknown effect {kind.__name__}")
+                self._apply_other(effect)
+
+    def _apply_other(self, effect: Any) -> None:
+        kind = type(effect)
+        if kind is CoordRequest:
+            self.coord.request(effect.request_id, effect.op)
+        elif kind is Fsync:
+            self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
+        elif kind is TruncateFile:
+            self.disk.truncate(effect.path, effect.size)
+        elif kind is DeleteFile:
+            self.disk.delete(effect.path)
+            self.storage.forget(effect.path)
+        elif kind is ReplaceFile:
+            error = self.disk.replace(effect.path, effect.data)
+            if error is not None:
+                self._disk_failed(effect.path, error)
+        elif kind is Halt:
+            self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
+            if effect.clean:
+                self.coord.close()
+            self.crash()
+            if not effect.requested:
+                self.exited = True
+                self.on_exit(self.broker_id)
+        else:
+            raise TypeError(f"unknown effect {kind.__name__}")
 
     def _read_file(self, path: str) -> bytearray | None:
         f = self.disk.files.get(path)
@@ -217,46 +348,57 @@ class BrokerHost:
     def shutdown(self) -> None:
         self._input(ShutdownRequested())
 
-    # Timers live in the host's own heap; simpy holds one wake-up for the earliest, so a
-    # cancelled timer (most produce and fetch timeouts) costs simpy nothing.
-    def _set_timer(self, key, at_ms: int) -> None:
-        self._timer_seq += 1
-        token = self._timer_seq
-        self._timers[key] = token
-        at = float(max(at_ms - self.clock_offset_ms, self.env.now))
-        heapq.heappush(self._timer_heap, (at, token, key))
-        if not self._waking and (self._wake_at is None or at < self._wake_at):
+    # Timers live in the host's own queues; simpy holds one wake-up for the earliest, so a
+    # cancelled timer (most produce and fetch timeouts) costs simpy nothing. Timers fire in
+    # the order of (time, order of setting), as from one heap.
+    def _set_timer(self, key: tuple, at_ms: int) -> None:
+        at = float(max(at_ms - self.clock_offset_ms, self._now()))
+        self._timers.set(key, at)
+        wake_at = self._wake_at
+        if not self._waking and (wake_at is None or at < wake_at):
             self._schedule_wake(at)
 
     def _schedule_wake(self, at: float) -> None:
         self._wake_at = at
         self._wake_token += 1
-        token = self._wake_token
-        event = self.env.timeout(at - self.env.now)
-        event.callbacks.append(lambda _e: self._wake(token))
+        env = self.env
+        now: float = self._now()
+        delay = at - now
+        event = _Wake(self, self._wake_token)
+        if self._exact:  # what env.timeout(delay) does, without its Python calls (sim/deadlines.py)
+            heappush(self._queue, (now + delay, NORMAL, next(self._event_ids), event))
+        else:
+            env.schedule(event, NORMAL, delay)  # type: ignore[arg-type]
 
     def _wake(self, token: int) -> None:
         if token != self._wake_token:
             return
         self._wake_at = None
         self._waking = True  # timers set while firing are scheduled below, all at once
-        heap = self._timer_heap
-        now = self.env.now
+        now: float = self._now()
         try:
-            while heap and heap[0][0] <= now:
-                _, timer_token, key = heapq.heappop(heap)
-                if self._timers.get(key) == timer_token:
-                    del self._timers[key]
-                    self._input(TimerFired(key))
+            while True:
+                key = self._timers.pop_due(now)
+                if key is None:
+                    break
+                self._input(TimerFired(key))
         finally:
             self._waking = False
-        while heap and self._timers.get(heap[0][2]) != heap[0][1]:
-            heapq.heappop(heap)  # drop cancelled timers at the front
-        if heap:
-            self._schedule_wake(heap[0][0])
+        at = self._timers.next_at()
+        if at is not None:
+            self._schedule_wake(at)
 
     def _fsync_callback(self, path: str, token: int, incarnation: int):
         def done():
             if incarnation == self.incarnation:
                 self._input(FsyncCompleted(path, token))
         return done
+
+
+def _insert_in_order(queue: deque[_Timer], timer: _Timer) -> None:
+    """Put ``timer`` after every timer due at or before it (it was set last, so it
+    fires after those of the same time)."""
+    index = len(queue)
+    while index > 0 and queue[index - 1].at > timer.at:
+        index -= 1
+    queue.insert(index, timer)

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 from collections import deque
 from heapq import heappush
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 import simpy
 from simpy.events import NORMAL
 
 
-def _has_simpy_internals(env: simpy.Environment) -> bool:
-    return hasattr(env, "_eid") and isinstance(getattr(env, "_queue", None), list)
+def has_simpy_internals(env: simpy.Environment) -> bool:
+    """Whether ``env`` has the attributes the exact shortcuts read (simpy 4.1's ``_eid``,
+    ``_queue`` and ``_now``, which its ``now`` property returns)."""
+    return hasattr(env, "_eid") and hasattr(env, "_now") and isinstance(getattr(env, "_queue", None), list)
 
 
 class DeadlineQueue:
@@ -41,7 +43,7 @@ class DeadlineQueue:
         self._fire = fire
         self._fifo: deque[tuple[float, int, Any]] = deque()  # (time, simpy event id, key)
         self._armed = False
-        self._exact = _has_simpy_internals(env)
+        self._exact = has_simpy_internals(env)
 
     def add(self, key: Any) -> None:
         env = self.env
@@ -49,7 +51,7 @@ class DeadlineQueue:
             env.timeout(self.delay_ms).callbacks.append(lambda _event: self._fire_if_live(key))
             return
         # the event id env.timeout would take now: the deadline's place among same-time events
-        self._fifo.append((env.now + self.delay_ms, next(env._eid), key))
+        self._fifo.append((env._now + self.delay_ms, next(env._eid), key))
         if not self._armed:
             self._arm()
 
@@ -70,17 +72,31 @@ class DeadlineQueue:
         if not fifo:
             return
         at, eid, _key = fifo[0]
-        event = simpy.Event(self.env)
-        event._ok = True  # a triggered event with no value, as a Timeout is
-        event._value = None
-        event.callbacks.append(self._wake)
-        heappush(self.env._queue, (at, NORMAL, eid, event))
+        heappush(self.env._queue, (at, NORMAL, eid, _Deadline(self)))  # type: ignore[misc]
         self._armed = True
 
-    def _wake(self, _event: Any) -> None:
+    def _wake(self) -> None:
         self._armed = False
         _at, _eid, key = self._fifo.popleft()
         if self._live(key):
             self._fire(key)  # may add deadlines (a retry), which may arm the next one
         if not self._armed:
             self._arm()
+
+
+class _Deadline:
+    """The simpy event of the earliest live deadline: simpy's step reads ``callbacks``
+    (then clears it) and ``_ok``, as of a triggered event with no value (a Timeout's)."""
+
+    def __init__(self, queue: DeadlineQueue) -> None:
+        self.callbacks: Any = _DEADLINE
+        self._ok = True
+        self._value: Any = None
+        self.queue = queue
+
+
+def _deadline_event(event: _Deadline) -> None:
+    event.queue._wake()
+
+
+_DEADLINE: Final = (_deadline_event,)

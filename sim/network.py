@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from bisect import insort
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from heapq import heappush
+from typing import Any, Callable, Final, Iterable, Iterator
 
 import networkx as nx
 import simpy
+from simpy.events import NORMAL
+
+from sim.deadlines import has_simpy_internals
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,49 @@ class LinkSpec:
     reorder: bool = False
 
 
+Handler = Callable[[str, Any], None]
+
+
+def _no_handler(src: str, message: Any) -> None:
+    raise KeyError("no node to deliver to")
+
+
+class _Link:
+    """One directed pair's state, found once per message: whether the working graph has
+    the edge, whether messages wait on it, its spec and its last delivery time (FIFO)."""
+
+    def __init__(self, src: str, dst: str, spec: LinkSpec, handler: Handler) -> None:
+        self.src = src
+        self.dst = dst
+        self.spec = spec
+        self.handler = handler
+        self.up = False
+        self.held = False  # messages wait in Network._held: later ones queue behind them
+        self.last_delivery = 0.0
+
+
+class _Delivery:
+    """A message on its way: the simpy event that delivers it. simpy's step reads
+    ``callbacks`` (then clears it) and ``_ok``, as of a Timeout; one object per message
+    instead of a Timeout, its callback list and a closure."""
+
+    def __init__(self, network: Network, link: _Link, message: Any, seq: int) -> None:
+        self.callbacks: Any = _DELIVER
+        self._ok = True
+        self._value: Any = None
+        self.network = network
+        self.link = link
+        self.message = message
+        self.seq = seq
+
+
+def _deliver_event(event: _Delivery) -> None:
+    event.network._deliver(event.link, event.message, event.seq)
+
+
+_DELIVER: Final = (_deliver_event,)
+
+
 class Network:
     """Messages on a cut link wait, as TCP retransmits, and are delivered in order when
     the link returns, unless they waited longer than ``hold_ms`` (the connection would
@@ -47,14 +94,19 @@ class Network:
         self._send_seq = 0  # held messages keep their sending order, as TCP does
         self.graph = nx.DiGraph()
         self.full = nx.DiGraph()  # every link that exists when nothing is cut
-        self._up: set[tuple[str, str]] = set()  # the working graph's edges, for the per-message check
-        self._handlers: dict[str, Callable[[str, Any], None]] = {}
-        self._last_delivery: dict[tuple[str, str], float] = {}
+        self._handlers: dict[str, Handler] = {}
+        # every pair's _Link by source, then destination (no tuple built per message)
+        self._routes: dict[str, dict[str, _Link]] = {}
+        # the Timeout's place in simpy's queue, taken directly (sim/deadlines.py says why that is exact)
+        self._exact = has_simpy_internals(env)
+        # simpy keeps one queue and one event counter for its whole life
+        self._queue: list = env._queue if self._exact else []
+        self._event_ids: Iterator[int] = env._eid if self._exact else iter(())
         self._links: dict[tuple[str, str], LinkSpec] = {}
         self._cuts: dict[int, set[tuple[str, str]]] = {}
         self._overrides: dict[int, tuple[list, dict]] = {}
 
-    def add_node(self, name: str, handler: Callable[[str, Any], None]) -> None:
+    def add_node(self, name: str, handler: Handler) -> None:
         self._handlers[name] = handler
         existing = sorted(self.full.nodes)
         self.full.add_edge(name, name)  # loopback: a controller talks to its own broker
@@ -63,7 +115,29 @@ class Network:
             for a, b in ((name, other), (other, name)):
                 self.full.add_edge(a, b)
                 self.graph.add_edge(a, b)
-        self._up = set(self.graph.edges)
+        for routes in self._routes.values():
+            found = routes.get(name)
+            if found is not None:
+                found.handler = handler
+        self._sync_up()
+
+    def _link_state(self, src: str, dst: str) -> _Link:
+        routes = self._routes.get(src)
+        if routes is None:
+            routes = self._routes[src] = {}
+        found = routes.get(dst)
+        if found is None:
+            found = routes[dst] = _Link(src, dst, self._links.get((src, dst), self.default_link),
+                                        self._handlers.get(dst, _no_handler))
+            found.up = self.graph.has_edge(src, dst)
+            found.held = (src, dst) in self._held
+        return found
+
+    def _sync_up(self) -> None:
+        """The working graph changed: every link's ``up`` follows it."""
+        for src in self.full.nodes:
+            for dst in self.full.nodes:
+                self._link_state(src, dst).up = self.graph.has_edge(src, dst)
 
     def clients(self) -> list[str]:
         return [n for n in self.nodes if n != "zk" and not n.startswith("broker-")]
@@ -77,43 +151,55 @@ class Network:
 
     def send(self, src: str, dst: str, message: Any) -> None:
         self._send_seq += 1
-        key = (src, dst)
-        if key not in self._up or key in self._held:
-            self._hold(src, dst, message, self._send_seq)
+        seq = self._send_seq
+        routes = self._routes.get(src)
+        state = routes.get(dst) if routes is not None else None
+        if state is None:
+            state = self._link_state(src, dst)
+        if not state.up or state.held:
+            self._hold(state, message, seq)
             return
-        link = self._links.get(key, self.default_link)
+        link = state.spec
         if link.loss and self.rng.random() < link.loss:
             return
         duplicated = link.duplicate and self.rng.random() < link.duplicate
-        self._schedule(src, dst, message, link, self._send_seq)
+        self._schedule(state, message, seq)
         if duplicated:
-            self._schedule(src, dst, message, link, self._send_seq)
+            self._schedule(state, message, seq)
 
-    def _schedule(self, src: str, dst: str, message: Any, link: LinkSpec, seq: int) -> None:
+    def _schedule(self, state: _Link, message: Any, seq: int) -> None:
         env = self.env
-        now = env.now
+        link = state.spec
+        now: float = env._now if self._exact else env.now
         at = now + link.latency_ms + (self.rng.random() * link.jitter_ms if link.jitter_ms else 0.0)
         if not link.reorder:
-            key = (src, dst)
-            last = self._last_delivery.get(key, 0.0)
+            last = state.last_delivery
             if at < last:
                 at = last
-            self._last_delivery[key] = at
-        env.timeout(at - now).callbacks.append(lambda _e: self._deliver(src, dst, message, seq))
+            state.last_delivery = at
+        delay = at - now
+        event = _Delivery(self, state, message, seq)
+        if self._exact:  # what env.timeout(delay) does, without its Python calls
+            heappush(self._queue, (now + delay, NORMAL, next(self._event_ids), event))
+        else:
+            env.schedule(event, NORMAL, delay)  # type: ignore[arg-type]
 
-    def _deliver(self, src: str, dst: str, message: Any, seq: int) -> None:
-        if (src, dst) in self._up:
-            self._handlers[dst](src, message)
+    def _deliver(self, state: _Link, message: Any, seq: int) -> None:
+        if state.up:
+            state.handler(state.src, message)
         else:  # the link was cut while the message was on its way: it waits
-            self._hold(src, dst, message, seq)
+            self._hold(state, message, seq)
 
-    def _hold(self, src: str, dst: str, message: Any, seq: int) -> None:
+    def _hold(self, state: _Link, message: Any, seq: int) -> None:
+        src, dst = state.src, state.dst
+        state.held = True
         insort(self._held.setdefault((src, dst), []),
                (seq, self.env.now, self.incarnation(src), self.incarnation(dst), message), key=lambda h: h[0])
 
     def discard_held(self, src: str, dst: str) -> None:
         """The sender gave its connection up: what waited on the cut link is gone with it."""
-        self._held.pop((src, dst), None)
+        if self._held.pop((src, dst), None) is not None:
+            self._link_state(src, dst).held = False
 
     def _release(self) -> None:
         """Deliver what waited on links that work again, oldest first."""
@@ -121,12 +207,13 @@ class Network:
             if not self.graph.has_edge(*key):
                 continue
             src, dst = key
-            link = self._links.get(key, self.default_link)
+            state = self._link_state(src, dst)
+            state.held = False
             for seq, held_at, src_inc, dst_inc, message in self._held.pop(key):
                 stale = (self.env.now - held_at > self.hold_ms or src_inc != self.incarnation(src)
                          or dst_inc != self.incarnation(dst))
                 if not stale:
-                    self._schedule(src, dst, message, link, seq)
+                    self._schedule(state, message, seq)
 
     # -- partitions and degraded links, per fault ---------------------------------------
     # Each active fault owns a set of cut edges (or link overrides); the working graph is
@@ -145,6 +232,7 @@ class Network:
         self._cuts.clear()
         self._overrides.clear()
         self._links.clear()
+        self._sync_specs()
         self._rebuild()
         return ended
 
@@ -153,7 +241,7 @@ class Network:
         for fault_id in sorted(self._cuts):
             graph.remove_edges_from(e for e in self._cuts[fault_id] if graph.has_edge(*e))
         self.graph = graph
-        self._up = set(graph.edges)
+        self._sync_up()
         self._release()
 
     def add_link_override(self, fault_id: int, pairs: Iterable[tuple[str, str]], changes: dict) -> None:
@@ -170,6 +258,12 @@ class Network:
             pairs, changes = self._overrides[fault_id]
             for pair in pairs:
                 self._links[pair] = replace(self._links.get(pair, self.default_link), **changes)
+        self._sync_specs()
+
+    def _sync_specs(self) -> None:
+        for routes in self._routes.values():
+            for state in routes.values():
+                state.spec = self._links.get((state.src, state.dst), self.default_link)
 
     def cut_edges(self) -> list[tuple[str, str]]:
         return sorted(set(self.full.edges) - set(self.graph.edges))

@@ -171,13 +171,15 @@ class SimProducer(IdempotentSends, SimClient):
 
     def _expire_and_send(self) -> None:
         now = self.now()
+        clock = self.env.now  # read once: nothing below moves simulated time
+        delivery_timeout_ms = self.spec.delivery_timeout_ms
         sequences = self.sequences
         if sequences is not None:
             self._idempotence_tick()
         by_broker: dict[int, list[PendingBatch]] = {}
         for tp in self.partitions:
             queue = self._ready[tp]
-            while queue and now - queue[0].created_ms >= self.spec.delivery_timeout_ms:
+            while queue and now - queue[0].created_ms >= delivery_timeout_ms:
                 batch = queue.popleft()  # delivery.timeout.ms: give up; unknown if a try may have landed
                 if sequences is not None:
                     sequences.expired(batch)
@@ -192,7 +194,7 @@ class SimProducer(IdempotentSends, SimClient):
             batches = []
             for tp in self.partitions:
                 queue = self._ready[tp]
-                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= self.env.now and (
+                if self.leaders.get(tp) == broker and queue and queue[0].not_before <= clock and (
                         sequences is None or sequences.may_drain(queue[0])):
                     batches.append(queue.popleft())
             if batches:

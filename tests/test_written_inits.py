@@ -9,10 +9,11 @@ import pytest
 from broker_core import delayed, effects, inputs, messages, storage
 from sim import producer
 
-WRITTEN = [effects.Send, effects.WriteBytes, effects.SetTimer, effects.CancelTimer, inputs.MessageReceived,
-           inputs.TimerFired, messages.ProduceRequest, messages.ProducePartitionResult, messages.ProduceResponse,
-           messages.FetchPartition, messages.FetchRequest, messages.FetchPartitionResult, messages.FetchResponse,
-           storage.FileRegion, delayed.DelayedProduce, delayed.DelayedFetch, producer.PendingBatch]
+WRITTEN = [effects.Send, effects.WriteBytes, effects.SetTimer, effects.CancelTimer, effects.Trace,
+           inputs.MessageReceived, inputs.TimerFired, messages.ProduceRequest, messages.ProducePartitionResult,
+           messages.ProduceResponse, messages.FetchPartition, messages.FetchRequest, messages.FetchPartitionResult,
+           messages.FetchResponse, storage.FileRegion, delayed.DelayedProduce, delayed.DelayedFetch,
+           producer.PendingBatch]
 
 
 def _default(field: dataclasses.Field):
