@@ -24,7 +24,7 @@ from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import DecodeError, Record, RecordBatch, Records
+from broker_core.records import BatchBytes, DecodeError, Record, RecordBatch, Records
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
 
@@ -127,11 +127,14 @@ class PartitionLog:
 
     def _append(self, batch: Any) -> list:
         effects: list[Any] = []
-        data = batch.encode()
+        # The core's own batches are written as BatchBytes: their length is exact, their
+        # bytes are made only when something reads them (most simulated runs never do).
+        data: bytes | BatchBytes = batch.stored_bytes() if type(batch) is RecordBatch else batch.encode()
+        size = len(data)
         sealed = None
         if not self.segments:
             self.segments.append(self._new_segment(batch.base_offset))
-        elif self.segments[-1].size_bytes > 0 and self.segments[-1].size_bytes + len(data) > self.segment_bytes:
+        elif self.segments[-1].size_bytes > 0 and self.segments[-1].size_bytes + size > self.segment_bytes:
             # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
             effects.extend(self._fsync_up_to(batch.base_offset))
             sealed = self.segments[-1]
@@ -146,12 +149,12 @@ class PartitionLog:
             effects.append(ReplaceFile(sealed.index_path, bytes(sealed.held_index.data)))
             self._hold_index(sealed)
         self.active_batches.append(StoredBatch(batch, len(self.segments) - 1, position, batch.size_bytes,
-                                               position + len(data)))
+                                               position + size))
         self._active_bases.append(batch.base_offset)
         if len(self.active_batches) > self.active_headers:
             self._drop_older_headers()
         segment.held_index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
-        segment.size_bytes += len(data)
+        segment.size_bytes += size
         self.log_end_offset = batch.next_offset
         self.unflushed_messages += batch.next_offset - batch.base_offset
         if batch.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
 from broker_core.records import (
-    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch, last_sequence)
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch, last_sequence, materialize)
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
@@ -174,7 +174,8 @@ class MemoryFiles:
             data = self.files.setdefault(effect.path, bytearray())
             if effect.position > len(data):
                 data.extend(b"\0" * (effect.position - len(data)))
-            data[effect.position:effect.position + len(effect.data)] = effect.data
+            written = materialize(effect.data)
+            data[effect.position:effect.position + len(written)] = written
             self.storage.remember(effect)
         elif kind is TruncateFile:
             if effect.path in self.files:
