@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
@@ -343,9 +343,22 @@ class PartitionLog:
         limit = self.log_end_offset if upper_offset is None else upper_offset
         if from_offset >= limit:
             return ()  # the reader is caught up: most follower fetches
+        active = self.active_batches
+        if active and from_offset >= active[0].base_offset:
+            # The tail every caught-up reader asks for: the headers in memory, taken
+            # without _batches_from's generator (one per fetch otherwise).
+            first = max(bisect_right(self._active_bases, from_offset) - 1, 0)
+            return self._take(active[first:], from_offset, limit, max_bytes)
+        return self._take(self._batches_from(from_offset), from_offset, limit, max_bytes)
+
+    @staticmethod
+    def _take(batches: Iterable[StoredBatch], from_offset: int, limit: int, max_bytes: int) -> tuple[StoredBatch, ...]:
+        """``read``'s rule over the batches from the one holding ``from_offset`` on."""
         out: list[StoredBatch] = []
         total = 0
-        for batch in self._batches_from(from_offset):
+        for batch in batches:
+            if batch.next_offset <= from_offset:
+                continue
             if batch.next_offset > limit:
                 break
             size = batch.size_bytes

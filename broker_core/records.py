@@ -212,11 +212,12 @@ def _text_column_length(column: tuple[str | None, ...]) -> int:
     string holds a character JSON escapes (outside printable ASCII, a quote or a
     backslash): those are rare enough to be counted by encoding."""
     count = len(column)
-    nulls = column.count(None)
-    if nulls:
-        joined = "".join([text for text in column if text is not None])
-    else:
+    try:
         joined = "".join(cast("tuple[str, ...]", column))
+        nulls = 0
+    except TypeError:  # a null among them (a tombstone, a record without a key): rare
+        nulls = column.count(None)
+        joined = "".join([text for text in column if text is not None])
     if not (joined.isascii() and joined.isprintable()) or '"' in joined or "\\" in joined:
         return -1
     # [ "a","b",null ]: quotes around each string, 4 per null, commas between

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
 from broker_core.records import (
-    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch, last_sequence, materialize)
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, RecordBatch, decode_batch, last_sequence, materialize)
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
@@ -54,12 +54,20 @@ class StoredBatch:
                  "base_sequence", "size_bytes", "segment", "position", "end")
 
     def __init__(self, batch: Any, segment: int, position: int, size_bytes: int, end: int):
-        self.base_offset: int = batch.base_offset
-        self.next_offset: int = batch.next_offset
-        self.leader_epoch: int = batch.leader_epoch
-        self.producer_id: int = getattr(batch, "producer_id", NO_PRODUCER_ID)
-        self.producer_epoch: int = getattr(batch, "producer_epoch", NO_PRODUCER_EPOCH)
-        self.base_sequence: int = getattr(batch, "base_sequence", NO_SEQUENCE)
+        if isinstance(batch, RecordBatch):  # the simulation's every append: read as fields, not by name
+            self.base_offset: int = batch.base_offset
+            self.next_offset: int = batch.next_offset
+            self.leader_epoch: int = batch.leader_epoch
+            self.producer_id: int = batch.producer_id
+            self.producer_epoch: int = batch.producer_epoch
+            self.base_sequence: int = batch.base_sequence
+        else:
+            self.base_offset = batch.base_offset
+            self.next_offset = batch.next_offset
+            self.leader_epoch = batch.leader_epoch
+            self.producer_id = getattr(batch, "producer_id", NO_PRODUCER_ID)
+            self.producer_epoch = getattr(batch, "producer_epoch", NO_PRODUCER_EPOCH)
+            self.base_sequence = getattr(batch, "base_sequence", NO_SEQUENCE)
         self.size_bytes = size_bytes
         self.segment = segment
         self.position = position
@@ -152,8 +160,10 @@ class BytesLogStorage:
     # -- what the runtime tells it -----------------------------------------------------
     def remember(self, effect: WriteBytes) -> None:
         if effect.batch is not None:
-            self._objects.setdefault(effect.path, {})[effect.position] = (
-                effect.batch, effect.position + len(effect.data))
+            objects = self._objects.get(effect.path)
+            if objects is None:
+                objects = self._objects[effect.path] = {}
+            objects[effect.position] = (effect.batch, effect.position + len(effect.data))
 
     def forget(self, path: str) -> None:
         self._objects.pop(path, None)
