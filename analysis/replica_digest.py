@@ -14,6 +14,21 @@ ABSENT = "<absent>"
 _digest_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
+def _chunk_json(block: list) -> str:
+    """``_digest_json(block)`` for a chunk: its first offset, then its values. Values
+    that JSON writes as they are (printable ASCII, no quote nor backslash: every value
+    the workloads write, and ABSENT) are joined directly, which is several times faster
+    than the encoder; anything else (a null, a string JSON escapes) goes through it."""
+    values = block[1:]
+    try:
+        plain = "".join(values)
+    except TypeError:  # a null (a tombstone)
+        return _digest_json(block)
+    if not (plain.isascii() and plain.isprintable()) or '"' in plain or "\\" in plain:
+        return _digest_json(block)
+    return '[%d,"%s"]' % (block[0], '","'.join(values)) if values else "[%d]" % block[0]
+
+
 def replica_digests(batches, start: int, upto: int, memo: dict | None = None) -> list[list]:
     """[[first_offset, digest], ...] over offsets [start, upto) in chunks aligned to
     multiples of REPLICA_DIGEST_CHUNK. A chunk's digest hashes the JSON array of its
@@ -43,7 +58,7 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
                 block.extend([ABSENT] * (lo - low - (len(block) - 1)))
                 block.extend(batch.records.values[lo - batch.base_offset:hi - batch.base_offset])
             block.extend([ABSENT] * (high - low - (len(block) - 1)))
-            digest = hashlib.sha256(_digest_json(block).encode()).hexdigest()[:16]
+            digest = hashlib.sha256(_chunk_json(block).encode()).hexdigest()[:16]
             if memo is not None:
                 memo[key] = digest
         out.append([first, digest])
