@@ -7,6 +7,8 @@ import hashlib
 import json
 from typing import NamedTuple, Sequence
 
+from broker_core.records import is_plain_json_text
+
 REPLICA_DIGEST_CHUNK = 100
 
 
@@ -24,7 +26,7 @@ def _chunk_json(block: list) -> str:
         plain = "".join(values)
     except TypeError:  # a null (a tombstone)
         return _digest_json(block)
-    if not (plain.isascii() and plain.isprintable()) or '"' in plain or "\\" in plain:
+    if not is_plain_json_text(plain):
         return _digest_json(block)
     return '[%d,"%s"]' % (block[0], '","'.join(values)) if values else "[%d]" % block[0]
 
@@ -39,6 +41,13 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
     chunk made of the very same batch objects: in the simulation followers store the
     batches the leader sent, so most replicas' chunks are computed once."""
     batches = [b for b in batches if b.next_offset > start and b.base_offset < upto]  # in offset order
+    # A replica holding the very same batches as one digested before (every follower
+    # that caught up, in the simulation) gets its digests whole.
+    whole = ("replica", start, upto, tuple(map(id, batches))) if memo is not None else None
+    if memo is not None:
+        known = memo.get(whole)
+        if known is not None:
+            return [list(chunk) for chunk in known]
     out = []
     index = 0
     first = start - start % REPLICA_DIGEST_CHUNK
@@ -63,6 +72,8 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
                 memo[key] = digest
         out.append([first, digest])
         first += REPLICA_DIGEST_CHUNK
+    if memo is not None:
+        memo[whole] = [list(chunk) for chunk in out]
     return out
 
 
