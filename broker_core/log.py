@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, cast
 
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
@@ -129,18 +129,28 @@ class PartitionLog:
         effects: list[Any] = []
         # The core's own batches are written as BatchBytes: their length is exact, their
         # bytes are made only when something reads them (most simulated runs never do).
-        data: bytes | BatchBytes = batch.stored_bytes() if type(batch) is RecordBatch else batch.encode()
+        # Their fields are read typed, once (any other batch's by name).
+        if type(batch) is RecordBatch:
+            own = cast(RecordBatch, batch)
+            data: bytes | BatchBytes = own.stored_bytes()
+            size_bytes = own.size_bytes
+        else:
+            data = batch.encode()
+            size_bytes = batch.size_bytes
         size = len(data)
+        base_offset: int = batch.base_offset
+        next_offset: int = batch.next_offset
+        segments = self.segments
         sealed = None
-        if not self.segments:
-            self.segments.append(self._new_segment(batch.base_offset))
-        elif self.segments[-1].size_bytes > 0 and self.segments[-1].size_bytes + size > self.segment_bytes:
+        if not segments:
+            segments.append(self._new_segment(base_offset))
+        elif segments[-1].size_bytes > 0 and segments[-1].size_bytes + size > self.segment_bytes:
             # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
-            effects.extend(self._fsync_up_to(batch.base_offset))
-            sealed = self.segments[-1]
-            self.segments.append(self._new_segment(batch.base_offset))
+            effects.extend(self._fsync_up_to(base_offset))
+            sealed = segments[-1]
+            segments.append(self._new_segment(base_offset))
             self.active_batches, self._active_bases = [], []
-        segment = self.segments[-1]
+        segment = segments[-1]
         position = segment.size_bytes
         effects.append(WriteBytes(segment.path, position, data, batch))
         if sealed is not None:
@@ -148,19 +158,19 @@ class PartitionLog:
             # here it is written then, whole, after the write that needed the roll.
             effects.append(ReplaceFile(sealed.index_path, bytes(sealed.held_index.data)))
             self._hold_index(sealed)
-        self.active_batches.append(StoredBatch(batch, len(self.segments) - 1, position, batch.size_bytes,
-                                               position + size))
-        self._active_bases.append(batch.base_offset)
+        stored = StoredBatch(batch, len(segments) - 1, position, size_bytes, position + size)
+        self.active_batches.append(stored)
+        self._active_bases.append(base_offset)
         if len(self.active_batches) > self.active_headers:
             self._drop_older_headers()
-        segment.held_index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
+        segment.held_index.maybe_append(next_offset - 1, position, self.index_interval_bytes)
         segment.size_bytes += size
-        self.log_end_offset = batch.next_offset
-        self.unflushed_messages += batch.next_offset - batch.base_offset
-        if batch.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
+        self.log_end_offset = next_offset
+        self.unflushed_messages += next_offset - base_offset
+        if stored.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
             self.producers.record(batch)
-        if batch.leader_epoch > self.epochs.latest_epoch:
-            self.epochs.assign(batch.leader_epoch, batch.base_offset)
+        if stored.leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(stored.leader_epoch, base_offset)
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         return effects
 

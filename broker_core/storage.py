@@ -121,7 +121,11 @@ class BytesLogStorage:
     def __init__(self, read: Callable[[str], bytes | bytearray | None], list_paths: Callable[[], Iterable[str]]):
         self._read = read
         self._list = list_paths
+        # Per path, the batch object at each position and the position after it: two
+        # dicts of plain values rather than one of tuples, as every write adds one and
+        # a tuple is one more object for the garbage collector to walk.
         self._objects: dict[str, dict[int, Any]] = {}
+        self._ends: dict[str, dict[int, int]] = {}
 
     # -- the port ----------------------------------------------------------------------
     def paths(self) -> list[str]:
@@ -140,33 +144,50 @@ class BytesLogStorage:
         if data is None or position >= len(data):
             raise DecodeError("end of file")
         batch, end = decode_batch(data, position, verify)
-        self._objects.setdefault(path, {})[position] = (batch, end)
+        self._keep(path, position, batch, end)
         return batch, end
 
     def header_at(self, path: str, position: int) -> tuple[Any, int]:
-        known = self._objects.get(path, {}).get(position)
-        return known if known is not None else self.decode_at(path, position, verify=False)
+        objects = self._objects.get(path)
+        batch = objects.get(position) if objects is not None else None
+        if batch is None:
+            return self.decode_at(path, position, verify=False)
+        return batch, self._ends[path][position]
 
     def batches_in(self, region: FileRegion) -> tuple:
-        out = []
-        objects = self._objects.get(region.path, {})
+        path = region.path
         position, end = region.position, region.position + region.size
+        objects = self._objects.get(path)
+        if objects is None:
+            objects, ends = {}, {}
+        else:
+            ends = self._ends[path]
+        out = []
         while position < end:
-            known = objects.get(position)
-            batch, position = known if known is not None else self.decode_at(region.path, position)
+            batch = objects.get(position)
+            if batch is None:
+                batch, position = self.decode_at(path, position)
+            else:
+                position = ends[position]
             out.append(batch)
         return tuple(out)
 
     # -- what the runtime tells it -----------------------------------------------------
     def remember(self, effect: WriteBytes) -> None:
         if effect.batch is not None:
-            objects = self._objects.get(effect.path)
-            if objects is None:
-                objects = self._objects[effect.path] = {}
-            objects[effect.position] = (effect.batch, effect.position + len(effect.data))
+            self._keep(effect.path, effect.position, effect.batch, effect.position + len(effect.data))
+
+    def _keep(self, path: str, position: int, batch: Any, end: int) -> None:
+        objects = self._objects.get(path)
+        if objects is None:
+            objects = self._objects[path] = {}
+            self._ends[path] = {}
+        objects[position] = batch
+        self._ends[path][position] = end
 
     def forget(self, path: str) -> None:
         self._objects.pop(path, None)
+        self._ends.pop(path, None)
 
 
 class MemoryFiles:
