@@ -24,6 +24,7 @@ Kafka's record batch v2 format (``real_io``).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
@@ -113,6 +114,47 @@ class LogStorage(Protocol):
         """The batch objects stored in a region (their records readable)."""
 
 
+class WrittenBatches:
+    """The batch objects of one file by position, ascending: what a dict from position
+    to (batch, end) would hold, as three lists. Writes append at the end, so keeping
+    one is three list appends (no hashing, no tuple), and a region's batches are found
+    by one bisection and read off in order."""
+    __slots__ = ("positions", "batches", "ends")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+        self.batches: list[Any] = []
+        self.ends: list[int] = []
+
+    def put(self, position: int, batch: Any, end: int) -> None:
+        """The batch at ``position`` (replacing the one kept there)."""
+        positions = self.positions
+        if not positions or position > positions[-1]:
+            positions.append(position)
+            self.batches.append(batch)
+            self.ends.append(end)
+            return
+        i = bisect_left(positions, position)
+        if positions[i] == position:
+            self.batches[i] = batch
+            self.ends[i] = end
+        else:
+            positions.insert(i, position)
+            self.batches.insert(i, batch)
+            self.ends.insert(i, end)
+
+    def find(self, position: int, start: int = 0) -> int:
+        """The index of the batch kept at ``position`` (looked for from ``start`` on), or -1."""
+        positions = self.positions
+        count = len(positions)
+        if start < count and positions[start] == position:
+            return start
+        if count and positions[count - 1] == position:
+            return count - 1  # the newest batch: what a caught-up follower fetches
+        i = bisect_left(positions, position, start)
+        return i if i < count and positions[i] == position else -1
+
+
 class BytesLogStorage:
     """The port over files held as bytes (``read``: path -> bytes or None; ``list``:
     the paths), in the core's segment format. ``remember`` keeps the object a
@@ -121,11 +163,7 @@ class BytesLogStorage:
     def __init__(self, read: Callable[[str], bytes | bytearray | None], list_paths: Callable[[], Iterable[str]]):
         self._read = read
         self._list = list_paths
-        # Per path, the batch object at each position and the position after it: two
-        # dicts of plain values rather than one of tuples, as every write adds one and
-        # a tuple is one more object for the garbage collector to walk.
-        self._objects: dict[str, dict[int, Any]] = {}
-        self._ends: dict[str, dict[int, int]] = {}
+        self._written: dict[str, WrittenBatches] = {}  # per path
 
     # -- the port ----------------------------------------------------------------------
     def paths(self) -> list[str]:
@@ -148,27 +186,29 @@ class BytesLogStorage:
         return batch, end
 
     def header_at(self, path: str, position: int) -> tuple[Any, int]:
-        objects = self._objects.get(path)
-        batch = objects.get(position) if objects is not None else None
-        if batch is None:
+        written = self._written.get(path)
+        i = written.find(position) if written is not None else -1
+        if i < 0:
             return self.decode_at(path, position, verify=False)
-        return batch, self._ends[path][position]
+        assert written is not None
+        return written.batches[i], written.ends[i]
 
     def batches_in(self, region: FileRegion) -> tuple:
         path = region.path
         position, end = region.position, region.position + region.size
-        objects = self._objects.get(path)
-        if objects is None:
-            objects, ends = {}, {}
-        else:
-            ends = self._ends[path]
         out = []
+        written = self._written.get(path)
+        i = 0
         while position < end:
-            batch = objects.get(position)
-            if batch is None:
+            i = written.find(position, i) if written is not None else -1
+            if i < 0:
                 batch, position = self.decode_at(path, position)
+                written = self._written.get(path)  # decode_at keeps what it decoded
+                i = 0
             else:
-                position = ends[position]
+                assert written is not None
+                batch, position = written.batches[i], written.ends[i]
+                i += 1
             out.append(batch)
         return tuple(out)
 
@@ -178,16 +218,13 @@ class BytesLogStorage:
             self._keep(effect.path, effect.position, effect.batch, effect.position + len(effect.data))
 
     def _keep(self, path: str, position: int, batch: Any, end: int) -> None:
-        objects = self._objects.get(path)
-        if objects is None:
-            objects = self._objects[path] = {}
-            self._ends[path] = {}
-        objects[position] = batch
-        self._ends[path][position] = end
+        written = self._written.get(path)
+        if written is None:
+            written = self._written[path] = WrittenBatches()
+        written.put(position, batch, end)
 
     def forget(self, path: str) -> None:
-        self._objects.pop(path, None)
-        self._ends.pop(path, None)
+        self._written.pop(path, None)
 
 
 class MemoryFiles:
