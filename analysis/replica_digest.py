@@ -7,11 +7,28 @@ import hashlib
 import json
 from typing import NamedTuple, Sequence
 
+from broker_core.records import is_plain_json_text
+
 REPLICA_DIGEST_CHUNK = 100
 
 
 ABSENT = "<absent>"
 _digest_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+
+def _chunk_json(block: list) -> str:
+    """``_digest_json(block)`` for a chunk: its first offset, then its values. Values
+    that JSON writes as they are (printable ASCII, no quote nor backslash: every value
+    the workloads write, and ABSENT) are joined directly, which is several times faster
+    than the encoder; anything else (a null, a string JSON escapes) goes through it."""
+    values = block[1:]
+    try:
+        plain = "".join(values)
+    except TypeError:  # a null (a tombstone)
+        return _digest_json(block)
+    if not is_plain_json_text(plain):
+        return _digest_json(block)
+    return '[%d,"%s"]' % (block[0], '","'.join(values)) if values else "[%d]" % block[0]
 
 
 def replica_digests(batches, start: int, upto: int, memo: dict | None = None) -> list[list]:
@@ -24,6 +41,13 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
     chunk made of the very same batch objects: in the simulation followers store the
     batches the leader sent, so most replicas' chunks are computed once."""
     batches = [b for b in batches if b.next_offset > start and b.base_offset < upto]  # in offset order
+    # A replica holding the very same batches as one digested before (every follower
+    # that caught up, in the simulation) gets its digests whole.
+    whole = ("replica", start, upto, tuple(map(id, batches))) if memo is not None else None
+    if memo is not None:
+        known = memo.get(whole)
+        if known is not None:
+            return [list(chunk) for chunk in known]
     out = []
     index = 0
     first = start - start % REPLICA_DIGEST_CHUNK
@@ -43,11 +67,13 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
                 block.extend([ABSENT] * (lo - low - (len(block) - 1)))
                 block.extend(batch.records.values[lo - batch.base_offset:hi - batch.base_offset])
             block.extend([ABSENT] * (high - low - (len(block) - 1)))
-            digest = hashlib.sha256(_digest_json(block).encode()).hexdigest()[:16]
+            digest = hashlib.sha256(_chunk_json(block).encode()).hexdigest()[:16]
             if memo is not None:
                 memo[key] = digest
         out.append([first, digest])
         first += REPLICA_DIGEST_CHUNK
+    if memo is not None:
+        memo[whole] = [list(chunk) for chunk in out]
     return out
 
 

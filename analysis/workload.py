@@ -21,7 +21,8 @@ def record_key(seq: int, keys: int) -> str:
 
 def record_values(producer: str, first: int, stop: int, step: int = 1) -> list[str]:
     """The values of sequence numbers ``range(first, stop, step)``."""
-    return [f"{producer}:{seq}" for seq in range(first, stop, step)]
+    prefix = producer + ":"  # one concatenation per value (compiled, a little faster than the f-string)
+    return [prefix + str(seq) for seq in range(first, stop, step)]
 
 
 class RecordCredit:

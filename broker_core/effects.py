@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
+from broker_core.records import BatchBytes
+
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
 # written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
@@ -19,12 +21,14 @@ class Send:
 
 @dataclass(slots=True, init=False)
 class WriteBytes:
+    """Write ``data`` at ``position``. ``data`` is bytes, or a BatchBytes (the core's own
+    batch, of known length, encoded when first read: ``records.materialize``)."""
     path: str
     position: int
-    data: bytes
+    data: bytes | BatchBytes
     batch: Any = field(default=None, compare=False, repr=False)  # the batch ``data`` encodes, for runtimes that keep the objects written
 
-    def __init__(self, path: str, position: int, data: bytes, batch: Any = None) -> None:
+    def __init__(self, path: str, position: int, data: bytes | BatchBytes, batch: Any = None) -> None:
         self.path = path
         self.position = position
         self.data = data

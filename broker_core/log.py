@@ -17,14 +17,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, cast
 
 from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import DecodeError, Record, RecordBatch, Records
+from broker_core.records import BatchBytes, DecodeError, Record, RecordBatch, Records
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
 
@@ -127,17 +127,30 @@ class PartitionLog:
 
     def _append(self, batch: Any) -> list:
         effects: list[Any] = []
-        data = batch.encode()
+        # The core's own batches are written as BatchBytes: their length is exact, their
+        # bytes are made only when something reads them (most simulated runs never do).
+        # Their fields are read typed, once (any other batch's by name).
+        if type(batch) is RecordBatch:
+            own = cast(RecordBatch, batch)
+            data: bytes | BatchBytes = own.stored_bytes()
+            size_bytes = own.size_bytes
+        else:
+            data = batch.encode()
+            size_bytes = batch.size_bytes
+        size = len(data)
+        base_offset: int = batch.base_offset
+        next_offset: int = batch.next_offset
+        segments = self.segments
         sealed = None
-        if not self.segments:
-            self.segments.append(self._new_segment(batch.base_offset))
-        elif self.segments[-1].size_bytes > 0 and self.segments[-1].size_bytes + len(data) > self.segment_bytes:
+        if not segments:
+            segments.append(self._new_segment(base_offset))
+        elif segments[-1].size_bytes > 0 and segments[-1].size_bytes + size > self.segment_bytes:
             # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
-            effects.extend(self._fsync_up_to(batch.base_offset))
-            sealed = self.segments[-1]
-            self.segments.append(self._new_segment(batch.base_offset))
+            effects.extend(self._fsync_up_to(base_offset))
+            sealed = segments[-1]
+            segments.append(self._new_segment(base_offset))
             self.active_batches, self._active_bases = [], []
-        segment = self.segments[-1]
+        segment = segments[-1]
         position = segment.size_bytes
         effects.append(WriteBytes(segment.path, position, data, batch))
         if sealed is not None:
@@ -145,19 +158,19 @@ class PartitionLog:
             # here it is written then, whole, after the write that needed the roll.
             effects.append(ReplaceFile(sealed.index_path, bytes(sealed.held_index.data)))
             self._hold_index(sealed)
-        self.active_batches.append(StoredBatch(batch, len(self.segments) - 1, position, batch.size_bytes,
-                                               position + len(data)))
-        self._active_bases.append(batch.base_offset)
+        stored = StoredBatch(batch, len(segments) - 1, position, size_bytes, position + size)
+        self.active_batches.append(stored)
+        self._active_bases.append(base_offset)
         if len(self.active_batches) > self.active_headers:
             self._drop_older_headers()
-        segment.held_index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
-        segment.size_bytes += len(data)
-        self.log_end_offset = batch.next_offset
-        self.unflushed_messages += batch.next_offset - batch.base_offset
-        if batch.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
+        segment.held_index.maybe_append(next_offset - 1, position, self.index_interval_bytes)
+        segment.size_bytes += size
+        self.log_end_offset = next_offset
+        self.unflushed_messages += next_offset - base_offset
+        if stored.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
             self.producers.record(batch)
-        if batch.leader_epoch > self.epochs.latest_epoch:
-            self.epochs.assign(batch.leader_epoch, batch.base_offset)
+        if stored.leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(stored.leader_epoch, base_offset)
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         return effects
 
@@ -340,9 +353,22 @@ class PartitionLog:
         limit = self.log_end_offset if upper_offset is None else upper_offset
         if from_offset >= limit:
             return ()  # the reader is caught up: most follower fetches
+        active = self.active_batches
+        if active and from_offset >= active[0].base_offset:
+            # The tail every caught-up reader asks for: the headers in memory, taken
+            # without _batches_from's generator (one per fetch otherwise).
+            first = max(bisect_right(self._active_bases, from_offset) - 1, 0)
+            return self._take(active[first:], from_offset, limit, max_bytes)
+        return self._take(self._batches_from(from_offset), from_offset, limit, max_bytes)
+
+    @staticmethod
+    def _take(batches: Iterable[StoredBatch], from_offset: int, limit: int, max_bytes: int) -> tuple[StoredBatch, ...]:
+        """``read``'s rule over the batches from the one holding ``from_offset`` on."""
         out: list[StoredBatch] = []
         total = 0
-        for batch in self._batches_from(from_offset):
+        for batch in batches:
+            if batch.next_offset <= from_offset:
+                continue
             if batch.next_offset > limit:
                 break
             size = batch.size_bytes

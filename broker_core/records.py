@@ -21,7 +21,7 @@ import json
 import json.encoder
 import struct
 import zlib
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence, overload
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence, cast, overload
 
 # base_offset, leader_epoch, record_count, payload_length, crc
 _HEADER = struct.Struct(">qiiiI")
@@ -158,6 +158,26 @@ class Records(Sequence[Record]):
             return _json_encode([self.keys, self.values, self.sizes, batch_fields]).encode()
         return _json_encode([self.keys, self.values, self.sizes]).encode()
 
+    def encoded_length(self, fields_length: int) -> int:
+        """``len(self.encode(fields))`` for batch fields whose JSON object is
+        ``fields_length`` characters long (0: none), counted without encoding; -1 when
+        it cannot be counted cheaply (a string JSON escapes, timestamps or headers)."""
+        if self.timestamps is not None or self.headers is not None:
+            return -1
+        values = _text_column_length(self.values)
+        keys = 4 if self.keys is None else _text_column_length(self.keys)  # null
+        if values < 0 or keys < 0:
+            return -1
+        sizes = self.sizes
+        if isinstance(sizes, int):
+            sizes_length = len(str(sizes))
+        else:
+            sizes_length = 2 + max(len(sizes) - 1, 0)
+            for size in sizes:
+                sizes_length += len(str(size))
+        # [keys,values,sizes] or [keys,values,sizes,fields]
+        return 4 + keys + values + sizes_length + (fields_length + 1 if fields_length else 0)
+
     @classmethod
     def decode(cls, payload: bytes) -> Records:
         return cls.decode_with_fields(payload)[0]
@@ -187,6 +207,67 @@ class Records(Sequence[Record]):
         return cls(values, keys, sizes, timestamps, headers), fields
 
 
+# The characters compact ASCII JSON writes as they are: printable ASCII but the quote
+# and the backslash (json.encoder's ESCAPE_ASCII escapes every other one).
+_JSON_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
+
+
+def is_plain_json_text(text: str) -> bool:
+    """Whether JSON writes ``text`` as it is between its quotes (no escapes). Faster
+    than str.isprintable: the ASCII bytes are filtered by a table in C."""
+    return text.isascii() and not text.encode("ascii").translate(None, _JSON_PLAIN)
+
+
+def _text_column_length(column: tuple[str | None, ...]) -> int:
+    """The length of a column of strings and nulls as compact ASCII JSON, or -1 when a
+    string holds a character JSON escapes (outside printable ASCII, a quote or a
+    backslash): those are rare enough to be counted by encoding."""
+    count = len(column)
+    try:
+        joined = "".join(cast("tuple[str, ...]", column))
+        nulls = 0
+    except TypeError:  # a null among them (a tombstone, a record without a key): rare
+        nulls = column.count(None)
+        joined = "".join([text for text in column if text is not None])
+    if not is_plain_json_text(joined):
+        return -1
+    # [ "a","b",null ]: quotes around each string, 4 per null, commas between
+    return 2 + len(joined) + 2 * (count - nulls) + 4 * nulls + max(count - 1, 0)
+
+
+def _field_length(name: str, value: int, unset: int) -> int:
+    """A set batch field's ``"name":value,`` in the JSON object of batch fields (0 unset)."""
+    return 0 if value == unset else len(name) + 4 + len(str(value))
+
+
+class BatchBytes:
+    """A RecordBatch's stored bytes before they are made: their exact length, known
+    without encoding, and the batch that encodes them (``materialize``). The log hands
+    these to the simulated disk, which keeps them as they are until something reads
+    the file's bytes (a recovery, a fsync's durable copy, a torn write, a bit flip), so
+    that a run without crashes never encodes a batch."""
+    __slots__ = ("batch", "size")
+
+    def __init__(self, batch: RecordBatch, size: int) -> None:
+        self.batch = batch
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def materialize(self) -> bytes:
+        data = self.batch.encode()
+        if len(data) != self.size:
+            raise AssertionError(f"batch at {self.batch.base_offset} encoded to {len(data)} bytes, "
+                                 f"counted {self.size}")
+        return data
+
+
+def materialize(data: bytes | BatchBytes) -> bytes:
+    """The bytes of a ``WriteBytes``' data, made if they were not yet."""
+    return data if isinstance(data, bytes) else data.materialize()
+
+
 class RecordBatch:
     """Immutable by convention, and shared by every replica that stores it, so its
     size and encoding are computed once. A plain class with slots: the simulation
@@ -197,7 +278,7 @@ class RecordBatch:
     first/max timestamps. The size model does not depend on them: Kafka's v2 header
     has these fields whether they are set or not."""
     __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "_encoded",
-                 "producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp",
+                 "_encoded_size", "producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp",
                  "max_timestamp")
 
     def __init__(self, base_offset: int, leader_epoch: int, records: Iterable[Record], *,
@@ -210,6 +291,7 @@ class RecordBatch:
         self.next_offset = base_offset + len(self.records)
         self._size_bytes = -1
         self._encoded: bytes | None = None
+        self._encoded_size = -1
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
@@ -262,6 +344,25 @@ class RecordBatch:
             records = self.records
             self._size_bytes = HEADER_BYTES + records.payload_bytes() + _RECORD_OVERHEAD_BYTES * len(records)
         return self._size_bytes
+
+    def encoded_size(self) -> int:
+        """``len(self.encode())``, counted without encoding when it can be (see
+        Records.encoded_length); cached, as the batch is shared by every replica."""
+        if self._encoded_size < 0:
+            fields = (_field_length("producer_id", self.producer_id, NO_PRODUCER_ID)
+                      + _field_length("producer_epoch", self.producer_epoch, NO_PRODUCER_EPOCH)
+                      + _field_length("base_sequence", self.base_sequence, NO_SEQUENCE)
+                      + _field_length("attributes", self.attributes, 0)
+                      + _field_length("first_timestamp", self.first_timestamp, NO_TIMESTAMP)
+                      + _field_length("max_timestamp", self.max_timestamp, NO_TIMESTAMP))
+            # {"a":1,"b":2}: the braces take the place of the last field's comma
+            payload = self.records.encoded_length(fields + 1 if fields else 0)
+            self._encoded_size = HEADER_BYTES + payload if payload >= 0 else len(self.encode())
+        return self._encoded_size
+
+    def stored_bytes(self) -> BatchBytes:
+        """The bytes a log writes for this batch, made when first read."""
+        return BatchBytes(self, self.encoded_size())
 
     def encode(self) -> bytes:
         if self._encoded is None:

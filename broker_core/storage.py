@@ -24,13 +24,14 @@ Kafka's record batch v2 format (``real_io``).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
 from broker_core.records import (
-    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, decode_batch, last_sequence)
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, RecordBatch, decode_batch, last_sequence, materialize)
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
@@ -54,12 +55,20 @@ class StoredBatch:
                  "base_sequence", "size_bytes", "segment", "position", "end")
 
     def __init__(self, batch: Any, segment: int, position: int, size_bytes: int, end: int):
-        self.base_offset: int = batch.base_offset
-        self.next_offset: int = batch.next_offset
-        self.leader_epoch: int = batch.leader_epoch
-        self.producer_id: int = getattr(batch, "producer_id", NO_PRODUCER_ID)
-        self.producer_epoch: int = getattr(batch, "producer_epoch", NO_PRODUCER_EPOCH)
-        self.base_sequence: int = getattr(batch, "base_sequence", NO_SEQUENCE)
+        if isinstance(batch, RecordBatch):  # the simulation's every append: read as fields, not by name
+            self.base_offset: int = batch.base_offset
+            self.next_offset: int = batch.next_offset
+            self.leader_epoch: int = batch.leader_epoch
+            self.producer_id: int = batch.producer_id
+            self.producer_epoch: int = batch.producer_epoch
+            self.base_sequence: int = batch.base_sequence
+        else:
+            self.base_offset = batch.base_offset
+            self.next_offset = batch.next_offset
+            self.leader_epoch = batch.leader_epoch
+            self.producer_id = getattr(batch, "producer_id", NO_PRODUCER_ID)
+            self.producer_epoch = getattr(batch, "producer_epoch", NO_PRODUCER_EPOCH)
+            self.base_sequence = getattr(batch, "base_sequence", NO_SEQUENCE)
         self.size_bytes = size_bytes
         self.segment = segment
         self.position = position
@@ -105,6 +114,47 @@ class LogStorage(Protocol):
         """The batch objects stored in a region (their records readable)."""
 
 
+class WrittenBatches:
+    """The batch objects of one file by position, ascending: what a dict from position
+    to (batch, end) would hold, as three lists. Writes append at the end, so keeping
+    one is three list appends (no hashing, no tuple), and a region's batches are found
+    by one bisection and read off in order."""
+    __slots__ = ("positions", "batches", "ends")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+        self.batches: list[Any] = []
+        self.ends: list[int] = []
+
+    def put(self, position: int, batch: Any, end: int) -> None:
+        """The batch at ``position`` (replacing the one kept there)."""
+        positions = self.positions
+        if not positions or position > positions[-1]:
+            positions.append(position)
+            self.batches.append(batch)
+            self.ends.append(end)
+            return
+        i = bisect_left(positions, position)
+        if positions[i] == position:
+            self.batches[i] = batch
+            self.ends[i] = end
+        else:
+            positions.insert(i, position)
+            self.batches.insert(i, batch)
+            self.ends.insert(i, end)
+
+    def find(self, position: int, start: int = 0) -> int:
+        """The index of the batch kept at ``position`` (looked for from ``start`` on), or -1."""
+        positions = self.positions
+        count = len(positions)
+        if start < count and positions[start] == position:
+            return start
+        if count and positions[count - 1] == position:
+            return count - 1  # the newest batch: what a caught-up follower fetches
+        i = bisect_left(positions, position, start)
+        return i if i < count and positions[i] == position else -1
+
+
 class BytesLogStorage:
     """The port over files held as bytes (``read``: path -> bytes or None; ``list``:
     the paths), in the core's segment format. ``remember`` keeps the object a
@@ -113,7 +163,7 @@ class BytesLogStorage:
     def __init__(self, read: Callable[[str], bytes | bytearray | None], list_paths: Callable[[], Iterable[str]]):
         self._read = read
         self._list = list_paths
-        self._objects: dict[str, dict[int, Any]] = {}
+        self._written: dict[str, WrittenBatches] = {}  # per path
 
     # -- the port ----------------------------------------------------------------------
     def paths(self) -> list[str]:
@@ -132,31 +182,49 @@ class BytesLogStorage:
         if data is None or position >= len(data):
             raise DecodeError("end of file")
         batch, end = decode_batch(data, position, verify)
-        self._objects.setdefault(path, {})[position] = (batch, end)
+        self._keep(path, position, batch, end)
         return batch, end
 
     def header_at(self, path: str, position: int) -> tuple[Any, int]:
-        known = self._objects.get(path, {}).get(position)
-        return known if known is not None else self.decode_at(path, position, verify=False)
+        written = self._written.get(path)
+        i = written.find(position) if written is not None else -1
+        if i < 0:
+            return self.decode_at(path, position, verify=False)
+        assert written is not None
+        return written.batches[i], written.ends[i]
 
     def batches_in(self, region: FileRegion) -> tuple:
-        out = []
-        objects = self._objects.get(region.path, {})
+        path = region.path
         position, end = region.position, region.position + region.size
+        out = []
+        written = self._written.get(path)
+        i = 0
         while position < end:
-            known = objects.get(position)
-            batch, position = known if known is not None else self.decode_at(region.path, position)
+            i = written.find(position, i) if written is not None else -1
+            if i < 0:
+                batch, position = self.decode_at(path, position)
+                written = self._written.get(path)  # decode_at keeps what it decoded
+                i = 0
+            else:
+                assert written is not None
+                batch, position = written.batches[i], written.ends[i]
+                i += 1
             out.append(batch)
         return tuple(out)
 
     # -- what the runtime tells it -----------------------------------------------------
     def remember(self, effect: WriteBytes) -> None:
         if effect.batch is not None:
-            self._objects.setdefault(effect.path, {})[effect.position] = (
-                effect.batch, effect.position + len(effect.data))
+            self._keep(effect.path, effect.position, effect.batch, effect.position + len(effect.data))
+
+    def _keep(self, path: str, position: int, batch: Any, end: int) -> None:
+        written = self._written.get(path)
+        if written is None:
+            written = self._written[path] = WrittenBatches()
+        written.put(position, batch, end)
 
     def forget(self, path: str) -> None:
-        self._objects.pop(path, None)
+        self._written.pop(path, None)
 
 
 class MemoryFiles:
@@ -174,7 +242,8 @@ class MemoryFiles:
             data = self.files.setdefault(effect.path, bytearray())
             if effect.position > len(data):
                 data.extend(b"\0" * (effect.position - len(data)))
-            data[effect.position:effect.position + len(effect.data)] = effect.data
+            written = materialize(effect.data)
+            data[effect.position:effect.position + len(written)] = written
             self.storage.remember(effect)
         elif kind is TruncateFile:
             if effect.path in self.files:

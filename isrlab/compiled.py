@@ -42,9 +42,10 @@ GROUP = "isrlab_compiled"  # mypyc's shared library is GROUP__mypyc
 # interpreted, so that a command can still switch the build on when it starts.
 # sim.consumer is compiled too because its SimConsumer extends SimClient: an interpreted
 # class cannot extend a compiled one. sim.world (it relays every trace line) and
-# analysis.workload (every record's value) took off another 2 to 5% of the CPU time.
+# analysis.workload (every record's value) took off another 2 to 5% of the CPU time;
+# analysis.replica_digest (the final phase's digest of every replica's log) a little more.
 SIM_MODULES = ("sim.broker_host", "sim.network", "sim.producer", "sim.disk", "sim.clients", "sim.deadlines",
-               "sim.consumer", "sim.world", "analysis.workload")
+               "sim.consumer", "sim.world", "analysis.workload", "analysis.replica_digest")
 
 
 def modules() -> list[str]:

@@ -4,25 +4,87 @@ durable bytes. fsyncs queue behind each other and take ``fsync_ms`` each.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 import simpy
 
+from broker_core.records import BatchBytes, materialize
 
-@dataclass
+
 class SimFile:
-    data: bytearray = field(default_factory=bytearray)
-    durable: bytearray | None = None  # None: the file itself is not durable yet
-    dirty_from: int | None = 0  # first byte that differs from the durable copy
+    """One file: its bytes in the page cache (``data``), what of it is durable, and the
+    first byte that differs from the durable copy (``dirty_from``; None: none does).
+
+    Nothing is copied or encoded until it must be. Batches appended at the file's end
+    are kept unencoded (``BatchBytes``, of exact length) until something reads ``data``
+    (a recovery, a torn write, a bit flip). The durable copy is the first
+    ``durable_size`` bytes of ``data`` itself, until a write or truncation below that
+    size would change them: only then is it copied out (``_durable_copy``). A run that
+    only appends and fsyncs therefore never encodes a batch nor copies a file."""
+    __slots__ = ("_data", "_pending", "size", "durable_size", "_durable_copy", "dirty_from")
+
+    def __init__(self, data: bytearray | None = None, durable: bool = False) -> None:
+        self._data = bytearray() if data is None else data
+        self._pending: list[BatchBytes] = []  # written after _data, in order
+        self.size = len(self._data)  # with the pending batches
+        self.durable_size: int | None = None  # None: the file itself is not durable yet
+        self._durable_copy: bytearray | None = None
+        self.dirty_from: int | None = 0
+        if durable:
+            self.sync()
+
+    @property
+    def data(self) -> bytearray:
+        """The bytes, pending batches encoded first. Changes go through the methods
+        below, which keep ``size`` and the durable copy with them."""
+        if self._pending:
+            for pending in self._pending:
+                self._data += pending.materialize()
+            self._pending.clear()
+        return self._data
+
+    @property
+    def durable(self) -> bytearray | None:
+        """The durable copy's bytes (None when the file is not durable)."""
+        if self.durable_size is None:
+            return None
+        if self._durable_copy is not None:
+            return self._durable_copy
+        return self.data[:self.durable_size]
+
+    def _detach_durable(self, position: int) -> None:
+        """Copy the durable bytes out before ``data`` changes from ``position`` on."""
+        if self._durable_copy is None and self.durable_size is not None and position < self.durable_size:
+            self._durable_copy = self.data[:self.durable_size]
+
+    def append_batch(self, data: BatchBytes) -> None:
+        self._pending.append(data)
+        self.size += data.size
+
+    def write(self, position: int, data: bytes) -> None:
+        """Bytes at ``position`` (past the end: the gap zero-filled)."""
+        self._detach_durable(position)
+        content = self.data
+        if position > len(content):
+            content.extend(b"\0" * (position - len(content)))
+        content[position:position + len(data)] = data
+        self.size = len(content)
+
+    def truncate(self, size: int) -> None:
+        self._detach_durable(size)
+        del self.data[size:]
+        self.size = size
+
+    def flip(self, position: int, bit: int) -> None:
+        """Flip a bit in the page cache and on the platter alike."""
+        self.data[position] ^= bit
+        if self._durable_copy is not None and position < len(self._durable_copy):
+            self._durable_copy[position] ^= bit
 
     def sync(self) -> None:
-        if self.durable is None:
-            self.durable = bytearray(self.data)
-        elif self.dirty_from is not None:
-            start = min(self.dirty_from, len(self.durable))
-            del self.durable[start:]
-            self.durable += self.data[start:]
+        """Everything written is durable: the durable copy is ``data`` again."""
+        self.durable_size = self.size
+        self._durable_copy = None
         self.dirty_from = None
 
     def mark_dirty(self, position: int) -> None:
@@ -41,26 +103,28 @@ class SimDisk:
         self._fsync_free_at = 0.0
         self.generation = 0  # bumped on power loss: pending fsyncs of the old power cycle are void
 
-    def write(self, path: str, position: int, data: bytes) -> str | None:
-        """Write into the page cache; returns an errno name when the disk refuses."""
+    def write(self, path: str, position: int, data: bytes | BatchBytes) -> str | None:
+        """Write into the page cache; returns an errno name when the disk refuses. A
+        batch appended at the end of the file stays unencoded (SimFile)."""
         f = self.files.get(path)
-        if self.write_error == "EIO":
-            return "EIO"
-        if self.write_error == "ENOSPC" and position + len(data) > (len(f.data) if f else 0):
-            return "ENOSPC"
+        if self.write_error is not None:
+            if self.write_error == "EIO":
+                return "EIO"
+            if self.write_error == "ENOSPC" and position + len(data) > (f.size if f else 0):
+                return "ENOSPC"
         if f is None:
             f = self.files[path] = SimFile()
-        end = position + len(data)
-        if position > len(f.data):
-            f.data.extend(b"\0" * (position - len(f.data)))
-        f.data[position:end] = data
+        if type(data) is BatchBytes and position == f.size:
+            f.append_batch(data)
+        else:
+            f.write(position, materialize(data))
         f.mark_dirty(position)
         return None
 
     def truncate(self, path: str, size: int) -> None:
         f = self.files.get(path)
-        if f is not None and size < len(f.data):
-            del f.data[size:]
+        if f is not None and size < f.size:
+            f.truncate(size)
             f.mark_dirty(size)
 
     def delete(self, path: str) -> None:
@@ -69,8 +133,7 @@ class SimDisk:
     def replace(self, path: str, data: bytes) -> str | None:
         if self.write_error is not None:
             return self.write_error
-        f = self.files[path] = SimFile(bytearray(data))
-        f.sync()
+        self.files[path] = SimFile(bytearray(data), durable=True)
         return None
 
     def fsync(self, path: str, on_done: Callable[[], None]) -> None:
@@ -102,7 +165,8 @@ class SimDisk:
         survivors = {}
         for path in sorted(self.files):
             f = self.files[path]
-            durable = bytearray(f.durable) if f.durable is not None else None
+            kept = f.durable
+            durable = bytearray(kept) if kept is not None else None
             if self.torn_writes and self.rng is not None and f.dirty_from is not None:
                 start = min(f.dirty_from, len(durable) if durable is not None else 0)
                 tail = f.data[start:]
@@ -110,7 +174,7 @@ class SimDisk:
                     keep = self.rng.randrange(1, len(tail) + 1)
                     durable = (durable or bytearray())[:start] + tail[:keep]
             if durable is not None:
-                survivors[path] = SimFile(durable, bytearray(durable), None)
+                survivors[path] = SimFile(durable, durable=True)
         self.files = survivors
 
     def flip_bit(self, path: str) -> int | None:
@@ -121,9 +185,7 @@ class SimDisk:
             return None
         position = self.rng.randrange(len(f.data))
         bit = 1 << self.rng.randrange(8)
-        f.data[position] ^= bit
-        if f.durable is not None and position < len(f.durable):
-            f.durable[position] ^= bit
+        f.flip(position, bit)
         return position
 
     def restore(self) -> None:
@@ -139,8 +201,8 @@ class SimDisk:
     def unsynced_bytes(self) -> int:
         total = 0
         for f in self.files.values():
-            if f.durable is None:
-                total += len(f.data)
+            if f.durable_size is None:
+                total += f.size
             elif f.dirty_from is not None:
-                total += max(len(f.data) - f.dirty_from, 0)
+                total += max(f.size - f.dirty_from, 0)
         return total

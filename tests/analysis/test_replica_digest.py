@@ -5,8 +5,11 @@ nothing."""
 import hashlib
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from broker_core.records import Record, RecordBatch
-from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests, replica_digests
+from analysis.replica_digest import ABSENT, REPLICA_DIGEST_CHUNK, _chunk_json, record_digests, replica_digests
 
 
 def documented(values: dict[int, str | None], start: int, upto: int) -> list[list]:
@@ -86,3 +89,12 @@ def test_records_read_one_by_one_digest_as_the_batches_holding_them():
     assert record_digests(records, 0, 210) == replica_digests(log, 0, 210) == documented(values, 0, 210)
     assert record_digests(records[5:], 5, 120) == documented(values, 5, 120)
     assert record_digests([], 0, 0) == []
+
+
+@given(st.integers(0, 2**40), st.lists(st.one_of(st.none(), st.text(max_size=6), st.just(ABSENT),
+                                                st.text("ab:-0123", max_size=6)), max_size=8))
+def test_a_chunk_hashes_the_json_the_recipe_names(first, values):
+    """Plain values are joined without the JSON encoder; the text hashed must still be
+    the recipe's compact ASCII JSON, whatever the values (escaped ones, nulls)."""
+    block = [first, *values]
+    assert _chunk_json(block) == json.dumps(block, separators=(",", ":"), ensure_ascii=True)

@@ -1,5 +1,5 @@
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
-from broker_core.records import Record, RecordBatch, decode_batch
+from broker_core.records import Record, RecordBatch, decode_batch, materialize
 from broker_core.types import TopicPartition
 from tests.broker_core.logs import AppliedLog, recover
 
@@ -16,7 +16,8 @@ def files_of(effects_list, files=None):
     for effect in effects_list:
         if isinstance(effect, WriteBytes):
             data = bytearray(files.get(effect.path, b""))
-            data[effect.position:effect.position + len(effect.data)] = effect.data
+            written = materialize(effect.data)
+            data[effect.position:effect.position + len(written)] = written
             files[effect.path] = bytes(data)
         elif isinstance(effect, TruncateFile):
             files[effect.path] = files[effect.path][:effect.size]

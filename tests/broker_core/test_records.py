@@ -106,3 +106,34 @@ def test_malformed_batch_fields_are_a_decode_error():
                     [None, ["a"], 1, {"timestamps": ["x"]}], [None, ["a"], 1, {"headers": [[["k"]]]}]):
         with pytest.raises(DecodeError):
             decode_batch(_stored(json.dumps(payload).encode(), 1), 0)
+
+
+producer_field = st.one_of(st.just(None), st.integers(-2**40, 2**40))
+
+
+@given(records, st.integers(0, 2**40), st.integers(0, 2**20), st.booleans(),
+       st.lists(producer_field, min_size=6, max_size=6),
+       st.one_of(st.none(), st.lists(st.integers(-2**40, 2**40), min_size=20, max_size=20)))
+def test_a_batch_counts_its_encoded_size_without_encoding(rows, base, epoch, plain_ascii, fields, timestamps):
+    """The log places batches by their counted size (positions, segment rolls, the
+    offset index) and writes them unencoded: the count must be the encoding's length,
+    whatever the strings (escaped ones are counted by encoding), sizes and set fields."""
+    if plain_ascii:
+        rows = [Record(r.key and r.key.encode("ascii", "ignore").decode().replace('"', "").replace("\\", ""),
+                       r.value and "".join(c for c in r.value if " " <= c <= "~" and c not in '"\\'), r.size_bytes)
+                for r in rows]
+    names = ("producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp", "max_timestamp")
+    kwargs = {name: value for name, value in zip(names, fields) if value is not None}
+    column = Records([r.value for r in rows], [r.key for r in rows], [r.size_bytes for r in rows],
+                     None if timestamps is None else timestamps[:len(rows)])
+    counted = RecordBatch(base, epoch, column, **kwargs)
+    size = counted.encoded_size()
+    assert size == len(RecordBatch(base, epoch, column, **kwargs).encode())
+    stored = counted.stored_bytes()
+    assert len(stored) == size and stored.materialize() == counted.encode()
+
+
+def test_plain_batches_are_counted_not_encoded():
+    batch = RecordBatch(7, 1, Records(["producer-0:1", None, "x"], ["k", None, "k2"], [100, 5, 100]), producer_id=3)
+    assert batch.encoded_size() == len(RecordBatch(7, 1, batch.records, producer_id=3).encode())
+    assert batch._encoded is None  # counted, not encoded
