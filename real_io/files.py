@@ -38,6 +38,7 @@ import os
 from pathlib import Path
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.records import materialize
 from broker_core.records import DecodeError
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
@@ -152,7 +153,8 @@ class DataDir:
         ReplaceFile); OSError when the disk refuses."""
         kind = type(effect)
         if kind is WriteBytes:
-            self.write(effect.path, effect.position, effect.data)
+            # the core's own batches arrive as BatchBytes (their bytes made when read)
+            self.write(effect.path, effect.position, materialize(effect.data))
         elif kind is TruncateFile:
             self.truncate(effect.path, effect.size)
         elif kind is DeleteFile:

@@ -7,7 +7,8 @@ import pytest
 from broker_core import coordination as coord
 from broker_core.inputs import CoordReplied, CoordSessionStarted, CoordWatchFired
 from real_io.embedded_coordination import SNAPSHOT_FILE, EmbeddedCoordination
-from broker_core.records import DecodeError
+from broker_core.records import DecodeError, RecordBatch, Records
+from broker_core.effects import WriteBytes
 from real_io.files import RESERVE_STEP, DataDir
 
 
@@ -27,6 +28,17 @@ def test_file_effects_land_on_disk_and_a_restart_reads_them(tmp_path):
     (tmp_path / "half.tmp").write_bytes(b"an interrupted replace")
     fresh = DataDir(tmp_path)
     assert {p: fresh.read_file(p) for p in fresh.paths()} == {"t-0/0.log": b"hello th", "checkpoint": b"v2"}
+
+
+def test_a_batch_the_core_wrote_unencoded_lands_as_its_encoded_bytes(tmp_path):
+    """The core writes its own RecordBatches as BatchBytes (bytes made when read); the
+    real data directory writes exactly the bytes the batch encodes to."""
+    batch = RecordBatch(0, 3, Records(["a", "b", None]))
+    data = DataDir(tmp_path)
+    data.carry_out(WriteBytes("t-0/0.log", 0, batch.stored_bytes()))
+    data.carry_out(WriteBytes("t-0/0.log", len(batch.encode()), b"tail"))
+    assert data.read_file("t-0/0.log") == batch.encode() + b"tail"
+    data.close()
 
 
 @pytest.mark.parametrize("path", ["../outside", "/etc/passwd", "t-0/../../x", "."])
