@@ -263,9 +263,10 @@ class BatchBytes:
         return data
 
 
-def materialize(data: bytes | BatchBytes) -> bytes:
-    """The bytes of a ``WriteBytes``' data, made if they were not yet."""
-    return data if isinstance(data, bytes) else data.materialize()
+def materialize(data: Any) -> Any:
+    """The bytes of a ``WriteBytes``' data, made if they were not yet (bytes, or a
+    buffer such as the real binding's view of a request, are returned as they are)."""
+    return data.materialize() if isinstance(data, BatchBytes) else data
 
 
 class RecordBatch:

@@ -36,7 +36,7 @@ def test_a_batch_the_core_wrote_unencoded_lands_as_its_encoded_bytes(tmp_path):
     batch = RecordBatch(0, 3, Records(["a", "b", None]))
     data = DataDir(tmp_path)
     data.carry_out(WriteBytes("t-0/0.log", 0, batch.stored_bytes()))
-    data.carry_out(WriteBytes("t-0/0.log", len(batch.encode()), b"tail"))
+    data.carry_out(WriteBytes("t-0/0.log", len(batch.encode()), memoryview(b"tail")))  # a request's view
     assert data.read_file("t-0/0.log") == batch.encode() + b"tail"
     data.close()
 
