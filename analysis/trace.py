@@ -15,22 +15,88 @@ SCHEMA_VERSION = 1
 COMMON_FIELDS = ("schema_version", "run_id", "seed", "binding", "t_ms", "node", "type")
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
 
-try:  # CPython's C encoder, built once: json's encode() builds a new one per call
+
+def dumps_compact(value: Any) -> str:
+    """A value's JSON as a trace line writes it: compact, keys sorted, ASCII only."""
+    return _dumps(value)
+
+try:  # CPython's C encoder
     from json.encoder import c_make_encoder as _c_make_encoder
     from json.encoder import encode_basestring_ascii as _encode_string
 except ImportError:  # pragma: no cover - other interpreters
     _c_make_encoder = None
 
-if _c_make_encoder is not None:
-    def _unserializable(obj: Any) -> Any:
-        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
+class RawJson:
+    """A field value that is already compact, sorted, ASCII JSON text (the final read's
+    hundreds of thousands of ``[offset, value]`` pairs, say): TraceWriter.write puts it
+    into the line as it is instead of encoding the objects it stands for. The line is the
+    one the decoded value would give, so readers of the trace cannot tell."""
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"RawJson({self.text[:40]!r}{'...' if len(self.text) > 40 else ''})"
+
+
+class _HoldsRawJson(Exception):
+    """Raised by the encoder at a RawJson: write() then takes the splicing path."""
+
+
+def _unserializable(obj: Any) -> Any:
+    if isinstance(obj, RawJson):
+        raise _HoldsRawJson
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+# Where a RawJson's text goes: the encoder writes this string in its place and the text is
+# put in after. A NUL never appears in a trace's strings unescaped; should a field's string
+# hold this very text, the splice sees too many places and encodes the decoded value instead.
+_PLACEHOLDER = "\x00isrlab-raw-json\x00"
+_PLACEHOLDER_JSON = _encode_string(_PLACEHOLDER) if _c_make_encoder is not None else json.dumps(_PLACEHOLDER)
+
+
+def _decoded_raw(obj: Any) -> Any:
+    if isinstance(obj, RawJson):
+        return json.loads(obj.text)
+    return _unserializable(obj)
+
+
+def _encoder(default):
+    if _c_make_encoder is not None:
+        encode = _c_make_encoder(None, default, _encode_string, None, ":", ",", True, False, True)
+        return lambda fields: "".join(encode(fields, 0))
+    return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,  # pragma: no cover
+                            default=default).encode
+
+
+if _c_make_encoder is not None:
     _c_encoder = _c_make_encoder(None, _unserializable, _encode_string, None, ":", ",", True, False, True)
 
-    def _dumps_fields(fields: Mapping[str, Any]) -> str:
+    def _dumps_fields(fields: Mapping[str, Any]) -> str:  # the encoder built once, not per call as json's
         return "".join(_c_encoder(fields, 0))
 else:  # pragma: no cover
-    _dumps_fields = _dumps
+    _dumps_fields = _encoder(_unserializable)
+
+
+def _dumps_with_raw(fields: Mapping[str, Any]) -> str:
+    """The fields' JSON with each RawJson's text spliced in where its value goes."""
+    texts: list[str] = []
+
+    def placeholder(obj: Any) -> Any:
+        if isinstance(obj, RawJson):
+            texts.append(obj.text)
+            return _PLACEHOLDER
+        return _unserializable(obj)
+    pieces = _encoder(placeholder)(fields).split(_PLACEHOLDER_JSON)
+    if len(pieces) != len(texts) + 1:  # a string of the fields holds the placeholder itself
+        return _encoder(_decoded_raw)(fields)
+    spliced = [pieces[0]]
+    for text, piece in zip(texts, pieces[1:]):
+        spliced += (text, piece)
+    return "".join(spliced)
 
 
 class TraceError(ValueError):
@@ -52,7 +118,10 @@ class TraceWriter:
         if tail is None:
             tail = self._tails[(node, type_)] = ',"node":%s,"type":%s' % (_dumps(node), _dumps(type_))
         if fields:
-            line = "%s%d%s,%s\n" % (self._prefix, t_ms, tail, _dumps_fields(fields)[1:])
+            try:
+                line = "%s%d%s,%s\n" % (self._prefix, t_ms, tail, _dumps_fields(fields)[1:])
+            except _HoldsRawJson:
+                line = "%s%d%s,%s\n" % (self._prefix, t_ms, tail, _dumps_with_raw(fields)[1:])
         else:
             line = "%s%d%s}\n" % (self._prefix, t_ms, tail)
         self._stream.write(line)
