@@ -127,6 +127,18 @@ class TraceWriter:
         self._stream.write(line)
         self.events_written += 1
 
+    def write_json(self, t_ms: int, node: str, type_: str, fields_json: str) -> None:
+        """write() for a caller that has its fields' JSON object already, written as
+        write() would (compact, keys sorted, ASCII): the sampler's replica_state lines."""
+        tail = self._tails.get((node, type_))
+        if tail is None:
+            tail = self._tails[(node, type_)] = ',"node":%s,"type":%s' % (_dumps(node), _dumps(type_))
+        if fields_json == "{}":
+            self._stream.write("%s%d%s}\n" % (self._prefix, t_ms, tail))
+        else:
+            self._stream.write("%s%d%s,%s\n" % (self._prefix, t_ms, tail, fields_json[1:]))
+        self.events_written += 1
+
 
 @dataclass(frozen=True)
 class Event:

@@ -16,7 +16,7 @@ import simpy
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, replica_digests
 from json.encoder import encode_basestring_ascii
 
-from analysis.trace import RawJson, TraceWriter, dumps_compact, run_started_fields
+from analysis.trace import TraceWriter, dumps_compact, run_started_fields
 from broker_core import coordination as coord
 from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.types import TopicPartition
@@ -283,7 +283,8 @@ class World:
         while True:
             for broker, snapshot in self.snapshots().items():
                 if snapshot:
-                    self.trace(f"broker-{broker}", "replica_state", {"partitions": replica_states_json(snapshot)})
+                    self.writer.write_json(int(self.env.now), f"broker-{broker}", "replica_state",
+                                           '{"partitions":%s}' % replica_states_json(snapshot))
             yield self.env.timeout(interval)
 
     def _writeback(self, interval_ms: int):
@@ -306,7 +307,7 @@ _REPLICA_STATE = ('%s:{"durable_offset":%d,"high_watermark":%d,"isr":[%s],"leade
                   '"log_end_offset":%d,"log_start_offset":%d,"role":%s}')
 
 
-def replica_states_json(snapshot: dict[str, dict]) -> RawJson:
+def replica_states_json(snapshot: dict[str, dict]) -> str:
     """A broker's snapshot (partition -> Partition.snapshot()) as the trace's JSON, one
     %-format per partition: half the cost of the encoder's sorting every small dict's keys,
     paid every sample for every replica. A state of any other shape is encoded."""
@@ -320,4 +321,4 @@ def replica_states_json(snapshot: dict[str, dict]) -> RawJson:
             encode_basestring_ascii(name), state["durable_offset"], state["high_watermark"],
             ",".join([str(replica) for replica in state["isr"]]), state["leader"], state["leader_epoch"],
             state["log_end_offset"], state["log_start_offset"], encode_basestring_ascii(state["role"])))
-    return RawJson("{" + ",".join(parts) + "}")
+    return "{" + ",".join(parts) + "}"

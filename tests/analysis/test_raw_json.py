@@ -46,3 +46,10 @@ def test_what_json_cannot_write_is_still_refused():
         line({"a": object()})
     with pytest.raises(TypeError, match="object is not JSON serializable"):
         line({"a": object(), "b": RawJson("1")})
+
+
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5))
+def test_write_json_writes_the_line_write_writes(fields):
+    out = io.StringIO()
+    TraceWriter(out, "run", 7, "sim").write_json(12, "reader", "ok", dumps_compact(fields))
+    assert out.getvalue() == line(fields)
