@@ -28,17 +28,23 @@ except ImportError:  # pragma: no cover - other interpreters
 
 
 class RawJson:
-    """A field value that is already compact, sorted, ASCII JSON text (the final read's
-    hundreds of thousands of ``[offset, value]`` pairs, say): TraceWriter.write puts it
-    into the line as it is instead of encoding the objects it stands for. The line is the
-    one the decoded value would give, so readers of the trace cannot tell."""
-    __slots__ = ("text",)
+    """A field value that is already compact, sorted, ASCII JSON text, in parts whose
+    concatenation is the text (the final read's hundreds of thousands of ``[offset,
+    value]`` pairs, a batch per part): TraceWriter.write writes the parts into the line as
+    they are instead of encoding the objects they stand for, and without joining them into
+    one large string first. The line is the one the decoded value would give."""
+    __slots__ = ("parts",)
 
-    def __init__(self, text: str):
-        self.text = text
+    def __init__(self, *parts: str):
+        self.parts = parts
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
     def __repr__(self) -> str:
-        return f"RawJson({self.text[:40]!r}{'...' if len(self.text) > 40 else ''})"
+        text = self.text
+        return f"RawJson({text[:40]!r}{'...' if len(text) > 40 else ''})"
 
 
 class _HoldsRawJson(Exception):
@@ -81,22 +87,18 @@ else:  # pragma: no cover
     _dumps_fields = _encoder(_unserializable)
 
 
-def _dumps_with_raw(fields: Mapping[str, Any]) -> str:
-    """The fields' JSON with each RawJson's text spliced in where its value goes."""
-    texts: list[str] = []
+def _split_at_raw(fields: Mapping[str, Any]) -> tuple[list[str], list[RawJson]] | None:
+    """The fields' JSON cut where each RawJson goes, and those RawJson in order; None
+    when a string of the fields holds the placeholder itself."""
+    raws: list[RawJson] = []
 
     def placeholder(obj: Any) -> Any:
         if isinstance(obj, RawJson):
-            texts.append(obj.text)
+            raws.append(obj)
             return _PLACEHOLDER
         return _unserializable(obj)
     pieces = _encoder(placeholder)(fields).split(_PLACEHOLDER_JSON)
-    if len(pieces) != len(texts) + 1:  # a string of the fields holds the placeholder itself
-        return _encoder(_decoded_raw)(fields)
-    spliced = [pieces[0]]
-    for text, piece in zip(texts, pieces[1:]):
-        spliced += (text, piece)
-    return "".join(spliced)
+    return (pieces, raws) if len(pieces) == len(raws) + 1 else None
 
 
 class TraceError(ValueError):
@@ -121,11 +123,29 @@ class TraceWriter:
             try:
                 line = "%s%d%s,%s\n" % (self._prefix, t_ms, tail, _dumps_fields(fields)[1:])
             except _HoldsRawJson:
-                line = "%s%d%s,%s\n" % (self._prefix, t_ms, tail, _dumps_with_raw(fields)[1:])
+                self._write_with_raw("%s%d%s," % (self._prefix, t_ms, tail), fields)
+                self.events_written += 1
+                return
         else:
             line = "%s%d%s}\n" % (self._prefix, t_ms, tail)
         self._stream.write(line)
         self.events_written += 1
+
+    def _write_with_raw(self, head: str, fields: Mapping[str, Any]) -> None:
+        """A line whose fields hold RawJson: the encoded fields around them, and each
+        one's parts, written one after the other."""
+        split = _split_at_raw(fields)
+        if split is None:  # the placeholder is ambiguous: encode the decoded values
+            self._stream.write("%s%s\n" % (head, _encoder(_decoded_raw)(fields)[1:]))
+            return
+        pieces, raws = split
+        write = self._stream.write
+        write(head + pieces[0][1:])
+        for raw, piece in zip(raws, pieces[1:]):
+            for part in raw.parts:
+                write(part)
+            write(piece)
+        write("\n")
 
     def write_json(self, t_ms: int, node: str, type_: str, fields_json: str) -> None:
         """write() for a caller that has its fields' JSON object already, written as

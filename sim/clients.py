@@ -299,21 +299,26 @@ class ReadRecords:
         return added
 
     def json(self) -> RawJson:
-        return RawJson("[" + ",".join(self._chunks) + "]")
+        """The records as a trace field: the chunks are written one by one, never joined
+        (the read's text is megabytes: each copy of it costs fresh pages)."""
+        if not self._chunks:
+            return RawJson("[]")
+        chunks = self._chunks
+        return RawJson("[", chunks[0][1:], *chunks[1:], "]")  # each chunk starts with a comma
 
 
 def _pairs_json(first: int, values: tuple[str | None, ...]) -> str:
-    """``[first,"v0"],[first+1,"v1"],...`` as compact JSON (no enclosing brackets)."""
+    """``,[first,"v0"],[first+1,"v1"],...`` as compact JSON (each pair after a comma)."""
     try:
         plain = is_plain_json_text("".join(values))  # type: ignore[arg-type]
     except TypeError:  # a null among them
         plain = False
     if not plain:
-        return dumps_compact([[first + i, value] for i, value in enumerate(values)])[1:-1]
+        return "," + dumps_compact([[first + i, value] for i, value in enumerate(values)])[1:-1]
     n = len(values)
     form = _PAIRS_FORMATS.get(n)
     if form is None:
-        form = _PAIRS_FORMATS[n] = ",".join(['[%d,"%s"]'] * n)
+        form = _PAIRS_FORMATS[n] = ',[%d,"%s"]' * n
     args: list[object] = [None] * (2 * n)
     args[0::2] = range(first, first + n)
     args[1::2] = values

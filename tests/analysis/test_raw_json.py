@@ -27,6 +27,14 @@ def test_a_raw_value_gives_the_line_its_decoded_value_gives(fields, data):
     assert line(spliced) == line(fields)
 
 
+@given(st.lists(json_values, max_size=6), st.data())
+def test_a_raw_value_in_parts_is_written_part_by_part(items, data):
+    text = dumps_compact(items)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=5)))
+    parts = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    assert line({"a": 1, "records": RawJson(*parts), "z": "end"}) == line({"a": 1, "records": items, "z": "end"})
+
+
 def test_raw_values_nested_in_lists_and_dicts_are_spliced_too():
     fields = {"a": [1, {"b": RawJson('[[0,"x"],[1,null]]')}], "c": RawJson('{"d":"\\u00e9"}')}
     assert line(fields) == line({"a": [1, {"b": [[0, "x"], [1, None]]}], "c": {"d": "\u00e9"}})
