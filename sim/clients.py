@@ -244,16 +244,29 @@ class SimReader(SimClient):
         self.refresh_metadata()
 
 
-def records_from(batches: Sequence[Any], position: int, end: int | None) -> list[tuple[int, str | None]]:
-    """``(offset, value)`` for every record of ``batches`` at or after ``position`` (and
-    before ``end``), in offset order; the trace writes each as ``[offset, value]``."""
-    got: list[tuple[int, str | None]] = []
+Window = tuple[int, tuple[str | None, ...], int, int]
+
+
+def _windows(batches: Sequence[Any], position: int, end: int | None) -> list[Window]:
+    """``(base_offset, values, low, high)`` of each batch that has records at or after
+    ``position`` (and before ``end``): those are ``values[low:high]``."""
+    windows = []
     for batch in batches:
         base: int = batch.base_offset
         values: tuple[str | None, ...] = batch.records.values
         count = len(values)
         low = position - base if position > base else 0
         high = count if end is None or end - base > count else end - base
+        if high > low:
+            windows.append((base, values, low, high))
+    return windows
+
+
+def records_from(batches: Sequence[Any], position: int, end: int | None) -> list[tuple[int, str | None]]:
+    """``(offset, value)`` for every record of ``batches`` at or after ``position`` (and
+    before ``end``), in offset order; the trace writes each as ``[offset, value]``."""
+    got: list[tuple[int, str | None]] = []
+    for base, values, low, high in _windows(batches, position, end):
         # a compiled loop: a third faster than extending by zip(range, slice)
         for i in range(low, high):
             got.append((base + i, values[i]))
@@ -282,21 +295,13 @@ class ReadRecords:
     def add(self, batches: Sequence[Any], position: int, end: int | None) -> bool:
         """The records of ``batches`` at or after ``position`` (and before ``end``);
         whether there were any."""
-        added = False
-        for batch in batches:
-            base: int = batch.base_offset
-            values: tuple[str | None, ...] = batch.records.values
-            count = len(values)
-            low = position - base if position > base else 0
-            high = count if end is None or end - base > count else end - base
-            if high <= low:
-                continue
-            got = values if low == 0 and high == count else values[low:high]
+        windows = _windows(batches, position, end)
+        for base, values, low, high in windows:
+            got = values if low == 0 and high == len(values) else values[low:high]
             self._chunks.append(_pairs_json(base + low, got))
             self.count += high - low
             self.next_offset = base + high
-            added = True
-        return added
+        return bool(windows)
 
     def json(self) -> RawJson:
         """The records as a trace field: the chunks are written one by one, never joined
