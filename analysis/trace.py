@@ -20,6 +20,7 @@ def dumps_compact(value: Any) -> str:
     """A value's JSON as a trace line writes it: compact, keys sorted, ASCII only."""
     return _dumps(value)
 
+
 try:  # CPython's C encoder
     from json.encoder import c_make_encoder as _c_make_encoder
     from json.encoder import encode_basestring_ascii as _encode_string

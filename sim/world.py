@@ -305,7 +305,7 @@ class World:
 # keys sorted (tests/sim/test_replica_state_json.py holds the two equal)
 _REPLICA_STATE = ('%s:{"durable_offset":%d,"high_watermark":%d,"isr":[%s],"leader":%d,"leader_epoch":%d,'
                   '"log_end_offset":%d,"log_start_offset":%d,"role":%s}')
-_JSON_NAMES: dict[TopicPartition, str] = {}  # a partition's name as a JSON string
+_NAMES: dict[TopicPartition, tuple[str, str]] = {}  # a partition's name, and as a JSON string
 
 
 def replica_states_json(partitions: dict[TopicPartition, Partition]) -> str:
@@ -314,13 +314,14 @@ def replica_states_json(partitions: dict[TopicPartition, Partition]) -> str:
     having the encoder sort its eight keys, paid every sample for every replica."""
     named = []
     for tp in partitions:
-        name = _JSON_NAMES.get(tp)
-        if name is None:
-            name = _JSON_NAMES[tp] = encode_basestring_ascii(str(tp))
-        named.append((name, tp))
+        names = _NAMES.get(tp)
+        if names is None:
+            text = str(tp)
+            names = _NAMES[tp] = (text, encode_basestring_ascii(text))
+        named.append((names, tp))
     named.sort()  # as the encoder orders keys: by name, "t-10" before "t-2"
     parts = []
-    for name, tp in named:
+    for (_, name), tp in named:
         partition = partitions[tp]
         log = partition.log
         parts.append(_REPLICA_STATE % (

@@ -44,14 +44,16 @@ def test_every_replica_state_of_a_cluster_under_faults_is_written_as_its_snapsho
     assert seen_roles == {Role.LEADER, Role.FOLLOWER}, seen_roles
 
 
-def test_an_offline_replica_and_a_name_the_encoder_escapes():
+def test_offline_replicas_and_names_the_encoder_escapes_or_orders_apart():
     cluster = Cluster(partitions=1)
     cluster.start_all()
     assert cluster.wait_for(lambda: bool(cluster.nodes[1].replicas.partitions))
     node = cluster.nodes[1]
     hosted = next(iter(node.replicas.partitions.values()))
-    odd = TopicPartition('q"\u00e9', 3)
-    offline = Partition(1, odd, hosted.log, hosted.config)  # hosted, no leader known yet
-    assert offline.role is Role.OFFLINE
-    node.replicas.partitions[odd] = offline
+    # escaped names, and a name whose JSON string sorts apart from it: the encoder orders
+    # by the name itself, where "x-1" comes before "x-1 -2" (and '"x-1"' after '"x-1 -2"')
+    for odd in (TopicPartition('q"\u00e9', 3), TopicPartition("x", 1), TopicPartition("x-1 ", 2)):
+        offline = Partition(1, odd, hosted.log, hosted.config)  # hosted, no leader known yet
+        assert offline.role is Role.OFFLINE
+        node.replicas.partitions[odd] = offline
     assert_written_as_the_snapshot(node)
