@@ -43,10 +43,6 @@ class RawJson:
     def text(self) -> str:
         return "".join(self.parts)
 
-    def __repr__(self) -> str:
-        text = self.text
-        return f"RawJson({text[:40]!r}{'...' if len(text) > 40 else ''})"
-
 
 class _HoldsRawJson(Exception):
     """Raised by the encoder at a RawJson: write() then takes the splicing path."""

@@ -285,12 +285,11 @@ class ReadRecords:
     ``(offset, value)`` tuple per record for the trace's encoder to take apart again cost
     7 to 8% of a compiled run. A batch whose values JSON writes as they are (no
     nulls, no escapes) is written by one %-format; any other batch is encoded."""
-    __slots__ = ("_chunks", "count", "next_offset")
+    __slots__ = ("_chunks", "next_offset")
 
     def __init__(self) -> None:
         self._chunks: list[str] = []
-        self.count = 0
-        self.next_offset = 0  # the offset after the last record got
+        self.next_offset = 0  # the offset after the last record got (0 while none was)
 
     def add(self, batches: Sequence[Any], position: int, end: int | None) -> bool:
         """The records of ``batches`` at or after ``position`` (and before ``end``);
@@ -299,7 +298,6 @@ class ReadRecords:
         for base, values, low, high in windows:
             got = values if low == 0 and high == len(values) else values[low:high]
             self._chunks.append(_pairs_json(base + low, got))
-            self.count += high - low
             self.next_offset = base + high
         return bool(windows)
 

@@ -201,7 +201,7 @@ class World:
     def _consumers_catch_up(self, deadline: float):
         """Consumers keep polling until they reach what the final read found, so that a
         record no consumer saw is a real anomaly, not the end of the workload."""
-        ends = {tp: got.next_offset if got.count else 0 for tp, got in self.reader.results.items()}
+        ends = {tp: got.next_offset for tp, got in self.reader.results.items()}
         started = self.env.now
 
         def behind():
