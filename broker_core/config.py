@@ -159,12 +159,21 @@ class ClientDefaults:
     partitioner: str  # keyless records: "round_robin" (before 2.4) or "sticky" (KIP-480, 2.4+)
     validate_positions: bool  # KIP-320 (2.1+): a consumer checks its position after a leader change
     enable_idempotence: bool  # the producer's enable.idempotence default (true from 3.0, KIP-679)
+    # The idempotent producer's epoch bump: "per_partition" restarts every partition's
+    # sequences at 0 (KAFKA-12152, 2.8+), "in_flight" only those with batches in flight
+    # (2.7 and before). kafka-0.8 has no idempotent producer; its value is never used.
+    sequence_restart: str
 
+
+SEQUENCE_RESTARTS = ("per_partition", "in_flight")
 
 CLIENT_PROFILES: dict[str, ClientDefaults] = {
-    "kafka-3.0": ClientDefaults(partitioner="sticky", validate_positions=True, enable_idempotence=True),
-    "kafka-2.7": ClientDefaults(partitioner="sticky", validate_positions=True, enable_idempotence=False),
-    "kafka-0.8": ClientDefaults(partitioner="round_robin", validate_positions=False, enable_idempotence=False),
+    "kafka-3.0": ClientDefaults(partitioner="sticky", validate_positions=True, enable_idempotence=True,
+                                sequence_restart="per_partition"),
+    "kafka-2.7": ClientDefaults(partitioner="sticky", validate_positions=True, enable_idempotence=False,
+                                sequence_restart="in_flight"),
+    "kafka-0.8": ClientDefaults(partitioner="round_robin", validate_positions=False, enable_idempotence=False,
+                                sequence_restart="in_flight"),
 }
 
 

@@ -75,6 +75,9 @@ def refusals(scenario, on_zookeeper: bool = False) -> list[tuple[tuple, int | No
         if producer.record_bytes != RECORD_BYTES:
             out.append((("workload", "producers", i, "record_bytes"), None, "record_bytes sizes the simulated "
                         "records; a real record is its value's bytes (producer-<i>:<seq>)"))
+        if producer.sequence_restart is not None:
+            out.append((("workload", "producers", i, "sequence_restart"), None, "sequence_restart picks the "
+                        "simulated Java producer's epoch bump; the real binding's producer is librdkafka's"))
     for i, consumer in enumerate(scenario.consumers):
         if consumer.auto_offset_reset == "none" or consumer.validate_positions is not None:
             out.append((("workload", "consumers", i), None, "auto_offset_reset: none and validate_positions are "

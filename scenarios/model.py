@@ -58,6 +58,7 @@ class ProducerWorkload:
     stop_ms: int | None = None
     partitioner: str | None = None  # keyless records: round_robin or sticky; None: the profile's
     enable_idempotence: bool = False  # enable.idempotence, after the profile's default and its conditions
+    sequence_restart: str | None = None  # the idempotent producer's epoch bump (KAFKA-12152); None: the profile's
 
 
 @dataclass(frozen=True)

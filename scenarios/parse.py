@@ -5,7 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from broker_core.config import broker_config, client_defaults, topic_config, PROFILES
+from broker_core.config import broker_config, client_defaults, topic_config, PROFILES, SEQUENCE_RESTARTS
 from broker_core.errors import ConfigError
 from broker_core.partitioner import PARTITIONERS
 from scenarios.parse_faults import FaultParser, check_contradictions
@@ -233,6 +233,8 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile:
         partitioner=f.take("partitioner", "str", None,
                            lambda v: None if v in PARTITIONERS else f"must be one of {', '.join(PARTITIONERS)}"),
         enable_idempotence=idempotent,
+        sequence_restart=f.take("sequence_restart", "str", None, lambda v: None if v in SEQUENCE_RESTARTS else
+                                f"must be one of {', '.join(SEQUENCE_RESTARTS)}"),
     )
     f.done()
     return workload

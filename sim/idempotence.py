@@ -1,16 +1,27 @@
 """The idempotent producer's sequence bookkeeping, as the Java client keeps it for a
 producer without a transactional id.
 
-Follows Kafka 3.0.0 clients/src/main/java/org/apache/kafka/clients/producer/internals/
+Follows Kafka clients/src/main/java/org/apache/kafka/clients/producer/internals/
 TransactionManager.java (sequenceNumber, addInFlightBatch, handleCompletedBatch,
 handleFailedBatch, canRetry, requestEpochBumpForPartition, bumpIdempotentProducerEpoch,
-startSequencesAtBeginning, maybeUpdateProducerIdAndEpoch, markSequenceUnresolved,
-maybeResolveSequences), RecordAccumulator.shouldStopDrainBatchesForPartition and
-insertInSequenceOrder, and Sender.completeBatch (DUPLICATE_SEQUENCE_NUMBER is a success
-without an offset). The 2.7.0 client differs in one way that is not modelled: it has no
-per-partition epoch (maybeUpdateProducerIdAndEpoch came later), so after an epoch bump a
-partition that did not ask for it costs one more OUT_OF_ORDER_SEQUENCE_NUMBER round
-trip before its sequences restart at 0; the records written are the same.
+startSequencesAtBeginning, markSequenceUnresolved, maybeResolveSequences),
+RecordAccumulator.shouldStopDrainBatchesForPartition and insertInSequenceOrder, and
+Sender.completeBatch (DUPLICATE_SEQUENCE_NUMBER is a success without an offset).
+
+Two versions of the epoch bump's sequence restart (``sequence_restart``), which differ
+by KAFKA-12152 (fixed in 2.8.0):
+
+- ``per_partition`` (3.0.0): each partition keeps the producer id and epoch its
+  sequences belong to; its first batch drained after a bump, once nothing of the older
+  epoch is in flight, restarts its sequences at 0 (maybeUpdateProducerIdAndEpoch), and
+  a failed batch of an older epoch still counts in handleFailedBatch.
+- ``in_flight`` (2.7.0): a bump restarts only the partitions that asked for it, and a
+  partition whose last batch of the older epoch completes (handleCompletedBatch). A
+  partition with nothing in flight at the bump keeps its sequence: its next batch goes
+  with the new epoch and a sequence above 0, the broker answers
+  OUT_OF_ORDER_SEQUENCE_NUMBER, and that asks for another bump. handleFailedBatch
+  ignores a batch of an older epoch, so a partition whose last stale batch failed keeps
+  its sequence too.
 
 A batch here is the producer's PendingBatch: this module reads and sets its
 ``producer_id``, ``producer_epoch``, ``base_sequence``, ``sequence_reset``, ``values``
@@ -34,7 +45,8 @@ MAX_PRODUCER_EPOCH = 32767  # Short.MAX_VALUE: past it the producer asks for a n
 @dataclass
 class PartitionSequences:
     """TransactionManager.TopicPartitionEntry, with the producer id and epoch its
-    sequences belong to (3.0's TopicPartitionEntry.producerIdAndEpoch)."""
+    sequences belong to (3.0's TopicPartitionEntry.producerIdAndEpoch; 2.7's entry has
+    none, and ``in_flight`` restarts never read them)."""
     producer_id: int
     producer_epoch: int
     next_sequence: int = 0
@@ -46,13 +58,21 @@ def last_sequence(batch: Any) -> int:
     return batch.base_sequence + len(batch.values) - 1
 
 
+PER_PARTITION = "per_partition"  # 3.0.0 (KAFKA-12152, 2.8.0+)
+IN_FLIGHT = "in_flight"  # 2.7.0
+
+
 class IdempotentSequences:
-    def __init__(self) -> None:
+    def __init__(self, sequence_restart: str = PER_PARTITION) -> None:
+        if sequence_restart not in (PER_PARTITION, IN_FLIGHT):
+            raise ValueError(f"unknown sequence_restart {sequence_restart!r}")
+        self.per_partition = sequence_restart == PER_PARTITION
         self.producer_id = -1
         self.producer_epoch = -1
         self.partitions: dict[TopicPartition, PartitionSequences] = {}
         self.epoch_bump_required = False
         self.partitions_to_rewrite: set[TopicPartition] = set()
+        self.restarted: list[TopicPartition] = []  # the partitions the last epoch bump renumbered
         self.unresolved: dict[TopicPartition, int] = {}  # partition -> next sequence once resolved
 
     @property
@@ -79,8 +99,10 @@ class IdempotentSequences:
             return False
         entry = self._entry(batch.tp)
         if batch.base_sequence == NO_SEQUENCE:
-            first = entry.in_flight[0] if entry.in_flight else None
-            if first is not None and (first.producer_id, first.producer_epoch) != (self.producer_id, self.producer_epoch):
+            # 3.0 asks whether the partition's own id and epoch are stale, 2.7 whether
+            # its oldest batch in flight has an older one.
+            stale = entry if self.per_partition else (entry.in_flight[0] if entry.in_flight else None)
+            if entry.in_flight and self._is_stale(stale):
                 return False
             return batch.tp not in self.unresolved
         return not entry.in_flight or entry.in_flight[0].base_sequence == batch.base_sequence
@@ -88,8 +110,8 @@ class IdempotentSequences:
     def assign(self, batch: Any) -> None:
         """Give a batch drained for the first time its producer id, epoch and sequence."""
         entry = self._entry(batch.tp)
-        if (entry.producer_id, entry.producer_epoch) != (self.producer_id, self.producer_epoch) and not entry.in_flight:
-            self._start_at_beginning(batch.tp)  # maybeUpdateProducerIdAndEpoch
+        if self.per_partition and self._is_stale(entry) and not entry.in_flight:
+            self._start_at_beginning(batch.tp)  # 3.0.0 maybeUpdateProducerIdAndEpoch
         batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
         batch.base_sequence = entry.next_sequence
         entry.next_sequence = (entry.next_sequence + len(batch.values)) % 2**31
@@ -98,11 +120,12 @@ class IdempotentSequences:
 
     # -- outcomes --------------------------------------------------------------------
     def completed(self, batch: Any) -> None:
-        """handleCompletedBatch."""
+        """handleCompletedBatch. 2.7.0 restarts the sequences of a partition whose last
+        batch of an older epoch completed; 3.0.0 leaves that to the next drain (assign)."""
         entry = self._entry(batch.tp)
         entry.last_acked_sequence = max(entry.last_acked_sequence, last_sequence(batch))
         self._remove_in_flight(batch)
-        if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch) and not entry.in_flight:
+        if not self.per_partition and self._is_stale(batch) and not entry.in_flight:
             self._start_at_beginning(batch.tp)
 
     def can_retry(self, batch: Any, error: ErrorCode) -> bool:
@@ -125,9 +148,10 @@ class IdempotentSequences:
 
     def failed(self, batch: Any, error: ErrorCode, adjust_sequences: bool) -> None:
         """handleFailedBatch: a batch that certainly failed while retries remained
-        leaves a gap, closed by an epoch bump."""
+        leaves a gap, closed by an epoch bump. 2.7.0 ignores a batch of an older epoch
+        ("the producerId has been reset internally"); 3.0.0 (KAFKA-12152) does not."""
         self._remove_in_flight(batch)
-        if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch):
+        if not self.per_partition and self._is_stale(batch):
             return
         if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
             self.request_epoch_bump(batch.tp)
@@ -168,7 +192,8 @@ class IdempotentSequences:
             self.partitions_to_rewrite.clear()
             return True
         self.producer_epoch += 1
-        for tp in sorted(self.partitions_to_rewrite):
+        self.restarted = sorted(self.partitions_to_rewrite)
+        for tp in self.restarted:
             self._start_at_beginning(tp)
             self.unresolved.pop(tp, None)
         self.partitions_to_rewrite.clear()
@@ -187,6 +212,11 @@ class IdempotentSequences:
         entry.producer_id, entry.producer_epoch = self.producer_id, self.producer_epoch
         entry.next_sequence = sequence
         entry.last_acked_sequence = NO_LAST_ACKED_SEQUENCE
+
+    def _is_stale(self, holder: Any) -> bool:
+        """A batch's or a partition's producer id and epoch are not the current ones
+        (2.7.0 producerIdOrEpochNotMatch, 3.0.0 hasStaleProducerIdAndEpoch)."""
+        return (holder.producer_id, holder.producer_epoch) != (self.producer_id, self.producer_epoch)
 
     def _is_next_sequence(self, tp: TopicPartition, sequence: int) -> bool:
         return sequence - self._entry(tp).last_acked_sequence == 1
@@ -227,8 +257,14 @@ class IdempotentSends:
     def _idempotence_tick(self) -> None:
         """The Sender loop's bookkeeping: resolve sequences, bump the epoch if asked,
         and get a producer id when there is none."""
-        if self.sequences.maybe_resolve_and_bump() or not self.sequences.has_producer_id:
+        sequences = self.sequences
+        epoch = sequences.producer_epoch
+        if sequences.maybe_resolve_and_bump() or not sequences.has_producer_id:
             self._init_producer_id()
+        elif sequences.producer_epoch != epoch:
+            self.history("producer_epoch_bumped", {
+                "producer_id": sequences.producer_id, "producer_epoch": sequences.producer_epoch,
+                "partitions": [str(tp) for tp in sequences.restarted]})
 
     def _init_producer_id(self) -> None:
         if self._init_in_flight or not self.running or self.env.now < self._init_not_before:

@@ -15,7 +15,7 @@ from broker_core.records import RecordBatch, Records
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
 from sim.clients import SimClient
-from sim.idempotence import NO_SEQUENCE, IdempotentSends, IdempotentSequences
+from sim.idempotence import NO_SEQUENCE, PER_PARTITION, IdempotentSends, IdempotentSequences
 
 
 # init=False and a written __init__: mypyc compiles a written __init__, while the one
@@ -75,9 +75,12 @@ class SimProducer(IdempotentSends, SimClient):
 
     MAX_IN_FLIGHT = 5  # max.in.flight.requests.per.connection
 
-    def __init__(self, env, network, name, brokers, trace, spec, partitions: int, partitioner: str, rng):
+    def __init__(self, env, network, name, brokers, trace, spec, partitions: int, partitioner: str, rng,
+                 sequence_restart: str = PER_PARTITION):
         """``partitioner`` names the keyless records' partitioner (``round_robin`` or
-        ``sticky``); ``rng`` is its seeded generator."""
+        ``sticky``); ``rng`` is its seeded generator. ``sequence_restart`` is the
+        idempotent producer's epoch bump (sim.idempotence: ``per_partition``, 3.0's,
+        or ``in_flight``, 2.7's)."""
         super().__init__(env, network, name, brokers, trace, spec.request_timeout_ms)
         self.spec = spec
         self.partitioner = make_partitioner(partitioner, rng)
@@ -90,7 +93,8 @@ class SimProducer(IdempotentSends, SimClient):
         self._credit = RecordCredit(spec.rate, spec.linger_ms)
         self.acknowledged = 0
         # enable.idempotence: producer id, epoch and per-partition sequences
-        self.sequences = IdempotentSequences() if getattr(spec, "enable_idempotence", False) else None
+        self.sequences = (IdempotentSequences(sequence_restart) if getattr(spec, "enable_idempotence", False)
+                          else None)
         self._init_in_flight = False
         self._init_not_before = 0.0
         self.produce_requests = 0  # requests sent (bench/sim_speed.py reports them)

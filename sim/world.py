@@ -93,7 +93,8 @@ class World:
             self.producers.append(SimProducer(self.env, self.network, name, brokers, self.trace, w,
                                               scenario.topic(w.topic).partitions,
                                               w.partitioner or defaults.partitioner,
-                                              derive(seed, f"partitioner-{name}")))
+                                              derive(seed, f"partitioner-{name}"),
+                                              w.sequence_restart or defaults.sequence_restart))
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]

@@ -141,6 +141,8 @@ REFUSED = [
     ("cluster:\n  brokers: 2\n  topics: [{name: t}]", 5, "cluster.brokers", "one broker"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, record_bytes: 1000}]}",
      5, "workload.producers[0].record_bytes", "value's bytes"),
+    ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, sequence_restart: in_flight}]}",
+     5, "workload.producers[0].sequence_restart", "librdkafka"),
 ]
 
 

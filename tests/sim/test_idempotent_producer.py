@@ -11,7 +11,7 @@ from broker_core.types import TopicPartition
 from scenarios.parse import parse_scenario
 from scenarios.runner import run_scenario
 from scenarios.source import ScenarioError
-from sim.idempotence import IdempotentSequences, insert_in_sequence_order
+from sim.idempotence import IN_FLIGHT, PER_PARTITION, IdempotentSequences, insert_in_sequence_order
 
 # Slow links and a busy producer widen the window in which the leader's followers hold a
 # batch whose acknowledgement the crash destroys: the producer retries it at the new leader.
@@ -98,13 +98,13 @@ def test_an_impossible_enable_idempotence_names_file_line_and_field(producer, pr
 TP = TopicPartition("t", 0)
 
 
-def _batch(count: int = 2):
-    return SimpleNamespace(tp=TP, values=["v"] * count, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+def _batch(count: int = 2, tp: TopicPartition = TP):
+    return SimpleNamespace(tp=tp, values=["v"] * count, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                            sequence_reset=False, attempts=1)
 
 
-def _sequences(producer_id: int = 5) -> IdempotentSequences:
-    sequences = IdempotentSequences()
+def _sequences(producer_id: int = 5, sequence_restart: str = PER_PARTITION) -> IdempotentSequences:
+    sequences = IdempotentSequences(sequence_restart)
     sequences.set_producer_id(producer_id, 0)
     return sequences
 
@@ -188,13 +188,9 @@ def test_an_exhausted_epoch_asks_for_a_new_producer_id():
 def test_a_batch_that_finally_fails_closes_its_gap_by_an_epoch_bump_or_a_sequence_reset():
     """Kafka 3.0.0 TransactionManager.handleFailedBatch: an out-of-order batch or one
     failed with retries left bumps the epoch; UNKNOWN_PRODUCER_ID restarts the
-    partition's sequences at 0; a batch of an older epoch changes nothing."""
+    partition's sequences at 0."""
     sequences = _sequences()
-    stale, gap, unknown = _batch(), _batch(), _batch()
-    sequences.assign(stale)
-    stale.producer_epoch = -7  # numbered under an earlier epoch
-    sequences.failed(stale, ErrorCode.INVALID_PRODUCER_EPOCH, adjust_sequences=True)
-    assert not sequences.epoch_bump_required
+    gap, unknown = _batch(), _batch()
     sequences.assign(gap)
     sequences.failed(gap, ErrorCode.INVALID_PRODUCER_EPOCH, adjust_sequences=True)
     assert sequences.epoch_bump_required
@@ -204,3 +200,149 @@ def test_a_batch_that_finally_fails_closes_its_gap_by_an_epoch_bump_or_a_sequenc
     fresh = _batch()
     sequences.assign(fresh)
     assert (fresh.producer_epoch, fresh.base_sequence) == (1, 0) and not sequences.epoch_bump_required
+
+
+# -- each client version's epoch bump (KAFKA-12152, fixed in 2.8.0) ----------------------
+OTHER = TopicPartition("t", 1)
+
+# Partition t-0 is led by broker 1, t-1 by broker 2; one record per 100 ms tick goes to
+# each partition in turn, answered within a few ms, so between ticks nothing is in
+# flight. The cut holds t-0's batch of 2200 ms past `hold`, so it is dropped; the
+# client gives it up at its delivery timeout (retries left), which asks for an epoch
+# bump for t-0 alone, while t-1 is idle with sequences already used.
+IDLE_AT_A_BUMP = """
+name: idle-at-a-bump
+cluster:
+  brokers: 2
+  profile: PROFILE
+  topics: [{name: t, partitions: 2, replication_factor: 2, assignment: {0: [1, 2], 1: [2, 1]}}]
+network: {hold: 20ms}
+workload:
+  producers: [{topic: t, rate: 10, linger: 100ms, partitioner: round_robin, enable.idempotence: true, start: 1s,
+               request_timeout: 150ms, delivery_timeout: 150ms, retry_backoff: 10ms}]
+faults:
+  - {at: 2150ms, cut: {from: producer-0, to: 1}, for: 100ms}
+duration: 3s
+"""
+
+
+def _run_idle_at_a_bump(profile: str, tmp_path: Path, monkeypatch) -> tuple[list, list]:
+    """The run's internal events, and every batch's (partition, epoch, sequence) as it
+    was first numbered (the client's own view, which no trace event carries)."""
+    numbered = []
+    assign = IdempotentSequences.assign
+
+    def recording_assign(self, batch):
+        assign(self, batch)
+        numbered.append((str(batch.tp), batch.producer_epoch, batch.base_sequence))
+    monkeypatch.setattr(IdempotentSequences, "assign", recording_assign)
+    scenario = parse_scenario(IDLE_AT_A_BUMP.replace("PROFILE", profile), "idle.yaml")
+    result = run_scenario(scenario, 1, tmp_path / profile)
+    assert result.verdict["failed_but_present"].value == 0 and result.verdict["lost_writes"].value == 0
+    return load_history(result.trace_path).events, numbered
+
+
+def test_kafka_2_7_a_partition_idle_at_an_epoch_bump_keeps_its_sequence_and_bumps_again(tmp_path, monkeypatch):
+    """Kafka 2.7.0 clients/src/main/java/org/apache/kafka/clients/producer/internals/
+    TransactionManager.java bumpIdempotentProducerEpoch (only partitionsToRewriteSequences
+    go through TopicPartitionBookkeeper.startSequencesAtBeginning; no per-partition
+    epoch) and canRetry (OUT_OF_ORDER_SEQUENCE_NUMBER on the next expected sequence:
+    requestEpochBumpForPartition). KAFKA-12152: the idle partition's next batch carries
+    the new epoch with its old sequence; the broker refuses it; the producer bumps again."""
+    events, numbered = _run_idle_at_a_bump("kafka-2.7", tmp_path, monkeypatch)
+    bumps = [e for e in events if e.type == "producer_epoch_bumped"]
+    assert (bumps[0]["producer_epoch"], bumps[0]["partitions"]) == (1, ["t-0"])
+    first_under_1 = next(n for n in numbered if n[0] == "t-1" and n[1] == 1)
+    assert first_under_1[2] > 0  # t-1 was idle at the bump: its old sequence, not 0
+    rejected = next(e for e in events if e.type == "produce_sequence_rejected" and e["partition"] == "t-1")
+    assert (rejected["error"], rejected["producer_epoch"], rejected["expected_epoch"], rejected["base_sequence"]) == (
+        "OUT_OF_ORDER_SEQUENCE_NUMBER", 1, 0, first_under_1[2])
+    assert bumps[0].t_ms < rejected.t_ms < bumps[1].t_ms
+    assert (bumps[1]["producer_epoch"], bumps[1]["partitions"]) == (2, ["t-1"])
+    # t-0 was idle at that second bump in turn: the bumps cascade while the run lasts.
+    assert len(bumps) > 3 and {tuple(b["partitions"]) for b in bumps[2:]} == {("t-0",), ("t-1",)}
+
+
+def test_kafka_3_0_a_partition_idle_at_an_epoch_bump_restarts_at_sequence_0(tmp_path, monkeypatch):
+    """Kafka 3.0.0 clients/src/main/java/org/apache/kafka/clients/producer/internals/
+    TransactionManager.java maybeUpdateProducerIdAndEpoch and hasStaleProducerIdAndEpoch
+    (the partition's own id and epoch; its sequences restart at 0 when its first batch
+    after the bump is drained, RecordAccumulator.drainBatchesForOneNode): one bump only."""
+    events, numbered = _run_idle_at_a_bump("kafka-3.0", tmp_path, monkeypatch)
+    bumps = [(e["producer_epoch"], e["partitions"]) for e in events if e.type == "producer_epoch_bumped"]
+    assert bumps == [(1, ["t-0"])]
+    assert next(n for n in numbered if n[0] == "t-1" and n[1] == 1) == ("t-1", 1, 0)
+    assert not [e for e in events if e.type == "produce_sequence_rejected"]
+
+
+def test_a_producer_option_overrides_the_profiles_sequence_restart():
+    """Kafka 2.7.0 / 3.0.0 TransactionManager (KAFKA-12152, 2.8.0): the profile picks
+    its client's rule; sequence_restart picks either."""
+    from broker_core.config import client_defaults
+    assert client_defaults("kafka-2.7").sequence_restart == IN_FLIGHT
+    assert client_defaults("kafka-3.0").sequence_restart == PER_PARTITION
+    spec = parse_scenario(_scenario("{topic: t, sequence_restart: per_partition}"), "p.yaml").producers[0]
+    assert spec.sequence_restart == PER_PARTITION
+    assert parse_scenario(_scenario("{topic: t}"), "p.yaml").producers[0].sequence_restart is None
+    with pytest.raises(ScenarioError) as error:
+        parse_scenario(_scenario("{topic: t, sequence_restart: lazy}"), "p.yaml")
+    assert "workload.producers[0].sequence_restart" in str(error.value) and "in_flight" in str(error.value)
+
+
+@pytest.mark.parametrize("restart, expected", [(IN_FLIGHT, (1, 2)), (PER_PARTITION, (1, 0))])
+def test_the_bookkeeping_numbers_an_idle_partitions_next_batch_by_its_version(restart, expected):
+    """Kafka 2.7.0 TransactionManager.bumpIdempotentProducerEpoch and sequenceNumber (the
+    idle partition keeps nextSequence) against 3.0.0 maybeUpdateProducerIdAndEpoch
+    (startSequencesAtBeginning at the first drain after the bump)."""
+    sequences = _sequences(sequence_restart=restart)
+    idle, asking = _batch(tp=OTHER), _batch()
+    sequences.assign(idle)
+    sequences.completed(idle)
+    sequences.assign(asking)
+    sequences.request_epoch_bump(TP)
+    sequences.maybe_resolve_and_bump()
+    assert sequences.restarted == [TP]
+    following = _batch(tp=OTHER)
+    assert sequences.may_drain(following)
+    sequences.assign(following)
+    assert (following.producer_epoch, following.base_sequence) == expected
+
+
+STALE_FAILURES = [(ErrorCode.REQUEST_TIMED_OUT, True), (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, True),
+                  (ErrorCode.UNKNOWN_PRODUCER_ID, False)]
+
+
+@pytest.mark.parametrize("error, adjust", STALE_FAILURES, ids=[e.name for e, _ in STALE_FAILURES])
+@pytest.mark.parametrize("restart", [IN_FLIGHT, PER_PARTITION])
+def test_a_failed_batch_of_an_older_epoch_is_ignored_by_2_7_and_counted_by_3_0(restart, error, adjust):
+    """Kafka 2.7.0 clients/src/main/java/org/apache/kafka/clients/producer/internals/
+    TransactionManager.java handleFailedBatch
+    returns early when producerIdOrEpochNotMatch(batch) ("the producerId has been reset
+    internally"); 3.0.0 TransactionManager.java handleFailedBatch has no such return
+    (KAFKA-12152 removed it): a batch of an older epoch that fails with retries left
+    (Sender.failBatch: adjustSequenceNumbers = attempts < retries) or out of order asks
+    for an epoch bump of its partition, and UNKNOWN_PRODUCER_ID resets the partition.
+    Driven on the TransactionManager's counterpart, sim.idempotence.IdempotentSequences."""
+    sequences = _sequences(sequence_restart=restart)
+    stale, asking = _batch(tp=OTHER), _batch()
+    sequences.assign(stale)
+    sequences.assign(asking)
+    sequences.request_epoch_bump(TP)
+    sequences.maybe_resolve_and_bump()  # epoch 1 for t-0; t-1's batch is still of epoch 0
+    assert (stale.producer_epoch, sequences.producer_epoch) == (0, 1)
+    sequences.failed(stale, error, adjust_sequences=adjust)
+    assert not sequences.partitions.get(OTHER, SimpleNamespace(in_flight=[])).in_flight
+    following = _batch(tp=OTHER)
+    if restart == IN_FLIGHT:
+        assert not sequences.epoch_bump_required and OTHER in sequences.partitions
+        sequences.assign(following)  # KAFKA-12152: the new epoch with the old sequence
+        assert (following.producer_epoch, following.base_sequence) == (1, 2)
+        return
+    if error is ErrorCode.UNKNOWN_PRODUCER_ID:
+        assert not sequences.epoch_bump_required and OTHER not in sequences.partitions  # resetSequenceForPartition
+    else:
+        assert sequences.epoch_bump_required and sequences.partitions_to_rewrite == {OTHER}
+        sequences.maybe_resolve_and_bump()
+        assert sequences.restarted == [OTHER]
+    sequences.assign(following)
+    assert following.base_sequence == 0
