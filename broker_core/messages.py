@@ -252,6 +252,9 @@ class LeaderAndIsrRequest:
     controller_id: int
     controller_epoch: int
     partitions: Mapping[TopicPartition, PartitionState]
+    # Kafka's live leaders: the brokers alive (or shutting down) at the controller that
+    # lead a partition named here. A follower ignores a partition whose leader is not one.
+    live_leaders: tuple[int, ...]
 
 
 @dataclass(slots=True)

@@ -69,8 +69,10 @@ class ReplicaManager:
                 continue  # already applied, or older than what this broker knows
             if state.leader_and_isr.leader == ctx.broker_id:
                 self._become_leader(partition, state)
-            else:
+            elif state.leader_and_isr.leader in request.live_leaders:
                 self._become_follower(partition, state)
+            else:
+                self._skip_become_follower(partition, state)
         ctx.send(src, LeaderAndIsrResponse(request.correlation_id, ErrorCode.NONE, errors))
 
     def _become_leader(self, partition: Partition, state: PartitionState) -> None:
@@ -85,6 +87,16 @@ class ReplicaManager:
         if partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
         self._after_high_watermark_change(partition)
+
+    def _skip_become_follower(self, partition: Partition, state: PartitionState) -> None:
+        """ReplicaManager.makeFollowers (0.8.2.2 by the request's live leaders; 2.7.0 and
+        3.0.0 by the metadata cache's alive brokers): a follower whose new leader is not
+        alive (or is none) changes nothing: it keeps its leader, epoch and fetcher, so the
+        same epoch can still be applied later. Only the log is created if missing
+        (KAFKA-1647), which get_or_create did: a new partition stays without a leader."""
+        self.ctx.trace("become_follower_skipped", partition=str(partition.tp), leader=state.leader_and_isr.leader,
+                       leader_epoch=state.leader_and_isr.leader_epoch, current_leader=partition.leader,
+                       current_leader_epoch=partition.leader_epoch, reason="leader_not_alive")
 
     def _become_follower(self, partition: Partition, state: PartitionState) -> None:
         was_leader = partition.is_leader
