@@ -14,9 +14,19 @@ from broker_core.errors import ConfigError
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
 # high_watermark: Kafka before 0.11; leader_epoch: KIP-101 with KIP-279 (2.0 and later);
-# leader_epoch_kip101: KIP-101 alone (0.11 to 1.1), one round, the leader's offset only.
-TRUNCATION_RULES = ("high_watermark", "leader_epoch", "leader_epoch_kip101")
-EPOCH_TRUNCATION_RULES = ("leader_epoch", "leader_epoch_kip101")
+# leader_epoch_kip101: KIP-101 alone (0.11 to 1.1), one round, the leader's offset only;
+# diverging_epoch: no OffsetsForLeaderEpoch, the follower sends the epoch of its last
+# record with each fetch and truncates when the leader answers with a diverging epoch
+# (KAFKA-10554, followers from 2.8/3.0; the leader's check exists since 2.7).
+TRUNCATION_RULES = ("high_watermark", "leader_epoch", "leader_epoch_kip101", "diverging_epoch")
+EPOCH_TRUNCATION_RULES = ("leader_epoch", "leader_epoch_kip101", "diverging_epoch")
+# What a follower does when its fetch offset is out of range at the leader: reset
+# (2.0+ fetchOffsetAndTruncate: truncate to the leader's end if it is below ours, else
+# fetch from max(the leader's start, our end)), or halt_if_unclean_off (0.8.2
+# handleOffsetOutOfRange: the leader's end below ours halts the broker unless unclean
+# election is on for the topic, which truncates to it; else truncate fully and start at
+# the leader's start).
+FOLLOWER_OUT_OF_RANGE_RULES = ("reset", "halt_if_unclean_off")
 
 # Kafka's LogManager.InitialTaskDelayMs: the log flusher first runs this long after startup
 # (0.8.2 and 2.7 alike), then every log.flush.scheduler.interval.ms.
@@ -26,9 +36,10 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
-                       "failover_removes_dead_replicas", "unclean_empties_isr"})
+                       "failover_removes_dead_replicas", "unclean_empties_isr", "follower_fetch_leader_epoch"})
 ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
-                         "failover_removes_dead_replicas", "unclean_empties_isr"})
+                         "failover_removes_dead_replicas", "unclean_empties_isr", "follower_out_of_range",
+                         "follower_fetch_leader_epoch"})
 # What a starting broker does when its /brokers/ids node is held by another session:
 # 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
 REGISTRATION_CONFLICT_RULES = ("retry", "exit")
@@ -82,6 +93,10 @@ class BrokerConfig:
     # isrlab's own keys for controller rules that changed between 0.8.2 and 2.7.
     failover_removes_dead_replicas: bool = True  # ReplicaStateMachine.startup: OfflineReplica (2.7, not 0.8.2)
     unclean_empties_isr: bool = False  # 0.8.2 removeReplicaFromIsr keeps the last member only without unclean
+    follower_out_of_range: str = "reset"  # FOLLOWER_OUT_OF_RANGE_RULES
+    # A follower's fetch carries its current leader epoch (KIP-320, 2.1+); 0.8.2's
+    # FetchRequest has no such field, so its fetches are never fenced by one.
+    follower_fetch_leader_epoch: bool = True
 
     @property
     def flush_interval_ms(self) -> int:
@@ -132,7 +147,7 @@ TOPIC_KEYS = {
 }
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "kafka-3.0": {},
+    "kafka-3.0": {"truncation": "diverging_epoch"},
     "kafka-2.7": {},
     "kafka-0.8": {
         "replica_lag_time_max_ms": 10000,
@@ -144,11 +159,13 @@ PROFILES: dict[str, dict[str, Any]] = {
         "failover_removes_dead_replicas": False,
         "unclean_empties_isr": True,
         "registration_conflict": "retry",
+        "follower_out_of_range": "halt_if_unclean_off",
+        "follower_fetch_leader_epoch": False,
     },
 }
 
 _CHOICES = {"truncation": TRUNCATION_RULES, "isr_change_protocol": ISR_CHANGE_PROTOCOLS,
-            "registration_conflict": REGISTRATION_CONFLICT_RULES}
+            "registration_conflict": REGISTRATION_CONFLICT_RULES, "follower_out_of_range": FOLLOWER_OUT_OF_RANGE_RULES}
 
 _FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
 

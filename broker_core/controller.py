@@ -514,8 +514,12 @@ class Controller:
             states = {tp: self._partition_state(tp) for tp in tps
                       if tp in self.states and broker in self.assignments[tp]}
             if states:
-                self._enqueue_request(broker, lambda cid, s=states: LeaderAndIsrRequest(
-                    cid, self.ctx.broker_id, self.epoch, s))
+                # 2.7.0 ControllerChannelManager.sendLeaderAndIsrRequest (0.8.2.2 alike): the
+                # live (or shutting-down) brokers among the leaders named; our live set
+                # still holds a broker while it shuts down.
+                leaders = sorted({state.leader_and_isr.leader for state in states.values()} & self.live)
+                self._enqueue_request(broker, lambda cid, s=states, ls=tuple(leaders): LeaderAndIsrRequest(
+                    cid, self.ctx.broker_id, self.epoch, s, ls))
 
     def _send_update_metadata(self) -> None:
         states = {tp: self._partition_state(tp) for tp in sorted(self.states) if tp in self.assignments}

@@ -1,6 +1,8 @@
 """The follower side of replication: one fetcher per leader broker, as in Kafka's
 ReplicaFetcherThread. A partition first truncates (to its high watermark, or by leader
-epoch through OffsetsForLeaderEpoch, in one round or several), then fetches in a loop."""
+epoch through OffsetsForLeaderEpoch, in one round or several), then fetches in a loop;
+under ``truncation: diverging_epoch`` it fetches at once and truncates when a fetch
+response names a diverging epoch."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,11 +10,12 @@ from enum import Enum
 
 from broker_core.config import EPOCH_TRUNCATION_RULES
 from broker_core.context import NodeContext
+from broker_core.effects import Halt
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
-    FetchPartition, FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest,
-    OffsetsForLeaderEpochResponse)
+    EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse,
+    OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse)
 from broker_core.partition import Partition
 from broker_core.types import TopicPartition
 
@@ -59,10 +62,15 @@ class ReplicaFetcherManager:
             return
         fetcher = self.fetchers.setdefault(partition.leader, LeaderFetcher(partition.leader))
         rule = partition.config.truncation
-        if rule in EPOCH_TRUNCATION_RULES and partition.log.epochs.latest_epoch != UNDEFINED:
+        has_epochs = partition.log.epochs.latest_epoch != UNDEFINED
+        fetcher.rounds[partition.tp] = 0
+        if rule == "diverging_epoch" and has_epochs:
+            # 3.0.0 AbstractFetcherThread.partitionFetchState (isTruncationOnFetchSupported)
+            # and ReplicaManager.initialFetchOffset: fetch from the log end at once.
+            fetcher.states[partition.tp] = FetchState.FETCHING
+        elif rule in EPOCH_TRUNCATION_RULES and has_epochs:
             fetcher.states[partition.tp] = FetchState.TRUNCATING
             fetcher.fetch_offsets[partition.tp] = partition.log.high_watermark
-            fetcher.rounds[partition.tp] = 0
         else:
             self._truncate(partition, partition.log.high_watermark, "high_watermark")
             fetcher.states[partition.tp] = FetchState.FETCHING
@@ -94,14 +102,23 @@ class ReplicaFetcherManager:
             fetcher.asked_in_epoch = {tp: epochs[tp][0] for tp in truncating}
             request = OffsetsForLeaderEpochRequest(correlation_id, ctx.broker_id, epochs)
         else:
-            wanted = {tp: FetchPartition(self.partitions[tp].log.log_end_offset, self.partitions[tp].leader_epoch,
-                                         ctx.config.replica_fetch_max_bytes)
-                      for tp in sorted(fetcher.states)}
+            wanted = {tp: self._fetch_partition(self.partitions[tp]) for tp in sorted(fetcher.states)}
             request = FetchRequest(correlation_id, ctx.broker_id, ctx.config.replica_fetch_wait_max_ms,
                                    ctx.config.replica_fetch_min_bytes, wanted)
         fetcher.in_flight = correlation_id
         ctx.send(fetcher.leader, request)
         ctx.set_timer(fetcher.timeout_key, ctx.config.replica_socket_timeout_ms + ctx.config.replica_fetch_wait_max_ms)
+
+    def _fetch_partition(self, partition: Partition) -> FetchPartition:
+        """What one partition's fetch asks for: from the log end; the current leader
+        epoch unless the profile's fetches carry none (0.8.2 FetchRequest); the epoch of
+        the last record under ``diverging_epoch`` (3.0.0 ReplicaFetcherThread.buildFetch:
+        LastFetchedEpoch, which after an append or truncation is the log's latest epoch)."""
+        config = partition.config
+        current_epoch = partition.leader_epoch if config.follower_fetch_leader_epoch else -1
+        last_fetched = partition.log.epochs.latest_epoch if config.truncation == "diverging_epoch" else -1
+        return FetchPartition(partition.log.log_end_offset, current_epoch, self.ctx.config.replica_fetch_max_bytes,
+                              last_fetched)
 
     def request_timed_out(self, leader: int) -> None:
         fetcher = self.fetchers.get(leader)
@@ -210,15 +227,37 @@ class ReplicaFetcherManager:
             result = response.partitions[tp]
             partition = self.partitions[tp]
             if result.error is ErrorCode.OFFSET_OUT_OF_RANGE:
-                self._out_of_range(partition, result.log_end_offset, result.log_start_offset)
+                if not self._out_of_range(partition, result.log_end_offset, result.log_start_offset):
+                    return  # the broker halted: nothing after this happens
                 continue
             if result.error is not ErrorCode.NONE:
                 backoff = True
                 continue
-            self._apply(partition, result)
+            if self._apply(partition, result):
+                fetcher.rounds[tp] = 0
+            if result.diverging_epoch >= 0 and partition.config.truncation == "diverging_epoch":
+                self._truncate_on_fetch_response(fetcher, partition, result)
         self._finish(fetcher, backoff)
 
-    def _apply(self, partition: Partition, result) -> None:
+    def _truncate_on_fetch_response(self, fetcher: LeaderFetcher, partition: Partition,
+                                    result: FetchPartitionResult) -> None:
+        """3.0.0 AbstractFetcherThread.truncateOnFetchResponse: the diverging epoch is
+        taken as an OffsetsForLeaderEpoch answer (getOffsetTruncationState, KIP-279), the
+        initial offset being the fetch offset (our log end); whether or not truncation is
+        complete the partition keeps fetching, and its next fetch, carrying the log's
+        latest epoch after the truncation, is the next round."""
+        tp = partition.tp
+        answer = EpochEndOffset(ErrorCode.NONE, result.diverging_epoch, result.diverging_end_offset)
+        last_fetched = partition.log.epochs.latest_epoch
+        target, done = self._kip279_target(partition, answer, partition.log.log_end_offset)
+        fetcher.rounds[tp] += 1
+        self.ctx.trace("diverging_epoch_received", partition=str(tp), leader=partition.leader,
+                       leader_epoch=partition.leader_epoch, round=fetcher.rounds[tp], last_fetched_epoch=last_fetched,
+                       diverging_epoch=result.diverging_epoch, diverging_end_offset=result.diverging_end_offset,
+                       log_end_offset=partition.log.log_end_offset, truncate_to=target, done=done)
+        self._truncate(partition, target, "diverging_epoch", fetcher.rounds[tp])
+
+    def _apply(self, partition: Partition, result) -> bool:
         log = partition.log
         appended = False
         for batch in result.batches:
@@ -234,21 +273,54 @@ class ReplicaFetcherManager:
             log.high_watermark = new_high_watermark
         if appended:
             self.on_append(partition)
+        return appended
 
-    def _out_of_range(self, partition: Partition, leader_log_end: int, leader_log_start: int) -> None:
+    def _out_of_range(self, partition: Partition, leader_log_end: int, leader_log_start: int) -> bool:
+        """The fetch offset is out of range at the leader, whose log end and start come
+        with the answer (Kafka asks ListOffsets for them). Returns False when the broker
+        halted instead."""
         log = partition.log
+        if partition.config.follower_out_of_range == "halt_if_unclean_off":
+            return self._out_of_range_08(partition, leader_log_end, leader_log_start)
+        # 2.7.0 AbstractFetcherThread.fetchOffsetAndTruncate (3.0.0 alike).
         if 0 <= leader_log_end < log.log_end_offset:
             # The leader has less than we do (an unclean leader): drop what it lacks.
             self._truncate(partition, leader_log_end, "offset_out_of_range")
         elif leader_log_start > log.log_end_offset:
-            self._truncate(partition, 0, "offset_out_of_range")
-            log.log_start_offset = log.log_end_offset = log.high_watermark = leader_log_start
+            self._truncate_fully_and_start_at(partition, leader_log_start)
+        # else: keep the log and fetch from its end (max(leader's start, our end))
+        return True
+
+    def _out_of_range_08(self, partition: Partition, leader_log_end: int, leader_log_start: int) -> bool:
+        """0.8.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: a leader behind us may be
+        truncated to only where the topic allows unclean election; else the broker halts
+        (Runtime.halt(1)) rather than lose data. A leader not behind us: truncate fully
+        and start at its log start, whatever our log end."""
+        log = partition.log
+        if 0 <= leader_log_end < log.log_end_offset:
+            if not partition.config.unclean_leader_election_enable:
+                self.ctx.trace("truncation_refused", partition=str(partition.tp), leader=partition.leader,
+                               leader_epoch=partition.leader_epoch, leader_log_end_offset=leader_log_end,
+                               log_end_offset=log.log_end_offset, reason="unclean_leader_election_disabled")
+                self.ctx.emit(Halt(f"log truncation is not allowed for topic {partition.tp.topic}: leader "
+                                   f"{partition.leader}'s latest offset {leader_log_end} is less than "
+                                   f"replica's latest offset {log.log_end_offset}"))
+                return False
+            self._truncate(partition, leader_log_end, "offset_out_of_range")
+        else:
+            self._truncate_fully_and_start_at(partition, leader_log_start)
+        return True
+
+    def _truncate_fully_and_start_at(self, partition: Partition, offset: int) -> None:
+        log = partition.log
+        self._truncate(partition, 0, "offset_out_of_range")
+        log.log_start_offset = log.log_end_offset = log.high_watermark = offset
 
     def _truncate(self, partition: Partition, offset: int, rule: str, round_: int = 0) -> None:
         log = partition.log
         before = log.log_end_offset
         if offset >= before:
-            if partition.config.truncation == "leader_epoch":
+            if partition.config.truncation in ("leader_epoch", "diverging_epoch"):
                 # Kafka 2.1+ Log.truncateTo: even with nothing to remove, drop epochs that
                 # start at the log end (a leader that assigned its epoch but appended
                 # nothing), or the next round would ask for that epoch again.

@@ -81,11 +81,16 @@ class FetchPartition:
     fetch_offset: int
     current_leader_epoch: int = -1  # -1: not checked (old clients)
     max_bytes: int = 1048576
+    # The epoch of the asker's last record (Fetch v12's LastFetchedEpoch): the leader
+    # answers a diverging epoch when its log differs there. -1: not sent.
+    last_fetched_epoch: int = -1
 
-    def __init__(self, fetch_offset: int, current_leader_epoch: int = -1, max_bytes: int = 1048576) -> None:
+    def __init__(self, fetch_offset: int, current_leader_epoch: int = -1, max_bytes: int = 1048576,
+                 last_fetched_epoch: int = -1) -> None:
         self.fetch_offset = fetch_offset
         self.current_leader_epoch = current_leader_epoch
         self.max_bytes = max_bytes
+        self.last_fetched_epoch = last_fetched_epoch
 
 
 @dataclass(slots=True, init=False)
@@ -114,14 +119,22 @@ class FetchPartitionResult:
     # As the core sends it: the FileRegions holding the batches (broker_core.storage);
     # as a receiver gets it: the batches, resolved by the sender's runtime.
     batches: tuple[Any, ...] = ()
+    # Fetch v12's DivergingEpoch: the largest epoch at most the asker's last fetched
+    # epoch and where it ends in the leader's log, when that ends below the fetch offset
+    # or is another epoch (no batches then). -1: none.
+    diverging_epoch: int = -1
+    diverging_end_offset: int = -1
 
     def __init__(self, error: ErrorCode, high_watermark: int = -1, log_start_offset: int = -1,
-                 log_end_offset: int = -1, batches: tuple[Any, ...] = ()) -> None:
+                 log_end_offset: int = -1, batches: tuple[Any, ...] = (), diverging_epoch: int = -1,
+                 diverging_end_offset: int = -1) -> None:
         self.error = error
         self.high_watermark = high_watermark
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset
         self.batches = batches
+        self.diverging_epoch = diverging_epoch
+        self.diverging_end_offset = diverging_end_offset
 
 
 @dataclass(slots=True, init=False)
@@ -252,6 +265,9 @@ class LeaderAndIsrRequest:
     controller_id: int
     controller_epoch: int
     partitions: Mapping[TopicPartition, PartitionState]
+    # Kafka's live leaders: the brokers alive (or shutting down) at the controller that
+    # lead a partition named here. A follower ignores a partition whose leader is not one.
+    live_leaders: tuple[int, ...]
 
 
 @dataclass(slots=True)

@@ -8,12 +8,13 @@ from typing import Hashable
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.delayed import DelayedFetch, DelayedProduce, Purgatory
+from broker_core.epoch_cache import UNDEFINED
 from broker_core.errors import ErrorCode
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.storage import LogStorage
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartitionResult, FetchRequest,
+    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse)
@@ -69,8 +70,10 @@ class ReplicaManager:
                 continue  # already applied, or older than what this broker knows
             if state.leader_and_isr.leader == ctx.broker_id:
                 self._become_leader(partition, state)
-            else:
+            elif state.leader_and_isr.leader in request.live_leaders:
                 self._become_follower(partition, state)
+            else:
+                self._skip_become_follower(partition, state)
         ctx.send(src, LeaderAndIsrResponse(request.correlation_id, ErrorCode.NONE, errors))
 
     def _become_leader(self, partition: Partition, state: PartitionState) -> None:
@@ -85,6 +88,16 @@ class ReplicaManager:
         if partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
         self._after_high_watermark_change(partition)
+
+    def _skip_become_follower(self, partition: Partition, state: PartitionState) -> None:
+        """ReplicaManager.makeFollowers (0.8.2.2 by the request's live leaders; 2.7.0 and
+        3.0.0 by the metadata cache's alive brokers): a follower whose new leader is not
+        alive (or is none) changes nothing: it keeps its leader, epoch and fetcher, so the
+        same epoch can still be applied later. Only the log is created if missing
+        (KAFKA-1647), which get_or_create did: a new partition stays without a leader."""
+        self.ctx.trace("become_follower_skipped", partition=str(partition.tp), leader=state.leader_and_isr.leader,
+                       leader_epoch=state.leader_and_isr.leader_epoch, current_leader=partition.leader,
+                       current_leader_epoch=partition.leader_epoch, reason="leader_not_alive")
 
     def _become_follower(self, partition: Partition, state: PartitionState) -> None:
         was_leader = partition.is_leader
@@ -220,7 +233,9 @@ class ReplicaManager:
         follower = request.replica_id != CONSUMER_REPLICA_ID
         if follower:
             for tp in sorted(request.partitions):
-                if response.partitions[tp].error is ErrorCode.NONE:
+                result = response.partitions[tp]
+                # 3.0.0 ReplicaManager.updateFollowerFetchState: nor after a diverging epoch.
+                if result.error is ErrorCode.NONE and result.diverging_epoch < 0:
                     self._record_follower_fetch(request.replica_id, tp, request.partitions[tp].fetch_offset)
         if has_error or total_bytes >= request.min_bytes or request.max_wait_ms <= 0:
             self.ctx.send(src, response)
@@ -255,6 +270,12 @@ class ReplicaManager:
                 results[tp] = _fetch_failure(error, partition, follower)
                 continue
             log = partition.log
+            if wanted.last_fetched_epoch >= 0:
+                diverging = _diverging_epoch(partition, wanted, follower)
+                if diverging is not None:
+                    has_error = True  # answered at once (3.0.0 fetchMessages: hasDivergingEpoch)
+                    results[tp] = diverging
+                    continue
             if wanted.fetch_offset > log.log_end_offset or wanted.fetch_offset < log.log_start_offset:
                 has_error = True
                 results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
@@ -349,6 +370,22 @@ class ReplicaManager:
         if partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
         self._after_high_watermark_change(partition)
+
+
+def _diverging_epoch(partition: Partition, wanted: FetchPartition, follower: bool) -> FetchPartitionResult | None:
+    """Partition.readRecords with a last fetched epoch (2.7.0 and 3.0.0; 3.0.0's order):
+    the leader looks that epoch up as OffsetsForLeaderEpoch would. No answer (an epoch
+    above its latest, or no epochs) is OFFSET_OUT_OF_RANGE, as is a fetch offset below its
+    log start; an answer of a smaller epoch, or of an end below the fetch offset, is a
+    diverging epoch with no records. None: read as usual."""
+    log = partition.log
+    epoch, end_offset = log.epochs.end_offset_for(wanted.last_fetched_epoch, log.log_end_offset)
+    if end_offset == UNDEFINED or epoch == UNDEFINED or wanted.fetch_offset < log.log_start_offset:
+        return _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
+    if epoch < wanted.last_fetched_epoch or end_offset < wanted.fetch_offset:
+        return FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,
+                                    log.log_end_offset if follower else -1, (), epoch, end_offset)
+    return None
 
 
 def _fetch_failure(error: ErrorCode, partition: Partition | None, follower: bool) -> FetchPartitionResult:

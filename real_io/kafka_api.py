@@ -79,8 +79,10 @@ def fetch_request(correlation_id: int, body: dict) -> FetchRequest:
     for topic in body["topics"]:
         for wanted in topic["partitions"]:
             tp = TopicPartition(topic["topic"], wanted["partition"])
+            # LastFetchedEpoch (v12+, -1 before and from consumers): the core answers a
+            # diverging epoch for it, as 2.7.0/3.0.0 Partition.readRecords does.
             partitions[tp] = FetchPartition(wanted["fetch_offset"], wanted["current_leader_epoch"],
-                                            max(wanted["partition_max_bytes"], 0))
+                                            max(wanted["partition_max_bytes"], 0), wanted["last_fetched_epoch"])
     replica_id = body["replica_id"] if body["replica_id"] >= 0 else CONSUMER_REPLICA_ID
     return FetchRequest(correlation_id, replica_id, max(body["max_wait_ms"], 0), body["min_bytes"], partitions)
 
@@ -99,7 +101,8 @@ def fetch_response(response: FetchResponse) -> dict:
         {"topic": topic, "partition_responses": [
             {"partition": p, "error_code": int(r.error), "high_watermark": r.high_watermark,
              "last_stable_offset": r.high_watermark, "log_start_offset": r.log_start_offset,
-             "aborted_transactions": None, "preferred_read_replica": -1, "record_set": fetch_records(r)}
+             "aborted_transactions": None, "preferred_read_replica": -1, "record_set": fetch_records(r),
+             "diverging_epoch": {"epoch": r.diverging_epoch, "end_offset": r.diverging_end_offset}}
             for p, r in parts]}
         for topic, parts in _tp_sorted(response.partitions).items()]}
 

@@ -46,7 +46,7 @@ def test_a_stale_controller_epoch_is_fenced_by_brokers():
     cluster.run_for(500)
     broker = next(b for b in cluster.brokers if b != first)
     stale = LeaderAndIsrRequest(999, first, 1, {TopicPartition("t", 0): PartitionState(
-        LeaderAndIsr(first, 99, (first,), 1), (1, 2, 3))})
+        LeaderAndIsr(first, 99, (first,), 1), (1, 2, 3))}, (first,))
     cluster._push(cluster.now + 1, broker, MessageReceived("client", stale))
     assert cluster.wait_for(lambda: 999 in cluster.responses, 1000)
     assert cluster.responses[999].error is ErrorCode.STALE_CONTROLLER_EPOCH
