@@ -57,6 +57,7 @@ class BrokerNode:
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
         self.shutdown_attempts = 0
+        self._stop_requested = True  # whether the stop under way was asked for (a controlled shutdown)
         self._shutdown_correlation: int | None = None
         self._handlers: dict[type, Callable[[Any], None]] = {
             Started: self._on_started, MessageReceived: self._on_message, TimerFired: self._on_timer,
@@ -152,7 +153,7 @@ class BrokerNode:
                            action="retry" if retry else "exit")
             if not retry:
                 if not self.registered_once:  # at startup the exception ends the process
-                    self.ctx.emit(Halt("broker registration failed: node exists", clean=True))
+                    self._close_logs("broker registration failed: node exists", requested=False)
                 return  # later (after a session expiry) Kafka logs the error and goes on
             yield coord.Sleep(self.config.zookeeper_session_timeout_ms)
         self.registered_once = True
@@ -282,11 +283,16 @@ class BrokerNode:
             self.ctx.trace("controlled_shutdown_completed", attempts=self.shutdown_attempts)
             self._close_logs("controlled shutdown")
 
-    def _close_logs(self, reason: str) -> None:
+    def _close_logs(self, reason: str, requested: bool = True) -> None:
         """Kafka 2.7.0 KafkaServer.shutdown after the controlled shutdown: the socket
         server stops taking requests, then LogManager.shutdown flushes every log; the
-        checkpoints and the clean-shutdown marker follow when the flushes complete."""
+        checkpoints and the clean-shutdown marker follow when the flushes complete.
+        A failed startup takes the same path (2.7.0 KafkaServer.startup catches the
+        error and calls shutdown(), which skips the controlled shutdown as startup never
+        completed; 0.8.2.2 KafkaServer.startup alike, then KafkaServerStartable exits 1):
+        ``requested`` False, the process exits on its own account."""
         self.ctx.cancel_timer(("shutdown-retry",))
+        self._stop_requested = requested
         if self.logs.start_closing(reason, self._all_logs()):
             self._halt_after_closing()
 
@@ -294,7 +300,7 @@ class BrokerNode:
         reason = self.logs.closing or "shutdown"
         self.logs.finish_closing(self._all_logs())
         self.logs.closing = None
-        self.ctx.emit(Halt(reason, clean=True, requested=True))
+        self.ctx.emit(Halt(reason, clean=True, requested=self._stop_requested))
 
     def _handle_update_metadata(self, src, request: UpdateMetadataRequest) -> None:
         if request.controller_epoch < self.replicas.controller_epoch:

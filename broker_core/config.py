@@ -36,10 +36,12 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
-                       "failover_removes_dead_replicas", "unclean_empties_isr", "follower_fetch_leader_epoch"})
+                       "failover_removes_dead_replicas", "unclean_empties_isr", "follower_fetch_leader_epoch",
+                       "offsets_unavailable_below_epoch_start", "demotion_completes_produces"})
 ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
                          "failover_removes_dead_replicas", "unclean_empties_isr", "follower_out_of_range",
-                         "follower_fetch_leader_epoch"})
+                         "follower_fetch_leader_epoch", "offsets_unavailable_below_epoch_start",
+                         "demotion_completes_produces"})
 # What a starting broker does when its /brokers/ids node is held by another session:
 # 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
 REGISTRATION_CONFLICT_RULES = ("retry", "exit")
@@ -97,6 +99,14 @@ class BrokerConfig:
     # A follower's fetch carries its current leader epoch (KIP-320, 2.1+); 0.8.2's
     # FetchRequest has no such field, so its fetches are never fenced by one.
     follower_fetch_leader_epoch: bool = True
+    # isrlab's own keys for request rules at the leader that changed between 0.8.2 and 2.7.
+    # A client's ListOffsets latest answers OFFSET_NOT_AVAILABLE while a new leader's high
+    # watermark is below the start of its epoch (2.7 Partition.fetchOffsetForTimestamp; 0.8.2
+    # answers the high watermark).
+    offsets_unavailable_below_epoch_start: bool = True
+    # A leader that becomes follower answers its parked acks=all produces at once (2.7
+    # ReplicaManager.makeFollowers); 0.8.2 leaves them to the next follower fetch or the timeout.
+    demotion_completes_produces: bool = True
 
     @property
     def flush_interval_ms(self) -> int:
@@ -161,6 +171,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "registration_conflict": "retry",
         "follower_out_of_range": "halt_if_unclean_off",
         "follower_fetch_leader_epoch": False,
+        "offsets_unavailable_below_epoch_start": False,
+        "demotion_completes_produces": False,
     },
 }
 

@@ -103,3 +103,10 @@ class Halt:
     reason: str
     clean: bool = False
     requested: bool = False
+
+
+@dataclass(slots=True)
+class CloseConnection:
+    """Close the connection to the client ``dst``: the only way to tell an acks=0
+    producer that its request failed (it then refreshes its metadata)."""
+    dst: Hashable

@@ -33,6 +33,7 @@ class ErrorCode(IntEnum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
     INVALID_UPDATE_VERSION = 95
 
     @property
@@ -45,7 +46,7 @@ _RETRIABLE = frozenset({
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION,
     ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
-    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.OFFSET_NOT_AVAILABLE,
 })
 
 # Errors a broker returns for a produce only before appending anything (the request

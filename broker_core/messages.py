@@ -209,9 +209,16 @@ class ListOffsetsRequest:
 
 
 @dataclass(slots=True)
+class ListOffsetsPartitionResult:
+    error: ErrorCode
+    offset: int = -1
+    leader_epoch: int = -1  # the epoch the offset belongs to (the wire's ListOffsets v4+); -1: unknown
+
+
+@dataclass(slots=True)
 class ListOffsetsResponse:
     correlation_id: int
-    partitions: Mapping[TopicPartition, tuple[ErrorCode, int]]
+    partitions: Mapping[TopicPartition, ListOffsetsPartitionResult]
 
 
 @dataclass(slots=True)

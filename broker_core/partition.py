@@ -55,6 +55,9 @@ class Partition:
         self.zk_version = -1
         self.controller_epoch = -1
         self.followers: dict[int, FollowerProgress] = {}
+        # The log end offset when this broker last became leader (Kafka's
+        # leaderEpochStartOffsetOpt); None while it does not lead.
+        self.leader_epoch_start_offset: int | None = None
         # An ISR change under way: the proposed ISR (Kafka's PendingExpandIsr /
         # PendingShrinkIsr) and, under the zookeeper protocol, the partition's lock held
         # while the leader's own write is in flight.
@@ -90,11 +93,13 @@ class Partition:
                 # ISR members count as caught up now, or a new leader would evict them
                 # before they had a chance to fetch from it.
                 self.followers[replica] = FollowerProgress(last_caught_up_ms=now_ms if replica in lai.isr else 0)
+        self.leader_epoch_start_offset = self.log.log_end_offset
         return self.log.assign_epoch(lai.leader_epoch)
 
     def make_follower(self, state: PartitionState) -> None:
         self._adopt(state, Role.FOLLOWER if state.leader_and_isr.leader != NO_LEADER else Role.OFFLINE)
         self.followers = {}
+        self.leader_epoch_start_offset = None
 
     def _adopt(self, state: PartitionState, role: Role) -> None:
         lai = state.leader_and_isr

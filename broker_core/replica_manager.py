@@ -9,13 +9,14 @@ from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.delayed import DelayedFetch, DelayedProduce, Purgatory
 from broker_core.epoch_cache import UNDEFINED
+from broker_core.effects import CloseConnection
 from broker_core.errors import ErrorCode
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.storage import LogStorage
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
-    FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
+    FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
     ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse)
 from broker_core.partition import Partition
@@ -107,7 +108,10 @@ class ReplicaManager:
         self.ctx.trace("became_follower", partition=str(partition.tp), leader=partition.leader,
                        leader_epoch=partition.leader_epoch, log_end_offset=partition.log.log_end_offset,
                        high_watermark=partition.log.high_watermark)
-        if was_leader:
+        if was_leader and partition.config.demotion_completes_produces:
+            # 2.7.0 ReplicaManager.makeFollowers: completeDelayedFetchOrProduceRequests for
+            # every partition made follower; its parked produces find it no longer leads.
+            # 0.8.2.2 makeFollowers leaves the purgatory alone (see handle_fetch).
             self._recheck_produces(partition.tp)
         if partition.config.truncation == "high_watermark" and old_leader == partition.leader:
             # 0.8.2 Partition.makeFollower returns false for the same leader: ReplicaManager
@@ -152,6 +156,11 @@ class ReplicaManager:
             self._try_complete_produce(op)
         elif request.acks != 0:  # acks=0: the producer expects no answer at all
             ctx.send(src, ProduceResponse(request.correlation_id, results))
+        elif any(result.error is not ErrorCode.NONE for result in results.values()):
+            # KafkaApis.handleProduceRequest (2.7.0 closeConnection; 0.8.2.2 alike): an
+            # acks=0 producer hears of an error only by losing its connection, which makes
+            # it refresh its metadata.
+            ctx.emit(CloseConnection(src))
         for partition in appended:
             self.maybe_flush(partition)
             self._wake_fetches(self.purgatory.follower_fetch_watch, partition.tp)
@@ -162,22 +171,24 @@ class ReplicaManager:
     def _try_complete_produce(self, op: DelayedProduce, timed_out: bool = False) -> bool:
         """DelayedProduce.tryComplete and Partition.checkEnoughReplicasReachOffset
         (2.7.0; 0.8.2 alike): each partition is done when its high watermark passed the
-        batch (an error if the maximal ISR is then below min.insync.replicas), when this
-        broker no longer leads it, or at the timeout. There is no epoch check: a new
-        epoch with the same leader (an ISR change by the controller) keeps it waiting."""
+        batch (an error if the maximal ISR is then below min.insync.replicas), or when
+        this broker no longer leads it. There is no epoch check: a new epoch with the
+        same leader (an ISR change by the controller) keeps it waiting. At the timeout
+        (DelayedOperation.forceComplete, 0.8.2.2 expire) nothing is checked again: what
+        still waits answers REQUEST_TIMED_OUT, even at a broker that no longer leads."""
         for tp in sorted(op.required_offsets):
             if tp in op.results:
                 continue
             partition = self.partitions.get(tp)
             base = op.base_offsets[tp]
-            if partition is None or not partition.is_leader:
+            if timed_out:
+                op.results[tp] = ProducePartitionResult(ErrorCode.REQUEST_TIMED_OUT, base)
+            elif partition is None or not partition.is_leader:
                 op.results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             elif partition.log.high_watermark >= op.required_offsets[tp]:
                 enough = len(partition.maximal_isr) >= partition.config.min_insync_replicas
                 op.results[tp] = ProducePartitionResult(
                     ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, base)
-            elif timed_out:
-                op.results[tp] = ProducePartitionResult(ErrorCode.REQUEST_TIMED_OUT, base)
         if not op.is_complete:
             return False
         self.purgatory.produces.pop(op.id, None)
@@ -237,12 +248,27 @@ class ReplicaManager:
                 # 3.0.0 ReplicaManager.updateFollowerFetchState: nor after a diverging epoch.
                 if result.error is ErrorCode.NONE and result.diverging_epoch < 0:
                     self._record_follower_fetch(request.replica_id, tp, request.partitions[tp].fetch_offset)
+                self._recheck_produces_of_former_leader(tp)
         if has_error or total_bytes >= request.min_bytes or request.max_wait_ms <= 0:
             self.ctx.send(src, response)
             return
         op = DelayedFetch(self.purgatory.next_id(), src, request)
         self.purgatory.park_fetch(op, follower)
         self.ctx.set_timer(op.timer_key, request.max_wait_ms)
+
+    def _recheck_produces_of_former_leader(self, tp: TopicPartition) -> None:
+        """0.8.2.2 KafkaApis.recordFollowerLogEndOffsets calls unblockDelayedProduceRequests
+        for every partition of a follower's fetch, even one whose read failed: the only
+        way (besides the timeout) a demoted leader answers its parked produces
+        (NotLeaderForPartition, from Partition.checkEnoughReplicasReachOffset). At a
+        broker that still leads, the check changes nothing (its high watermark's advances
+        check already), so only a former leader's are checked."""
+        if tp not in self.purgatory.produce_watch:
+            return
+        partition = self.partitions.get(tp)
+        if partition is None or partition.is_leader or partition.config.demotion_completes_produces:
+            return
+        self._recheck_produces(tp)
 
     def _record_follower_fetch(self, replica_id: int, tp: TopicPartition, fetch_offset: int) -> None:
         partition = self.partitions.get(tp)
@@ -290,15 +316,22 @@ class ReplicaManager:
         return FetchResponse(request.correlation_id, results), total, has_error
 
     def _fetch_error(self, partition: Partition | None, current_leader_epoch: int) -> ErrorCode:
-        """KIP-320 fencing: a request from an older epoch is fenced, one from a newer
-        epoch means this broker has not heard of it yet."""
-        if partition is None or not partition.is_leader:
+        """KIP-320 fencing (2.7.0 Partition.getLocalLog): the leader epoch is checked
+        before leadership, so a former leader tells a request from an older epoch that it
+        is fenced (FENCED_LEADER_EPOCH) and one from a newer epoch that it has not heard
+        of that epoch yet (UNKNOWN_LEADER_EPOCH); only a request of its own epoch hears
+        NOT_LEADER_OR_FOLLOWER. A partition not hosted at all has no epoch to compare
+        (ReplicaManager.getPartitionOrError). An epoch of -1 (clients before KIP-320) is
+        not checked."""
+        if partition is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch >= 0:
             if current_leader_epoch < partition.leader_epoch:
                 return ErrorCode.FENCED_LEADER_EPOCH
             if current_leader_epoch > partition.leader_epoch:
                 return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.NONE
 
     def _wake_fetches(self, watch: dict, tp: TopicPartition) -> None:
@@ -326,15 +359,29 @@ class ReplicaManager:
 
     # -- offsets ---------------------------------------------------------------------
     def handle_list_offsets(self, src: Hashable, request: ListOffsetsRequest) -> None:
+        """A client's ListOffsets (2.7.0 Partition.fetchOffsetForTimestamp, read
+        uncommitted). Earliest: the log start offset, with the epoch of the earliest
+        cached entry if it starts there (Log.fetchOffsetByTimestamp). Latest: the high
+        watermark with the leader's epoch, or OFFSET_NOT_AVAILABLE while a new leader's
+        high watermark is still below the log end offset it became leader at (the
+        previous leader's committed records may lie above it): the consumer would
+        otherwise start behind records it then reads twice. 0.8.2.2 answers the high
+        watermark (``offsets_unavailable_below_epoch_start``)."""
         results = {}
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
             if partition is None or not partition.is_leader:
-                results[tp] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
-            elif request.partitions[tp] == EARLIEST_TIMESTAMP:
-                results[tp] = (ErrorCode.NONE, partition.log.log_start_offset)
-            else:  # latest, as a consumer sees it: the high watermark
-                results[tp] = (ErrorCode.NONE, partition.log.high_watermark)
+                results[tp] = ListOffsetsPartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                continue
+            log = partition.log
+            if request.partitions[tp] == EARLIEST_TIMESTAMP:
+                first = log.epochs.entries[0] if log.epochs.entries else None
+                epoch = first[0] if first is not None and first[1] <= log.log_start_offset else -1
+                results[tp] = ListOffsetsPartitionResult(ErrorCode.NONE, log.log_start_offset, epoch)
+            elif _high_watermark_below_epoch_start(partition):
+                results[tp] = ListOffsetsPartitionResult(ErrorCode.OFFSET_NOT_AVAILABLE)
+            else:
+                results[tp] = ListOffsetsPartitionResult(ErrorCode.NONE, log.high_watermark, partition.leader_epoch)
         self.ctx.send(src, ListOffsetsResponse(request.correlation_id, results))
 
     def handle_offsets_for_leader_epoch(self, src: Hashable, request: OffsetsForLeaderEpochRequest) -> None:
@@ -386,6 +433,12 @@ def _diverging_epoch(partition: Partition, wanted: FetchPartition, follower: boo
         return FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,
                                     log.log_end_offset if follower else -1, (), epoch, end_offset)
     return None
+
+
+def _high_watermark_below_epoch_start(partition: Partition) -> bool:
+    start = partition.leader_epoch_start_offset
+    return (partition.config.offsets_unavailable_below_epoch_start and start is not None
+            and start > partition.log.high_watermark)
 
 
 def _fetch_failure(error: ErrorCode, partition: Partition | None, follower: bool) -> FetchPartitionResult:

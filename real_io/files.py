@@ -73,7 +73,6 @@ class DataDir:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._handles: dict[str, int] = {}  # path -> open descriptor, kept for appends
-        self.dirty: set[str] = set()  # written since their last fsync
         self.reserved: dict[str, int] = {}  # path -> end of the blocks reserved for it past its length
         self._reserve = _fallocate is not None
 
@@ -185,7 +184,6 @@ class DataDir:
             written = os.pwrite(fd, view, position)
             view = view[written:]
             position += written
-        self.dirty.add(path)
 
     def _reserve_blocks(self, path: str, fd: int, position: int, end: int) -> None:
         """Blocks up to a step past ``end`` allocated, the file's length unchanged. A file
@@ -217,14 +215,12 @@ class DataDir:
     def truncate(self, path: str, size: int) -> None:
         os.ftruncate(self._descriptor(path), size)  # frees the reserved blocks too
         self.reserved.pop(path, None)
-        self.dirty.add(path)
 
     def delete(self, path: str) -> None:
         self.reserved.pop(path, None)
         fd = self._handles.pop(path, None)
         if fd is not None:
             os.close(fd)
-        self.dirty.discard(path)
         try:
             os.remove(self._resolve(path))
         except FileNotFoundError:
@@ -238,7 +234,6 @@ class DataDir:
         fd = self._handles.pop(path, None)
         if fd is not None:  # the old descriptor names the replaced file
             os.close(fd)
-        self.dirty.discard(path)
 
     def fsync(self, path: str) -> None:
         """Make ``path``'s bytes durable (and its directory entry, for a new file).
@@ -253,12 +248,6 @@ class DataDir:
         finally:
             os.close(fd)
         fsync_directory(full.parent)
-
-    def fsync_all(self) -> None:
-        """Make every file written since its last fsync durable (a clean stop)."""
-        for path in sorted(self.dirty):
-            self.fsync(path)
-        self.dirty.clear()
 
     def close(self) -> None:
         for path in sorted(self.reserved):

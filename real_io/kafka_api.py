@@ -16,6 +16,7 @@ from broker_core.messages import (
     FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
+from broker_core.errors import ErrorCode
 from broker_core.types import TopicPartition
 from real_io.protocol.errors import ProtocolError
 from real_io.protocol.primitives import Splice
@@ -122,14 +123,21 @@ def list_offsets_request(correlation_id: int, body: dict) -> tuple[ListOffsetsRe
     return ListOffsetsRequest(correlation_id, wanted), errors
 
 
-def list_offsets_response(response: ListOffsetsResponse | None, local_errors: Mapping[TopicPartition, int]) -> dict:
-    results: dict[TopicPartition, tuple[int, int]] = {tp: (code, -1) for tp, code in local_errors.items()}
+def list_offsets_response(response: ListOffsetsResponse | None, local_errors: Mapping[TopicPartition, int],
+                          version: int) -> dict:
+    """The offset's leader epoch goes on the wire from v4 (the encoder leaves the field
+    out below). 2.7.0 KafkaApis.handleListOffsetRequestV1AndAbove answers
+    OFFSET_NOT_AVAILABLE only to v5+; older versions get LEADER_NOT_AVAILABLE."""
+    results: dict[TopicPartition, tuple[int, int, int]] = {tp: (code, -1, -1) for tp, code in local_errors.items()}
     if response is not None:
-        for tp, (error, offset) in response.partitions.items():
-            results[tp] = (int(error), offset)
+        for tp, result in response.partitions.items():
+            error = result.error
+            if error is ErrorCode.OFFSET_NOT_AVAILABLE and version < 5:
+                error = ErrorCode.LEADER_NOT_AVAILABLE
+            results[tp] = (int(error), result.offset, result.leader_epoch)
     return {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
         {"partition_index": p, "error_code": code, "old_style_offsets": [], "timestamp": -1, "offset": offset,
-         "leader_epoch": -1} for p, (code, offset) in parts]} for topic, parts in _tp_sorted(results).items()]}
+         "leader_epoch": epoch} for p, (code, offset, epoch) in parts]} for topic, parts in _tp_sorted(results).items()]}
 
 
 # -- Metadata --------------------------------------------------------------------------

@@ -17,7 +17,6 @@ were written before it is read.
 from __future__ import annotations
 
 import asyncio
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Hashable
 
@@ -25,8 +24,8 @@ from analysis.trace import TraceWriter
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effects import (
-    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
-    WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
+    TruncateFile, WriteBytes)
 from broker_core.messages import FetchResponse
 from real_io.protocol.primitives import Splice
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
@@ -53,6 +52,7 @@ class BrokerRuntime:
         self._last_now = 0
         self._timers: dict[tuple, asyncio.TimerHandle] = {}
         self._clients: dict[Hashable, Callable[[Any], None]] = {}
+        self._closers: dict[Hashable, Callable[[], None]] = {}
         self.halted: asyncio.Future | None = None
         self.halt_reason: Halt | None = None
         self._draining = False
@@ -100,11 +100,17 @@ class BrokerRuntime:
         """A client's request, translated to the core's message."""
         self.feed(MessageReceived(src, message))
 
-    def register_client(self, address: Hashable, on_message: Callable[[Any], None]) -> None:
+    def register_client(self, address: Hashable, on_message: Callable[[Any], None],
+                        on_close: Callable[[], None] | None = None) -> None:
+        """``on_message`` takes the core's messages to the client; ``on_close`` closes
+        its connection when the core says so (CloseConnection)."""
         self._clients[address] = on_message
+        if on_close is not None:
+            self._closers[address] = on_close
 
     def unregister_client(self, address: Hashable) -> None:
         self._clients.pop(address, None)
+        self._closers.pop(address, None)
 
     def _wakeup_threadsafe(self) -> None:
         loop = self.loop
@@ -147,6 +153,10 @@ class BrokerRuntime:
                 self._file_effect(effect)
             elif kind is Fsync:
                 self._fsync(effect.path, effect.token)
+            elif kind is CloseConnection:
+                close = self._closers.get(effect.dst)
+                if close is not None:  # else the client is gone already
+                    close()
             elif kind is Halt:
                 self._halt(effect)
             else:
@@ -216,11 +226,8 @@ class BrokerRuntime:
     def _halt(self, effect: Halt) -> None:
         self.trace("broker_halted", {"reason": effect.reason, "clean": effect.clean})
         self.halt_reason = effect
-        if effect.clean:
-            try:
-                self.data_dir.fsync_all()  # a clean stop leaves nothing for recovery to redo
-            except OSError as error:
-                print(f"isrlab serve: fsync at shutdown failed: {error}", file=sys.stderr)
+        # No fsync of its own: a clean halt comes after the core flushed every log
+        # (BrokerNode._close_logs), in both bindings.
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()

@@ -42,7 +42,8 @@ DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000  # Kafka's connections.max.idle.ms
 
 class ConnectionClosed(Exception):
     """The connection ends: the broker stopped while a request waited for the core, or
-    an acks=0 produce had an error (the only way to tell such a producer)."""
+    an acks=0 produce had an error the binding found decoding it (the only way to tell
+    such a producer; errors the core finds close it by the core's CloseConnection)."""
 
 
 class KafkaServer:
@@ -60,6 +61,7 @@ class KafkaServer:
         self._waiting: dict[int, asyncio.Future] = {}  # the core's correlation id -> its answer
         self._tasks: set[asyncio.Task] = set()
         self._pool = FramePool()  # the connections' frame buffers, used again request after request
+        self._closed_by_core: set[str] = set()  # connections the core closed (CloseConnection)
 
     @property
     def endpoints(self) -> dict[int, tuple[str, int]]:
@@ -90,11 +92,15 @@ class KafkaServer:
     # -- one connection --------------------------------------------------------------
     async def _serve(self, connection: FrameConnection) -> None:
         address = f"client-{next(self._connections)}"
-        self.runtime.register_client(address, self._on_core_message)
+
+        def close() -> None:  # the core's CloseConnection: frames already read are not served
+            self._closed_by_core.add(address)
+            connection.close()
+        self.runtime.register_client(address, self._on_core_message, close)
         try:
-            while True:
+            while address not in self._closed_by_core:
                 payload = await connection.read_frame(self.idle_s)
-                if payload is None:
+                if payload is None or address in self._closed_by_core:
                     return
                 response = await self._handle(address, payload)
                 del payload  # its buffer goes back to the pool at the next read_frame
@@ -110,6 +116,7 @@ class KafkaServer:
             print(f"isrlab serve: closing {address}: {type(error).__name__}: {error}", file=sys.stderr)
         finally:
             self.runtime.unregister_client(address)
+            self._closed_by_core.discard(address)
             connection.close()
 
     async def _write(self, connection: FrameConnection, parts: list) -> None:
@@ -167,7 +174,7 @@ class KafkaServer:
             message, errors = kafka_api.produce_request(cid, body)
             if message.acks == 0:
                 if message.partitions:
-                    self.runtime.deliver(address, message)
+                    self.runtime.deliver(address, message)  # a partition error: the core closes the connection
                 if errors:  # KafkaApis.handleProduceRequest: acks=0 with an error closes the connection
                     raise ConnectionClosed()
                 return None  # acks=0: the producer expects no answer at all
@@ -181,7 +188,7 @@ class KafkaServer:
         if key == ApiKey.LIST_OFFSETS:
             message, errors = kafka_api.list_offsets_request(cid, body)
             answer = await self._ask(address, message) if message.partitions else None
-            return kafka_api.list_offsets_response(answer, errors)
+            return kafka_api.list_offsets_response(answer, errors, version)
         if key == ApiKey.INIT_PRODUCER_ID:
             return kafka_api.init_producer_id_response(
                 await self._ask(address, kafka_api.init_producer_id_request(cid, body)))

@@ -13,8 +13,8 @@ from simpy.events import NORMAL
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effects import (
-    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
-    WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
+    TruncateFile, WriteBytes)
 from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from sim.coordination import SERVICE, CoordinationClient
@@ -305,6 +305,11 @@ class BrokerHost:
             error = self.disk.replace(effect.path, effect.data)
             if error is not None:
                 self._disk_failed(effect.path, error)
+        elif kind is CloseConnection:
+            # The client's end sees the connection reset after what was sent before it.
+            dst = effect.dst
+            self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
+                              ConnectionReset(self.broker_id))
         elif kind is Halt:
             self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
             if effect.clean:

@@ -109,16 +109,19 @@ class SimClient:
             self.on_response(context, message)
 
     def _connection_reset(self, broker: int) -> None:
-        """The broker's process died and its OS reset our connection: every request in
-        flight to it ends now, its outcome unknown."""
+        """The broker closed our connection (its process died, or it closed it after an
+        acks=0 produce failed): every request in flight to it ends now, its outcome
+        unknown, and the metadata is refreshed, as the disconnect may come from stale
+        metadata (2.7.0 clients NetworkClient.processDisconnection: cancelInFlightRequests,
+        then DefaultMetadataUpdater.handleServerDisconnect: metadata.requestUpdate)."""
         for cid in sorted(c for c, b in self._destination.items() if b == broker):
             del self._destination[cid]
             context = self._pending.pop(cid, None)
             if cid == self._metadata_in_flight:
                 self._metadata_in_flight = None
-                self.refresh_metadata()
             elif context is not None:
                 self.on_timeout(context, reason="connection_reset")
+        self.refresh_metadata()
 
     def _connection_refused(self, broker: int, cid: int) -> None:
         """Nothing listens on the broker's port: the request never reached a broker."""
@@ -211,11 +214,11 @@ class SimReader(SimClient):
         state = self._state[tp]
         state["busy"] = False
         if kind == "end":
-            error, offset = message.partitions[tp]
-            if error is not ErrorCode.NONE:
+            result = message.partitions[tp]
+            if result.error is not ErrorCode.NONE:  # OFFSET_NOT_AVAILABLE too: asked again
                 self.leaders.pop(tp, None)
                 return
-            state["end"] = offset
+            state["end"] = result.offset
         else:
             result = message.partitions[tp]
             if result.error is ErrorCode.OFFSET_OUT_OF_RANGE and state["position"] < result.log_start_offset:

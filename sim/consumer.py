@@ -26,6 +26,7 @@ _RESET_TIMESTAMPS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
 # Fetch errors after which the Java consumer asks for new metadata (Fetcher.
 # initializeCompletedFetch, 2.7.0); UNKNOWN_LEADER_EPOCH (the broker is behind the
 # consumer) is simply retried.
+RETRY_BACKOFF_MS = 100  # the Java consumer's retry.backoff.ms default
 _REFRESH_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 
@@ -41,6 +42,7 @@ class FetchState:
     leader_epoch: int = -1
     reset_reason: str = "initial"
     busy: bool = False  # a ListOffsets or OffsetsForLeaderEpoch for it is in flight
+    retry_at_ms: float = 0.0  # a failed ListOffsets is not asked again before (retry.backoff.ms)
 
 
 class SimConsumer(SimClient):
@@ -55,7 +57,7 @@ class SimConsumer(SimClient):
                  max_wait_ms: int = 500, poll_interval_ms: int = 100, start_ms: int = 0,
                  request_timeout_ms: int = 30000, record_history: bool = True,
                  auto_offset_reset: str = "earliest", start_offset: int | None = None,
-                 validate_positions: bool = False):
+                 validate_positions: bool = False, retry_backoff_ms: int = RETRY_BACKOFF_MS):
         super().__init__(env, network, name, brokers, trace, request_timeout_ms)
         if auto_offset_reset not in RESET_POLICIES:
             raise ValueError(f"auto.offset.reset must be one of {RESET_POLICIES}")
@@ -63,6 +65,9 @@ class SimConsumer(SimClient):
         self.auto_offset_reset = auto_offset_reset
         self.start_offset = start_offset
         self.validate_positions = validate_positions
+        self.retry_backoff_ms = retry_backoff_ms
+        # the newest leader epoch a ListOffsets answer named (Metadata.lastSeenLeaderEpochs)
+        self.seen_epochs: dict[TopicPartition, int] = {}
         self.states = {tp: FetchState() for tp in self.partitions}
         self.max_wait_ms = max_wait_ms
         self.poll_interval_ms = poll_interval_ms
@@ -118,7 +123,9 @@ class SimConsumer(SimClient):
     def accepts_metadata(self, tp: TopicPartition, leader_epoch: int) -> bool:
         """KIP-320 clients keep what they know when a broker's metadata names an older
         leader epoch (Metadata.updateLatestMetadata, 2.7.0)."""
-        return not self.validate_positions or leader_epoch >= self.leader_epochs.get(tp, -1)
+        if not self.validate_positions:
+            return True
+        return leader_epoch >= max(self.leader_epochs.get(tp, -1), self.seen_epochs.get(tp, -1))
 
     def on_metadata(self) -> None:
         """SubscriptionState.maybeValidatePositionForCurrentLeader: a position whose
@@ -147,6 +154,8 @@ class SimConsumer(SimClient):
                 continue
             if leader == NO_LEADER:
                 self.refresh_metadata()
+                continue
+            if state.state == "await_reset" and state.retry_at_ms > self.env.now:
                 continue
             kind = {"fetching": fetch, "await_reset": resets, "await_validation": validations}[state.state]
             kind.setdefault(leader, []).append(tp)
@@ -203,17 +212,28 @@ class SimConsumer(SimClient):
             self._on_fetch(context, message)
 
     def _on_reset(self, tps: list[TopicPartition], message: ListOffsetsResponse) -> None:
+        """Fetcher.resetOffsetsAsync and handleListOffsetResponse (2.7.0): a partition
+        that failed (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE while a new leader's
+        high watermark catches up, LEADER_NOT_AVAILABLE, the epoch errors, ...) is asked
+        again after retry.backoff.ms, and the metadata is refreshed. An answer's leader
+        epoch counts as seen (Metadata.updateLastSeenEpochIfNewer); the position itself
+        gets no epoch, so it is validated only once a consumed record gives it one
+        (resetOffsetIfNeeded)."""
+        refresh = False
         for tp in tps:
             state = self.states[tp]
             state.busy = False
-            error, offset = message.partitions[tp]
-            if error is not ErrorCode.NONE:
-                self.leaders.pop(tp, None)
+            result = message.partitions[tp]
+            if result.error is not ErrorCode.NONE:
+                state.retry_at_ms = self.env.now + self.retry_backoff_ms
+                refresh = True
                 continue
+            if self.validate_positions and result.leader_epoch > self.seen_epochs.get(tp, -1):
+                self.seen_epochs[tp] = result.leader_epoch
             if state.state == "await_reset":
-                # ListOffsets carries no leader epoch here: the position is validated only
-                # once a consumed record gives it one
-                self._move(tp, offset, None, state.reset_reason)
+                self._move(tp, result.offset, None, state.reset_reason)
+        if refresh:
+            self.refresh_metadata()
         self._poll()
 
     def _on_validation(self, sent: dict[TopicPartition, tuple[int, int]],

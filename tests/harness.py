@@ -5,7 +5,8 @@ coordination store. Tests use it to exercise replication rules directly.
 The coordination store is reached as through ZooKeeper's client: a request sent while
 the link to it is blocked, or whose answer is blocked, fails with CONNECTION_LOSS once
 the link works again (applied or not, as the block fell), and ``lose_answers`` makes a
-chosen request be applied with its answer lost. A ``Halt`` effect stops the process."""
+chosen request be applied with its answer lost. A ``Halt`` effect stops the process; a
+``CloseConnection`` is recorded in ``closed_connections``."""
 from __future__ import annotations
 
 import heapq
@@ -16,8 +17,8 @@ from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
 from broker_core.effects import (
-    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
-    WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
+    TruncateFile, WriteBytes)
 from broker_core.errors import ErrorCode
 from broker_core.storage import MemoryFiles, resolve_message
 from broker_core.inputs import (
@@ -59,6 +60,7 @@ class Cluster:
         self.timers: dict[int, dict] = {b: {} for b in brokers}
         self.blocked: set[tuple] = set()
         self.responses: dict[int, Any] = {}
+        self.closed_connections: list[tuple[int, int, Any]] = []  # (t_ms, broker, client) per CloseConnection
         self.traces: list[tuple[int, int, str, dict]] = []
         self._lost: dict[int, list[int]] = {}  # requests whose connection dropped, per broker
         self._lose_rules: list[list] = []
@@ -172,6 +174,10 @@ class Cluster:
                     self.store.expire(sid, reason="closed")
                 self.crash(broker)
                 return  # the process is gone: its remaining effects never happen
+            elif kind is CloseConnection:
+                # The client has one connection per broker and nothing to cancel on it:
+                # the close is recorded for tests to check.
+                self.closed_connections.append((self.now, broker, e.dst))
             elif kind in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
                 self.disks[broker].apply(e)
             elif kind is Fsync:

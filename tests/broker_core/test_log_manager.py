@@ -144,3 +144,44 @@ def test_a_crash_after_a_clean_start_is_recovered_from_the_recovery_point():
     assert recovered[-1][2]["clean_shutdown"] is False and recovered[-1][2]["checked_from_offset"] == 4
     # the recovered log's flush counts: its durable offset reaches the log end
     assert cluster.wait_for(lambda: 1 in cluster.nodes and cluster.nodes[1]._all_logs()[TP].durable_offset == 4)
+
+
+def test_a_broker_whose_startup_fails_closes_its_logs_as_a_clean_shutdown_does():
+    """Kafka 2.7.0 core/src/main/scala/kafka/server/KafkaServer.scala startup: a failure
+    (here zk/KafkaZkClient.scala registerBroker finding the node of the previous
+    incarnation's live session) is caught and shutdown() runs: no controlled shutdown
+    (startup never completed), ReplicaManager.shutdown checkpoints the high watermarks
+    and LogManager.shutdown flushes every log, checkpoints the recovery points and writes
+    the clean-shutdown marker; then the process exits on its own account (not a
+    requested stop). 0.8.2.2 KafkaServer.startup / KafkaServerStartable.startup alike."""
+    cluster = Cluster(brokers=(1, 2, 3))
+    cluster.start_all()
+    assert cluster.wait_for(lambda: cluster.settled())
+    assert cluster.produce_and_wait(cluster.leader(), ["a", "b", "c"]) is not None
+    assert cluster.wait_for(lambda: cluster.settled())
+    cluster.crash(3)
+    effects = []
+    original = cluster._apply
+
+    def spy(b, out):
+        if b == 3:
+            effects.extend(out)
+        original(b, out)
+    cluster._apply = spy
+    cluster.start(3)  # long before the old session expires: registration fails
+    assert cluster.wait_for(lambda: 3 not in cluster.nodes, timeout_ms=5000, step_ms=1)
+    cluster._apply = original
+    kinds = [type(e).__name__ for e in effects]
+    halt = kinds.index("Halt")
+    fsync = max(i for i, e in enumerate(effects) if isinstance(e, Fsync))
+    marker = next(i for i, e in enumerate(effects) if isinstance(e, ReplaceFile) and e.path == CLEAN_SHUTDOWN_FILE)
+    assert fsync < marker < halt
+    assert effects[halt] == Halt("broker registration failed: node exists", clean=True, requested=False)
+    assert cluster.traced("logs_closed")[-1][1] == 3
+    files = cluster.disks[3].files
+    assert decode_offset_checkpoint(bytes(files[RECOVERY_POINT_CHECKPOINT])) == {TP: 3}
+    assert TP in decode_offset_checkpoint(bytes(files["replication-offset-checkpoint"]))
+    cluster.run_for(20000)  # the old session expires
+    cluster.start(3)
+    recovered = cluster.traced("log_recovered", partition="t-0")
+    assert recovered[-1][1] == 3 and recovered[-1][2]["clean_shutdown"] is True

@@ -14,8 +14,8 @@ from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
 from broker_core.effects import (
-    CancelTimer, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace, TruncateFile,
-    WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
+    TruncateFile, WriteBytes)
 from broker_core.storage import MemoryFiles
 from broker_core.inputs import FsyncCompleted, MessageReceived, Started, TimerFired
 from broker_core.types import TopicPartition
@@ -109,6 +109,8 @@ class Loop:
                 self.traces.append((self.now(), broker, e.type, dict(e.fields)))
             elif kind is Halt:
                 raise AssertionError(f"broker {broker} halted: {e.reason}")
+            elif kind is CloseConnection:
+                continue  # no client connections here: nothing to close
             elif kind not in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
                 raise TypeError(kind)
 

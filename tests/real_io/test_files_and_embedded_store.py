@@ -23,7 +23,6 @@ def test_file_effects_land_on_disk_and_a_restart_reads_them(tmp_path):
     data.delete("t-0/gone")
     data.delete("never-there")
     data.fsync("t-0/0.log")
-    data.fsync_all()
     data.close()
     (tmp_path / "half.tmp").write_bytes(b"an interrupted replace")
     fresh = DataDir(tmp_path)

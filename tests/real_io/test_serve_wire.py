@@ -8,7 +8,11 @@ import time
 
 import pytest
 
+from broker_core.errors import ErrorCode
+from broker_core.messages import ListOffsetsPartitionResult, ListOffsetsResponse
 from broker_core.records import RecordBatch, Records
+from broker_core.types import TopicPartition
+from real_io import kafka_api
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
 from real_io.protocol.record_batch import decode_batches, encode_batch
@@ -133,8 +137,8 @@ def test_list_offsets_and_offset_for_leader_epoch(client):
         body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "offsets", "partitions": [
             {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}]}
         return partition_of(client.ask(ApiKey.LIST_OFFSETS, 5, body), field="topics")
-    assert (list_offset(-2)["error_code"], list_offset(-2)["offset"]) == (0, 0)
-    assert (list_offset(-1)["error_code"], list_offset(-1)["offset"]) == (0, 3)
+    assert (list_offset(-2)["error_code"], list_offset(-2)["offset"], list_offset(-2)["leader_epoch"]) == (0, 0, 0)
+    assert (list_offset(-1)["error_code"], list_offset(-1)["offset"], list_offset(-1)["leader_epoch"]) == (0, 3, 0)
     assert list_offset(12345)["error_code"] == 42  # lookups by timestamp are not modelled
     body = {"replica_id": -1, "topics": [{"name": "offsets", "partitions": [
         {"partition_index": 0, "current_leader_epoch": 0, "leader_epoch": 0}]}]}
@@ -166,3 +170,40 @@ def test_create_topics_refuses_absurd_counts_at_once(client):
     errors = {t["name"]: t["error_code"] for t in response["topics"]}
     assert errors == {"huge": 37, "wide": 38, "placed": 42}  # INVALID_PARTITIONS, _REPLICATION_FACTOR, _REQUEST
     assert time.monotonic() - started < 2
+
+
+def test_an_acks_0_produce_to_a_partition_not_led_here_closes_only_that_connection(broker, client):
+    """2.7.0 KafkaApis.handleProduceRequest: an acks=0 produce with an error in any
+    partition closes the connection (closeConnection), the producer's only word of it;
+    the core decides (CloseConnection) and the server closes that socket. Other
+    connections are served on."""
+    create(client, "closing")
+    producer = WireClient(broker.port)
+    batch = RecordBatch(0, -1, Records(["fine"], [None], 0, [1], None))
+    producer.send(ApiKey.PRODUCE, 8, produce_body("closing", batch, acks=0))  # partition 0: led here
+    metadata = producer.ask(ApiKey.METADATA, 9, {"topics": [{"name": "closing"}], "allow_auto_topic_creation": False})
+    assert metadata["topics"][0]["error_code"] == 0  # still open
+    elsewhere = produce_body("closing", RecordBatch(0, -1, Records(["lost"], [None], 0, [1], None)), acks=0)
+    elsewhere["topics"][0]["partitions"][0]["partition_index"] = 5  # no such replica here
+    producer.send(ApiKey.PRODUCE, 8, elsewhere)
+    producer.sock.settimeout(5)
+    assert producer.sock.recv(1) == b""  # closed by the broker
+    producer.close()
+    fetched = partition_of(client.ask(ApiKey.FETCH, 11, fetch_body("closing", 0, 0, 1)), inner="partition_responses")
+    assert [b.records.values for b in decode_batches(fetched["record_set"])] == [("fine",)]
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 5])
+def test_list_offsets_answers_carry_the_epoch_from_v4_and_offset_not_available_from_v5(version):
+    """2.7.0 KafkaApis.handleListOffsetRequestV1AndAbove: the leader epoch is set on the
+    answer for v4+ (the field exists from v4, ListOffsetResponse.json), and an
+    OffsetNotAvailableException answers OFFSET_NOT_AVAILABLE to v5+ only, older versions
+    LEADER_NOT_AVAILABLE; both then survive the encoder."""
+    answer = ListOffsetsResponse(1, {TopicPartition("t", 0): ListOffsetsPartitionResult(ErrorCode.NONE, 9, 4),
+                                     TopicPartition("t", 1): ListOffsetsPartitionResult(ErrorCode.OFFSET_NOT_AVAILABLE)})
+    body = kafka_api.list_offsets_response(answer, {}, version)
+    wire = apis.encode_response_parts(ApiKey.LIST_OFFSETS, version, 1, body)
+    _, decoded = apis.decode_response(ApiKey.LIST_OFFSETS, version, b"".join(bytes(p) for p in wire)[4:])
+    found, unavailable = decoded["topics"][0]["partitions"]
+    assert (found["offset"], found.get("leader_epoch", -1)) == (9, 4 if version >= 4 else -1)
+    assert unavailable["error_code"] == (78 if version >= 5 else 5)

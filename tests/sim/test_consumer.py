@@ -8,7 +8,9 @@ import simpy
 
 from analysis.history import load_history
 from broker_core.errors import ErrorCode
-from broker_core.messages import EpochEndOffset, MetadataResponse, OffsetsForLeaderEpochResponse, PartitionMetadata
+from broker_core.messages import (
+    EpochEndOffset, ListOffsetsPartitionResult, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, OffsetsForLeaderEpochResponse, PartitionMetadata)
 from broker_core.types import TopicPartition
 from scenarios.parse import parse_scenario
 from scenarios.runner import run_scenario
@@ -276,3 +278,35 @@ def test_a_fenced_validation_asks_for_new_metadata_and_keeps_waiting():
     consumer._on_validation({TP: (50, 6)}, fenced)
     assert (state.state, state.position, state.busy) == ("await_validation", 50, False)
     assert TP not in consumer.leaders and consumer._metadata_in_flight is not None
+
+
+def test_a_reset_that_finds_no_offset_yet_is_retried_after_the_backoff_with_new_metadata():
+    """Kafka 2.7.0 clients/src/main/java/org/apache/kafka/clients/consumer/internals/Fetcher.java
+    handleListOffsetResponse: OFFSET_NOT_AVAILABLE (a new leader whose high watermark has
+    not reached its epoch's start) puts the partition in partitionsToRetry, and
+    resetOffsetsAsync asks again after retry.backoff.ms with a metadata update requested
+    (SubscriptionState.requestFailed, Metadata.requestUpdate). The answer that then gives
+    the offset names the leader epoch, which counts as seen (updateLastSeenEpochIfNewer):
+    metadata naming an older epoch is ignored afterwards."""
+    consumer = a_consumer(True)
+    consumer.auto_offset_reset = "latest"
+    consumer.leaders[TP], consumer.leader_epochs[TP] = 2, 4
+    sent = []
+    consumer.network.send = lambda src, dst, message: sent.append((dst, message))
+    consumer._poll()
+    assert [type(m) for _, m in sent] == [ListOffsetsRequest]
+    consumer._pending.pop(sent[0][1].correlation_id)
+    unavailable = ListOffsetsResponse(1, {TP: ListOffsetsPartitionResult(ErrorCode.OFFSET_NOT_AVAILABLE)})
+    consumer.on_response(("reset", 2, [TP]), unavailable)
+    state = consumer.states[TP]
+    assert (state.state, state.position, consumer.leaders[TP]) == ("await_reset", -1, 2)
+    assert [type(m) for _, m in sent[1:]] == [MetadataRequest]
+    consumer._poll()  # within retry.backoff.ms: not asked again
+    assert [type(m) for _, m in sent[1:]] == [MetadataRequest]
+    consumer.env.run(until=consumer.retry_backoff_ms)
+    consumer._poll()
+    assert [type(m) for _, m in sent[2:]] == [ListOffsetsRequest]
+    found = ListOffsetsResponse(2, {TP: ListOffsetsPartitionResult(ErrorCode.NONE, 7, 5)})
+    consumer.on_response(("reset", 2, [TP]), found)
+    assert (state.state, state.position, state.offset_epoch) == ("fetching", 7, None)
+    assert not consumer.accepts_metadata(TP, 4) and consumer.accepts_metadata(TP, 5)

@@ -103,3 +103,39 @@ def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
         assert not any(v in read for o in failed for v in o.invoke["values"])
         seen_not_leader += len(not_leader)
     assert seen_not_leader, "the nemesis never made a leader answer NOT_LEADER_OR_FOLLOWER: nothing was tested"
+
+
+ACKS_0 = """
+name: acks-0-leader-moves
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 1, replication_factor: 3, assignment: {0: [1, 2, 3]}}]
+workload:
+  producers: [{topic: t, acks: 0, rate: 100}]
+faults:
+  - {at: 3s, crash: 1}
+  - {at: 25s, restart: 1}
+  - {at: 30s, preferred_replica_election: all}
+duration: 40s
+"""
+
+
+def test_an_acks_0_producer_whose_leader_moved_learns_it_from_the_closed_connection(tmp_path: Path):
+    """2.7.0 core/src/main/scala/kafka/server/KafkaApis.scala handleProduceRequest closes
+    the connection of an acks=0 produce that failed, and the client's
+    NetworkClient.processDisconnection (DefaultMetadataUpdater.handleServerDisconnect)
+    asks for new metadata. Broker 1 comes back at 25 s as a follower of broker 2 and the
+    producer, which still takes it for the leader, sends to it: the first request is
+    refused and the connection closed, the producer finds broker 2, and what it sends
+    from then on is written; the same when the preferred election at 30 s moves t-0
+    back to broker 1 while broker 2 runs on. Without the close it would send to broker
+    1 in vain until 30 s."""
+    result = run_scenario(parse_scenario(ACKS_0, "acks-0.yaml"), 1, tmp_path)
+    history = load_history(result.trace_path)
+    elected = [e for e in history.events if e.type == "leader_elected" and e.get("election") == "preferred"]
+    assert [e["leader"] for e in elected] == [1]
+    read = {v for o in history.of("read") if o.completion is not None for _, v in o.completion["records"]}
+    sends = history.of("send")
+    lost = [o.invoke.t_ms for o in sends if o.invoke.t_ms >= 25000 and not set(o.invoke["values"]) <= read]
+    assert len(lost) <= 2 and all(t < 26000 or 30000 <= t < 31000 for t in lost), lost
+    assert len([o for o in sends if o.invoke.t_ms >= 25000]) > 1000
