@@ -57,6 +57,8 @@ def test_min_isr_rejects_acks_all_before_the_append_when_the_isr_is_too_small():
     leader = cluster.leader()
     for follower in [b for b in cluster.brokers if b != leader]:
         cluster.block(follower, leader)
+    # Followers at the leader's log end never fall out of sync (KAFKA-7152): make them lag.
+    assert cluster.produce_and_wait(leader, ["behind"], acks=1) is ErrorCode.NONE
     assert cluster.wait_for(lambda: cluster.partition(leader).isr == (leader,), 5000)
     before = cluster.partition(leader).log.log_end_offset
     assert cluster.produce_and_wait(leader, ["x"], acks=-1) is ErrorCode.NOT_ENOUGH_REPLICAS
