@@ -130,11 +130,16 @@ def test_a_replica_being_added_to_the_isr_is_waited_for_before_anything_is_ackno
     assert sorted(partition.isr) == [2, 4]
 
 
-def test_alter_isr_a_pending_shrink_keeps_counting_the_replica_until_the_controller_commits_it():
+@pytest.mark.parametrize("commit_advances", [False, True])
+def test_alter_isr_a_pending_shrink_keeps_counting_the_replica_until_the_controller_commits_it(commit_advances):
     """2.7.0 Partition.shrinkIsrWithAlterIsr: PendingShrinkIsr's maximal ISR is the old ISR,
     so the high watermark waits for the replica being removed until the controller
-    answers; then the shrink commits and the produce completes."""
-    cluster, leader, controller = _cluster_with_a_remote_controller("alter_isr")
+    answers. The commit itself (2.7.0 handleAlterIsrResponse) moves nothing: the other
+    follower already holds the record and its fetches no longer move its log end
+    (updateFollowerFetchState), so with no new append the produce times out (KAFKA-13091).
+    3.1.0's handleAlterIsrResponse tries the high watermark and the produce completes."""
+    cluster, leader, controller = _cluster_with_a_remote_controller(
+        "alter_isr", alter_isr_commit_advances_high_watermark=commit_advances)
     cluster.block(leader, controller)
     cluster.block(3, leader)
     append_behind_blocked_followers(cluster, leader)
@@ -142,13 +147,21 @@ def test_alter_isr_a_pending_shrink_keeps_counting_the_replica_until_the_control
     cid = cluster.produce(leader, ["waits-for-the-shrink"], acks=-1, timeout_ms=20000)
     cluster.run_for(3000)
     assert cid not in cluster.responses and sorted(cluster.partition(leader).isr) == [2, 3, 4]
+    partition = cluster.partition(leader)
+    assert partition.followers[4].log_end_offset == partition.log.log_end_offset
+    high_watermark = partition.log.high_watermark
+    assert high_watermark < partition.log.log_end_offset
     cluster.heal()
     cluster.block(3, leader)
     assert cluster.wait_for(lambda: cid in cluster.responses, 20000)
-    assert cluster.responses[cid].partitions[TP].error is ErrorCode.NONE
-    assert sorted(cluster.partition(leader).isr) == [2, 4]
+    error = cluster.responses[cid].partitions[TP].error
+    assert sorted(partition.isr) == [2, 4]
     shrunk = cluster.traced("isr_shrunk", protocol="alter_isr")
     assert shrunk and shrunk[0][1] == leader
+    if commit_advances:
+        assert error is ErrorCode.NONE and partition.log.high_watermark == partition.log.log_end_offset
+    else:
+        assert error is ErrorCode.REQUEST_TIMED_OUT and partition.log.high_watermark == high_watermark
 
 
 def test_zookeeper_a_session_expiry_ends_the_isr_write_and_releases_the_held_requests():

@@ -183,3 +183,29 @@ def test_the_controller_dropping_a_dead_follower_lets_the_high_watermark_move_at
     bumped = [t for t, b, f in cluster.traced("became_leader") if b == leader and f["leader_epoch"] == epoch + 1]
     advanced = [t for t, b, f in cluster.traced("high_watermark_advanced") if b == leader and f["leader_epoch"] == epoch + 1]
     assert bumped and advanced and advanced[0] == bumped[0]
+
+
+# -- item 2: an ISR commit and the high watermark ---------------------------------------
+
+@pytest.mark.parametrize("profile,config,advances", [
+    ("kafka-2.7", {}, False),
+    ("kafka-3.0", {}, False),
+    ("kafka-2.7", {"alter_isr_commit_advances_high_watermark": True}, True),
+    ("kafka-2.7", {"isr_change_protocol": "zookeeper"}, True),
+    ("kafka-0.8", {}, True),
+])
+def test_an_isr_shrink_moves_the_high_watermark_at_once_only_through_zookeeper_or_3_1(profile, config, advances):
+    """2.7.0 core/src/main/scala/kafka/cluster/Partition.scala handleAlterIsrResponse sets the
+    committed ISR and nothing else (KAFKA-13091, the same in 3.0.0): the high watermark waits
+    for the next append or a fetch that moves a follower's log end (updateFollowerFetchState).
+    maybeShrinkIsr calls maybeIncrementLeaderHW right after shrinkIsrWithZk (0.8.2.2 after
+    updateIsr), and 3.1.0's handleAlterIsrResponse does in the callback."""
+    cluster, leader, follower = _a_follower_stops_fetching(profile, **config)
+    assert cluster.produce_and_wait(leader, ["lacked"], acks=1) is ErrorCode.NONE
+    partition = cluster.partition(leader)
+    assert cluster.wait_for(lambda: follower not in partition.isr, 5000)
+    cluster.run_for(3000)  # the other follower fetches on, its log end at the leader's
+    assert partition.followers[4].log_end_offset == partition.log.log_end_offset
+    assert (partition.log.high_watermark == partition.log.log_end_offset) is advances
+    assert cluster.produce_and_wait(leader, ["next"], acks=1) is ErrorCode.NONE
+    assert cluster.wait_for(lambda: partition.log.high_watermark == partition.log.log_end_offset, 3000)
