@@ -103,3 +103,33 @@ def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
         assert not any(v in read for o in failed for v in o.invoke["values"])
         seen_not_leader += len(not_leader)
     assert seen_not_leader, "the nemesis never made a leader answer NOT_LEADER_OR_FOLLOWER: nothing was tested"
+
+
+STOPPED = """
+name: stopped-producer
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 1, replication_factor: 3}]
+workload:
+  producers: [{topic: t, acks: all, rate: 200, retries: 5, request_timeout: 1s, stop: 2s}]
+faults:
+  - at: 1800ms
+    isolate: producer-0         # the requests in flight at the stop time out
+    for: 1s
+duration: 6s
+"""
+
+
+def test_a_stopped_producer_still_retries_what_it_had_sent(tmp_path: Path):
+    """`stop` ends the records the application creates, not the sender: the Java
+    producer's Sender thread (2.7.0 clients/.../producer/internals/Sender.java
+    runOnce, completeBatch -> reenqueueBatch) goes on retrying a timed-out batch after
+    the application stopped calling send(). Before, the simulated producer ended its
+    sending loop at `stop`, so nothing in flight then was ever retried."""
+    result = run_scenario(parse_scenario(STOPPED, "stopped-producer.yaml"), 1, tmp_path)
+    sends = load_history(result.trace_path).of("send")
+    values = [v for o in sends for v in o.invoke["values"]]
+    assert len(values) == len(set(values)) == 400, "the 2 s of records at 200/s, and nothing created after stop"
+    retried = [o for o in sends if o.invoke.t_ms < 2000 and o.outcome == "ok" and o.completion.t_ms > 2800]
+    assert retried, "a batch sent before the stop and timed out was acknowledged on a retry after the heal"
+    assert all(o.outcome == "ok" for o in sends), "what was queued at the stop was sent too"
