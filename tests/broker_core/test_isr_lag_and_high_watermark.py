@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core.config import broker_config
-from broker_core.errors import ErrorCode
+from broker_core.errors import ConfigError, ErrorCode
 from broker_core.messages import LeaderAndIsr, PartitionState
 from broker_core.partition import Partition
 from broker_core.records import Record
@@ -47,6 +47,29 @@ def _a_follower_stops_fetching(profile: str, **config) -> tuple[Cluster, int, in
     assert leader == 2 and cluster.controller() == 1
     cluster.block(3, leader)
     return cluster, leader, 3
+
+
+def test_the_leaders_isr_rules_follow_the_profile():
+    """Each profile's defaults (docs/scenarios.md, Profiles); KAFKA-13091's fix (3.1.0) is
+    off in every profile, kafka-3.0 standing for 3.0.0."""
+    rules = ("isr_lag_rule", "isr_expiration_period", "same_leader_keeps_follower_state",
+             "alter_isr_commit_advances_high_watermark")
+    expected = {"kafka-0.8": ("last_fetch", "lag_time", False, False),
+                "kafka-2.7": ("last_caught_up_unless_at_log_end", "half_lag_time", True, False),
+                "kafka-3.0": ("last_caught_up_unless_at_log_end", "half_lag_time", True, False)}
+    for profile, values in expected.items():
+        assert tuple(getattr(broker_config(profile), rule) for rule in rules) == values
+    assert broker_config("kafka-0.8").isr_expiration_interval_ms == 10000
+    assert broker_config("kafka-2.7").isr_expiration_interval_ms == 15000
+
+
+@pytest.mark.parametrize("key,value", [("isr_lag_rule", "sometimes"), ("isr_expiration_period", "daily"),
+                                       ("same_leader_keeps_follower_state", "yes"),
+                                       ("alter_isr_commit_advances_high_watermark", 1)])
+def test_bad_isr_rule_values_name_their_key(key, value):
+    with pytest.raises(ConfigError) as info:
+        broker_config("kafka-2.7", {key: value})
+    assert info.value.key == key
 
 
 # -- item 1: which followers are out of sync --------------------------------------------
