@@ -104,7 +104,7 @@ class BrokerNode:
         recovered = self.logs.recover(event.storage)
         self.replicas.recovered_logs = recovered
         ctx.trace("broker_started", recovered_partitions=[str(tp) for tp in sorted(recovered)])
-        ctx.set_timer(("isr-check",), max(self.config.replica_lag_time_max_ms // 2, 1))
+        ctx.set_timer(("isr-check",), self.config.isr_expiration_interval_ms)
         ctx.set_timer(("hw-checkpoint",), self.config.replica_high_watermark_checkpoint_interval_ms)
         ctx.set_timer(("recovery-point-checkpoint",), LOG_FLUSHER_INITIAL_DELAY_MS)  # kafka-recovery-point-checkpoint
         # Kafka's kafka-log-flusher task: first after LogManager.InitialTaskDelayMs, then
@@ -359,7 +359,7 @@ class BrokerNode:
             self.controller.request_timed_out(key[1])
         elif kind == "isr-check":
             self.replicas.check_isr()
-            self.ctx.set_timer(key, max(self.config.replica_lag_time_max_ms // 2, 1))
+            self.ctx.set_timer(key, self.config.isr_expiration_interval_ms)
         elif kind == "hw-checkpoint":
             self._checkpoint_high_watermarks()
             self.ctx.set_timer(key, self.config.replica_high_watermark_checkpoint_interval_ms)

@@ -37,11 +37,23 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
                        "failover_removes_dead_replicas", "unclean_empties_isr", "follower_fetch_leader_epoch",
-                       "offsets_unavailable_below_epoch_start", "demotion_completes_produces"})
+                       "offsets_unavailable_below_epoch_start", "demotion_completes_produces",
+                       "same_leader_keeps_follower_state", "alter_isr_commit_advances_high_watermark"})
 ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
                          "failover_removes_dead_replicas", "unclean_empties_isr", "follower_out_of_range",
                          "follower_fetch_leader_epoch", "offsets_unavailable_below_epoch_start",
-                         "demotion_completes_produces"})
+                         "demotion_completes_produces", "isr_lag_rule", "isr_expiration_period",
+                         "same_leader_keeps_follower_state", "alter_isr_commit_advances_high_watermark"})
+# When a leader counts an ISR follower as out of sync (besides replica.lag.max.messages):
+# last_fetch: it sent no fetch within replica.lag.time.max.ms (0.8.2, a stuck follower);
+# last_caught_up: it has not caught up to the leader's log end within that time (KIP-16,
+# 0.9 to 2.0); last_caught_up_unless_at_log_end: the same, but never while its log end
+# equals the leader's, so an idle partition keeps a follower that stopped fetching
+# (KAFKA-7152, 2.1+).
+ISR_LAG_RULES = ("last_fetch", "last_caught_up", "last_caught_up_unless_at_log_end")
+# How often the leader checks its ISR for out-of-sync followers (ReplicaManager's
+# isr-expiration task): every replica.lag.time.max.ms (0.8.2) or every half of it (0.9+).
+ISR_EXPIRATION_PERIODS = ("lag_time", "half_lag_time")
 # What a starting broker does when its /brokers/ids node is held by another session:
 # 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
 REGISTRATION_CONFLICT_RULES = ("retry", "exit")
@@ -107,6 +119,11 @@ class BrokerConfig:
     # A leader that becomes follower answers its parked acks=all produces at once (2.7
     # ReplicaManager.makeFollowers); 0.8.2 leaves them to the next follower fetch or the timeout.
     demotion_completes_produces: bool = True
+    # isrlab's own keys for the leader's ISR rules that changed between 0.8.2, 2.7 and 3.1.
+    isr_lag_rule: str = "last_caught_up_unless_at_log_end"
+    isr_expiration_period: str = "half_lag_time"
+    same_leader_keeps_follower_state: bool = True  # 2.7 Partition.makeLeader resets only a new leader's
+    alter_isr_commit_advances_high_watermark: bool = False  # KAFKA-13091, fixed in 3.1.0
 
     @property
     def flush_interval_ms(self) -> int:
@@ -115,6 +132,15 @@ class BrokerConfig:
         if self.log_flush_interval_ms is None:
             return self.log_flush_scheduler_interval_ms
         return self.log_flush_interval_ms
+
+    @property
+    def isr_expiration_interval_ms(self) -> int:
+        """How often a leader checks its ISR: ReplicaManager.startup's isr-expiration task,
+        every replica.lag.time.max.ms in 0.8.2.2, every half of it in 2.7.0 (at least
+        1 ms, so that a lag time of 0 or 1 does not spin)."""
+        if self.isr_expiration_period == "lag_time":
+            return max(self.replica_lag_time_max_ms, 1)
+        return max(self.replica_lag_time_max_ms // 2, 1)
     registration_conflict: str = "exit"
 
     def validate(self) -> "BrokerConfig":
@@ -173,11 +199,15 @@ PROFILES: dict[str, dict[str, Any]] = {
         "follower_fetch_leader_epoch": False,
         "offsets_unavailable_below_epoch_start": False,
         "demotion_completes_produces": False,
+        "isr_lag_rule": "last_fetch",
+        "isr_expiration_period": "lag_time",
+        "same_leader_keeps_follower_state": False,
     },
 }
 
 _CHOICES = {"truncation": TRUNCATION_RULES, "isr_change_protocol": ISR_CHANGE_PROTOCOLS,
-            "registration_conflict": REGISTRATION_CONFLICT_RULES, "follower_out_of_range": FOLLOWER_OUT_OF_RANGE_RULES}
+            "registration_conflict": REGISTRATION_CONFLICT_RULES, "follower_out_of_range": FOLLOWER_OUT_OF_RANGE_RULES,
+            "isr_lag_rule": ISR_LAG_RULES, "isr_expiration_period": ISR_EXPIRATION_PERIODS}
 
 _FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
 

@@ -28,17 +28,31 @@ class FollowerProgress:
     last_caught_up_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_ms: int = -1
+    # 0.8.2.2 Replica.logEndOffsetUpdateTimeMs: set by every fetch (and by makeLeader's
+    # reset), whether or not the log end moved; the last_fetch lag rule reads it.
+    log_end_offset_updated_ms: int = 0
 
-    def record_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> None:
+    def record_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> bool:
         """Kafka's rule: caught up now if the fetch reached the leader's log end; caught up
-        at the previous fetch if it reached what the log end was then."""
+        at the previous fetch if it reached what the log end was then. True when the
+        follower's log end offset changed."""
         if fetch_offset >= leader_log_end_offset:
             self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset >= 0:
             self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
         self.last_fetch_leader_log_end_offset = leader_log_end_offset
         self.last_fetch_ms = now_ms
+        self.log_end_offset_updated_ms = now_ms
+        moved = fetch_offset != self.log_end_offset
         self.log_end_offset = fetch_offset
+        return moved
+
+    def reset_last_caught_up(self, leader_log_end_offset: int, now_ms: int, last_caught_up_ms: int) -> None:
+        """2.7.0 Replica.resetLastCaughtUpTime, which makeLeader applies to every follower
+        at every leader epoch: the log end offset stays known."""
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_ms = now_ms
+        self.last_caught_up_ms = last_caught_up_ms
 
 
 class Partition:
@@ -85,14 +99,27 @@ class Partition:
 
     # -- role changes ----------------------------------------------------------------
     def make_leader(self, state: PartitionState, now_ms: int) -> list:
+        """Partition.makeLeader. Every follower in the ISR counts as caught up now (or a
+        new leader would evict them before they had a chance to fetch from it). 2.7.0
+        forgets the followers' log end offsets only when this broker was not leading
+        already (``isNewLeader``), so a same-leader epoch bump keeps them and the high
+        watermark need not wait a fetch round; 0.8.2.2 forgets them every time
+        (``same_leader_keeps_follower_state``)."""
         lai = state.leader_and_isr
+        keep = self.is_leader and self.config.same_leader_keeps_follower_state
         self._adopt(state, Role.LEADER)
-        self.followers = {}
+        old, self.followers = self.followers, {}
+        epoch_start = self.log.log_end_offset
         for replica in self.replicas:
-            if replica != self.broker_id:
-                # ISR members count as caught up now, or a new leader would evict them
-                # before they had a chance to fetch from it.
-                self.followers[replica] = FollowerProgress(last_caught_up_ms=now_ms if replica in lai.isr else 0)
+            if replica == self.broker_id:
+                continue
+            caught_up_ms = now_ms if replica in lai.isr else 0
+            progress = old.get(replica) if keep else None
+            if progress is None:
+                progress = FollowerProgress(last_caught_up_ms=caught_up_ms, log_end_offset_updated_ms=now_ms)
+            else:
+                progress.reset_last_caught_up(epoch_start, now_ms, caught_up_ms)
+            self.followers[replica] = progress
         self.leader_epoch_start_offset = self.log.log_end_offset
         return self.log.assign_epoch(lai.leader_epoch)
 
@@ -154,10 +181,13 @@ class Partition:
         return error, None, [Trace("produce_sequence_rejected", fields)]
 
     # -- leader: followers, ISR and high watermark -----------------------------------
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """The leader's view of a follower after its fetch; True when the follower's log
+        end offset changed (2.7.0 updateFollowerFetchState then tries the high watermark)."""
         progress = self.followers.get(replica_id)
-        if progress is not None:
-            progress.record_fetch(fetch_offset, self.log.log_end_offset, now_ms)
+        if progress is None:
+            return False
+        return progress.record_fetch(fetch_offset, self.log.log_end_offset, now_ms)
 
     def maybe_advance_high_watermark(self) -> bool:
         """High watermark = the smallest log end offset over the maximal ISR (leader
@@ -180,9 +210,22 @@ class Partition:
         return False
 
     def out_of_sync_replicas(self, now_ms: int) -> tuple[int, ...]:
-        """Followers in the ISR that have not caught up to the leader's log end within
-        ``replica.lag.time.max.ms`` (and, in the 0.8 profile, that lag by more than
-        ``replica.lag.max.messages``)."""
+        """Followers in the ISR that the leader drops (``isr_lag_rule``):
+
+        - ``last_caught_up_unless_at_log_end`` (2.1+; 2.7.0 Partition.isFollowerOutOfSync):
+          its log end differs from the leader's and it has not caught up within
+          ``replica.lag.time.max.ms``. A follower of an idle partition that stopped
+          fetching stays in.
+        - ``last_caught_up`` (0.9 to 2.0, KIP-16): not caught up within the lag time.
+        - ``last_fetch`` (0.8.2.2 Partition.getOutOfSyncReplicas, "stuck"): it sent no
+          fetch within the lag time, however far behind it is.
+
+        Any rule also drops a follower lagging by more than ``replica.lag.max.messages``
+        when that is set (0.8.2's "slow" followers)."""
+        rule = self.config.isr_lag_rule
+        lag_ms = self.config.replica_lag_time_max_ms
+        max_messages = self.config.replica_lag_max_messages
+        leader_end = self.log.log_end_offset
         lagging = []
         for replica in self.isr:
             if replica == self.broker_id:
@@ -190,10 +233,13 @@ class Partition:
             progress = self.followers.get(replica)
             if progress is None:
                 continue
-            too_slow = now_ms - progress.last_caught_up_ms > self.config.replica_lag_time_max_ms
-            max_messages = self.config.replica_lag_max_messages
+            if rule == "last_fetch":
+                too_slow = now_ms - progress.log_end_offset_updated_ms > lag_ms
+            else:
+                too_slow = now_ms - progress.last_caught_up_ms > lag_ms and not (
+                    rule == "last_caught_up_unless_at_log_end" and progress.log_end_offset == leader_end)
             too_far = (max_messages is not None and progress.log_end_offset >= 0
-                       and self.log.log_end_offset - progress.log_end_offset > max_messages)
+                       and leader_end - progress.log_end_offset > max_messages)
             if too_slow or too_far:
                 lagging.append(replica)
         return tuple(lagging)

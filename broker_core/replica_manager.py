@@ -274,11 +274,14 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader:
             return
-        partition.record_follower_fetch(replica_id, fetch_offset, self.ctx.now_ms)
+        moved = partition.record_follower_fetch(replica_id, fetch_offset, self.ctx.now_ms)
         if not partition.isr_change_in_flight and replica_id in partition.caught_up_replicas():
             # Partition.maybeExpandIsr: the fetching follower joins, one at a time.
             self.isr.propose(partition, tuple(sorted(partition.isr + (replica_id,))), "caught_up")
-        if partition.maybe_advance_high_watermark():
+        # 2.7.0 updateFollowerFetchState tries the high watermark only when the fetch moved
+        # the follower's log end (0.8.2.2 tries at every fetch, which comes to the same
+        # there: its ISR commits, the one other change, advance it at once).
+        if moved and partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
             self._after_high_watermark_change(partition)
 
@@ -414,6 +417,16 @@ class ReplicaManager:
                 self.isr.propose(partition, new_isr, "lagging")
 
     def _after_isr_change(self, partition: Partition) -> None:
+        """A new ISR is in force. Under the zookeeper protocol the leader tries the high
+        watermark at once (2.7.0 maybeShrinkIsr after shrinkIsrWithZk; 0.8.2.2 maybeShrinkIsr
+        after updateIsr). An AlterIsr commit only records the ISR (2.7.0 and 3.0.0
+        handleAlterIsrResponse, KAFKA-13091): the high watermark moves at the next append
+        or follower fetch that moves a log end, and acks=all produces waiting for the
+        removed replica wait until then or time out. 3.1.0 tries it in the callback
+        (``alter_isr_commit_advances_high_watermark``)."""
+        config = partition.config
+        if config.isr_change_protocol == "alter_isr" and not config.alter_isr_commit_advances_high_watermark:
+            return
         if partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
         self._after_high_watermark_change(partition)

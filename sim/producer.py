@@ -105,11 +105,16 @@ class SimProducer(IdempotentSends, SimClient):
         if spec.start_ms:
             yield self.env.timeout(spec.start_ms)
         self.refresh_metadata()
-        while self.running and (spec.stop_ms is None or self.env.now < spec.stop_ms):
-            count = self._credit.take()
-            if count:
-                self._add_records(count)
-            self._close_open_batches()
+        while self.running:
+            if spec.stop_ms is None or self.env.now < spec.stop_ms:
+                count = self._credit.take()
+                if count:
+                    self._add_records(count)
+                self._close_open_batches()
+            elif self.idle:
+                break  # stopped, and nothing in flight could come back to be retried
+            # After stop the application sends nothing new, but the sender goes on
+            # delivering and retrying what it holds, as the Java producer's thread does.
             self._expire_and_send()
             yield self.env.timeout(spec.linger_ms)
 

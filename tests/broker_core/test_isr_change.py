@@ -20,6 +20,12 @@ def started_cluster(**kwargs) -> Cluster:
     return cluster
 
 
+def append_behind_blocked_followers(cluster: Cluster, leader: int) -> None:
+    """An acks=1 record that blocked followers lack: since KAFKA-7152 (2.1+) a follower at
+    the leader's log end is never out of sync, so an idle partition would keep them."""
+    assert cluster.produce_and_wait(leader, ["behind"], acks=1) is ErrorCode.NONE
+
+
 def fetch_as_follower(cluster: Cluster, leader: int, replica: int, fetch_offset: int, current_epoch: int):
     cid = cluster.next_correlation_id()
     cluster.send(leader, FetchRequest(cid, replica, 0, 1, {TP: FetchPartition(fetch_offset, current_epoch)}))
@@ -80,13 +86,13 @@ def test_a_delayed_acks_all_produce_keeps_waiting_through_an_epoch_bump_with_the
 
 # -- item 6: the two ISR change protocols -----------------------------------------------
 
-def _cluster_with_a_remote_controller(protocol: str) -> tuple[Cluster, int, int]:
+def _cluster_with_a_remote_controller(protocol: str, **config) -> tuple[Cluster, int, int]:
     """Replicas 2, 3, 4 with leader 2; broker 1 hosts nothing and controls, so cutting the
     leader off from the controller leaves replication alone. Lost fetches and AlterIsr
     requests are sent again within a second."""
     cluster = Cluster(brokers=(1, 2, 3, 4), assignment={0: [2, 3, 4]},
                       config={"replica.lag.time.max.ms": 1000, "replica.socket.timeout.ms": 500, "controller.socket.timeout.ms": 1000,
-                              "isr_change_protocol": protocol})
+                              "isr_change_protocol": protocol, **config})
     cluster.start_all()
     assert cluster.wait_for(lambda: cluster.settled(replicas=[2, 3, 4]), 5000)
     leader, controller = cluster.leader(), cluster.controller()
@@ -105,6 +111,7 @@ def test_a_replica_being_added_to_the_isr_is_waited_for_before_anything_is_ackno
     cluster, leader, controller = _cluster_with_a_remote_controller(protocol)
     joining = 3
     cluster.block(joining, leader)
+    append_behind_blocked_followers(cluster, leader)
     assert cluster.wait_for(lambda: sorted(cluster.partition(leader).isr) == [2, 4], 5000)
     cluster.heal()
     cluster.block(leader, ZK)  # the write (zookeeper) or the request (alter_isr) hangs
@@ -123,24 +130,38 @@ def test_a_replica_being_added_to_the_isr_is_waited_for_before_anything_is_ackno
     assert sorted(partition.isr) == [2, 4]
 
 
-def test_alter_isr_a_pending_shrink_keeps_counting_the_replica_until_the_controller_commits_it():
+@pytest.mark.parametrize("commit_advances", [False, True])
+def test_alter_isr_a_pending_shrink_keeps_counting_the_replica_until_the_controller_commits_it(commit_advances):
     """2.7.0 Partition.shrinkIsrWithAlterIsr: PendingShrinkIsr's maximal ISR is the old ISR,
     so the high watermark waits for the replica being removed until the controller
-    answers; then the shrink commits and the produce completes."""
-    cluster, leader, controller = _cluster_with_a_remote_controller("alter_isr")
+    answers. The commit itself (2.7.0 handleAlterIsrResponse) moves nothing: the other
+    follower already holds the record and its fetches no longer move its log end
+    (updateFollowerFetchState), so with no new append the produce times out (KAFKA-13091).
+    3.1.0's handleAlterIsrResponse tries the high watermark and the produce completes."""
+    cluster, leader, controller = _cluster_with_a_remote_controller(
+        "alter_isr", alter_isr_commit_advances_high_watermark=commit_advances)
     cluster.block(leader, controller)
     cluster.block(3, leader)
+    append_behind_blocked_followers(cluster, leader)
     assert cluster.wait_for(lambda: sorted(cluster.partition(leader).pending_isr or ()) == [2, 4], 5000)
     cid = cluster.produce(leader, ["waits-for-the-shrink"], acks=-1, timeout_ms=20000)
     cluster.run_for(3000)
     assert cid not in cluster.responses and sorted(cluster.partition(leader).isr) == [2, 3, 4]
+    partition = cluster.partition(leader)
+    assert partition.followers[4].log_end_offset == partition.log.log_end_offset
+    high_watermark = partition.log.high_watermark
+    assert high_watermark < partition.log.log_end_offset
     cluster.heal()
     cluster.block(3, leader)
     assert cluster.wait_for(lambda: cid in cluster.responses, 20000)
-    assert cluster.responses[cid].partitions[TP].error is ErrorCode.NONE
-    assert sorted(cluster.partition(leader).isr) == [2, 4]
+    error = cluster.responses[cid].partitions[TP].error
+    assert sorted(partition.isr) == [2, 4]
     shrunk = cluster.traced("isr_shrunk", protocol="alter_isr")
     assert shrunk and shrunk[0][1] == leader
+    if commit_advances:
+        assert error is ErrorCode.NONE and partition.log.high_watermark == partition.log.log_end_offset
+    else:
+        assert error is ErrorCode.REQUEST_TIMED_OUT and partition.log.high_watermark == high_watermark
 
 
 def test_zookeeper_a_session_expiry_ends_the_isr_write_and_releases_the_held_requests():
@@ -171,6 +192,7 @@ def test_a_stale_zk_version_is_not_retried_by_the_leader(protocol):
     path = coord.partition_state_path("t", 0)
     cluster.store.put(path, cluster.store.get(path))  # another writer moved the version on
     cluster.block(3, leader)
+    append_behind_blocked_followers(cluster, leader)
     assert cluster.wait_for(lambda: cluster.traced("isr_update_conflict", protocol=protocol), 5000)
     cluster.run_for(3000)
     partition = cluster.partition(leader)

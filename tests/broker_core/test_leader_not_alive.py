@@ -81,6 +81,9 @@ def test_the_controller_sends_the_live_leaders_and_followers_keep_a_leader_that_
     assert c.leader() == 1
     c.block(1, 2)
     c.block(1, 3)
+    # A record the followers lack: an idle follower is never out of sync (2.7.0
+    # Partition.isFollowerOutOfSync), so without it the ISR would not shrink.
+    c.produce(1, ["unreplicated"], acks=1)
     assert c.wait_for(lambda: c.partition(1).isr == (1,), 10000)
     epoch = c.partition(2).leader_epoch
     c.crash(1)

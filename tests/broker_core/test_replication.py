@@ -57,6 +57,8 @@ def test_min_isr_rejects_acks_all_before_the_append_when_the_isr_is_too_small():
     leader = cluster.leader()
     for follower in [b for b in cluster.brokers if b != leader]:
         cluster.block(follower, leader)
+    # Followers at the leader's log end never fall out of sync (KAFKA-7152): make them lag.
+    assert cluster.produce_and_wait(leader, ["behind"], acks=1) is ErrorCode.NONE
     assert cluster.wait_for(lambda: cluster.partition(leader).isr == (leader,), 5000)
     before = cluster.partition(leader).log.log_end_offset
     assert cluster.produce_and_wait(leader, ["x"], acks=-1) is ErrorCode.NOT_ENOUGH_REPLICAS
@@ -64,14 +66,26 @@ def test_min_isr_rejects_acks_all_before_the_append_when_the_isr_is_too_small():
     assert cluster.produce_and_wait(leader, ["y"], acks=1) is ErrorCode.NONE
 
 
-def test_acks_all_fails_after_append_when_the_isr_shrinks_below_min_isr_while_waiting():
-    cluster = started_cluster(config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 1000})
+@pytest.mark.parametrize("profile,config,expected", [
+    ("kafka-0.8", {}, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+    ("kafka-2.7", {"isr_change_protocol": "zookeeper"}, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+    ("kafka-2.7", {"alter_isr_commit_advances_high_watermark": True}, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+    ("kafka-2.7", {}, ErrorCode.REQUEST_TIMED_OUT),
+    ("kafka-3.0", {}, ErrorCode.REQUEST_TIMED_OUT),
+])
+def test_acks_all_fails_after_append_when_the_isr_shrinks_below_min_isr_while_waiting(profile, config, expected):
+    """The append succeeds (the ISR is still full) but can only complete once the ISR has
+    shrunk to the leader, which is below min.insync.replicas. Under the zookeeper
+    protocol the shrink advances the high watermark at once and the produce fails
+    (0.8.2.2 Partition.maybeShrinkIsr; 2.7.0 maybeShrinkIsr after shrinkIsrWithZk), as
+    it does with 3.1.0's AlterIsr callback. 2.7.0 and 3.0.0 handleAlterIsrResponse only
+    record the new ISR (KAFKA-13091): with nothing appended after it the produce times out."""
+    cluster = started_cluster(profile=profile, config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 1000,
+                                                       **config})
     leader = cluster.leader()
     for follower in [b for b in cluster.brokers if b != leader]:
         cluster.block(follower, leader)
-    # The append succeeds (the ISR is still full) but can only complete once the ISR
-    # has shrunk to the leader, which is below min.insync.replicas.
-    assert cluster.produce_and_wait(leader, ["late"], acks=-1) is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert cluster.produce_and_wait(leader, ["late"], acks=-1) is expected
 
 
 def test_acks_all_times_out_when_no_follower_fetches_and_the_isr_does_not_shrink():

@@ -19,7 +19,9 @@ def no_failed_but_present(stem: str, result) -> None:
 # Each bug and its fix: one file, two variants (run names keep the old pair's names).
 BUG_AND_FIX = {"jepsen-2013": ("unclean", "safe"), "kip-101-scenario-1": ("hw", "epoch"),
                "kip-101-scenario-2": ("hw", "epoch"), "zombie-leader": ("acks1", "acks-all"),
-               "kip-279": ("kip101", "epoch"), "retries-on-failover": ("duplicates", "idempotent")}
+               "kip-279": ("kip101", "epoch"), "retries-on-failover": ("duplicates", "idempotent"),
+               "kafka-13091": ("stalled", "fixed", "zookeeper"),
+               "idle-follower-stays-in-sync": ("kept", "stuck-0.8", "kip-16")}
 RUNS = [(path, variant) for path in LIBRARY for variant in (
     [v.variant for v in load_scenario(path).variants] or [None])]
 
@@ -56,13 +58,27 @@ def test_library_scenario_meets_its_expectations(path, variant, tmp_path):
                                                   ("kip-101-scenario-2", "hw", "divergence"),
                                                   ("kip-279", "kip101", "divergence"),
                                                   ("zombie-leader", "acks1", "lost_writes_acks_1"),
-                                                  ("retries-on-failover", "duplicates", "duplicates")])
+                                                  ("retries-on-failover", "duplicates", "duplicates"),
+                                                  ("kafka-13091", "stalled", "duplicates")])
 def test_unsafe_configurations_are_reported_on_other_seeds_too(stem, variant, checker, tmp_path):
     scenario = chosen(next(p for p in LIBRARY if p.stem == stem), variant)
     for seed in (2, 3):
         result = run_scenario(scenario, seed, tmp_path / str(seed))
         assert result.verdict.value(checker) > 0, f"seed {seed}: {checker} not reported"
         assert not result.verdict.valid
+
+
+@pytest.mark.parametrize("variant", ["kept", "stuck-0.8", "kip-16"])
+def test_an_idle_followers_isr_place_decides_availability_on_other_seeds_too(variant, tmp_path):
+    """idle-follower-stays-in-sync: the kafka-2.7 rule keeps the idle follower and elects it
+    within the session timeout; the 0.8.2 and 0.9-2.0 rules drop it and leave the
+    partition leaderless, whichever broker the seed makes controller."""
+    scenario = chosen(next(p for p in LIBRARY if p.stem == "idle-follower-stays-in-sync"), variant)
+    for seed in (2, 3):
+        result = run_scenario(scenario, seed, tmp_path / str(seed))
+        failed = [f"{e.name}={e.actual}" for e in result.evaluations if not e.passed]
+        assert failed == [], f"seed {seed}: {failed}; replay: {result.replay_command}"
+        no_failed_but_present(scenario.name, result)
 
 
 def test_the_safe_configuration_survives_the_seed_that_found_a_stale_controller_cache(tmp_path):

@@ -139,3 +139,33 @@ def test_an_acks_0_producer_whose_leader_moved_learns_it_from_the_closed_connect
     lost = [o.invoke.t_ms for o in sends if o.invoke.t_ms >= 25000 and not set(o.invoke["values"]) <= read]
     assert len(lost) <= 2 and all(t < 26000 or 30000 <= t < 31000 for t in lost), lost
     assert len([o for o in sends if o.invoke.t_ms >= 25000]) > 1000
+
+
+STOPPED = """
+name: stopped-producer
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 1, replication_factor: 3}]
+workload:
+  producers: [{topic: t, acks: all, rate: 200, retries: 5, request_timeout: 1s, stop: 2s}]
+faults:
+  - at: 1800ms
+    isolate: producer-0         # the requests in flight at the stop time out
+    for: 1s
+duration: 6s
+"""
+
+
+def test_a_stopped_producer_still_retries_what_it_had_sent(tmp_path: Path):
+    """`stop` ends the records the application creates, not the sender: the Java
+    producer's Sender thread (2.7.0 clients/.../producer/internals/Sender.java
+    runOnce, completeBatch -> reenqueueBatch) goes on retrying a timed-out batch after
+    the application stopped calling send(). Before, the simulated producer ended its
+    sending loop at `stop`, so nothing in flight then was ever retried."""
+    result = run_scenario(parse_scenario(STOPPED, "stopped-producer.yaml"), 1, tmp_path)
+    sends = load_history(result.trace_path).of("send")
+    values = [v for o in sends for v in o.invoke["values"]]
+    assert len(values) == len(set(values)) == 400, "the 2 s of records at 200/s, and nothing created after stop"
+    retried = [o for o in sends if o.invoke.t_ms < 2000 and o.outcome == "ok" and o.completion.t_ms > 2800]
+    assert retried, "a batch sent before the stop and timed out was acknowledged on a retry after the heal"
+    assert all(o.outcome == "ok" for o in sends), "what was queued at the stop was sent too"
