@@ -176,11 +176,17 @@ class Controller:
                     self.states[tp] = LeaderAndIsr.from_data(state.value, state.version)
 
     def _on_broker_change(self):
+        """2.7.0 KafkaController.processBrokerChange: a broker registered by another session
+        than the one the controller knew bounced (KIP-380) and is handled as failed, then
+        started. 0.8.2.2's BrokerChangeListener compares ids only: a broker that left and
+        came back between two reads of /brokers/ids is neither (controller_detects_bounce)."""
         registrations = yield from self._read_registrations()
         if registrations is None:
             return
         new_live = set(registrations)
-        bounced = {b for b in new_live & self.live if registrations[b] != self.registrations.get(b)}
+        bounced = set()
+        if self.ctx.config.controller_detects_bounce:
+            bounced = {b for b in new_live & self.live if registrations[b] != self.registrations.get(b)}
         self.registrations = registrations
         if bounced:  # handle the failure half first, then the start below
             self.live -= bounced
@@ -194,7 +200,6 @@ class Controller:
         self.ctx.trace("brokers_changed", live_brokers=sorted(new_live), failed=dead, started=born,
                        bounced=sorted(bounced))
         if dead:
-            self.live = new_live
             yield from self._handle_failures(dead)
         if born:
             hosted = [tp for tp in sorted(self.assignments) if any(b in self.assignments[tp] for b in born)]
