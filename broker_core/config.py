@@ -26,9 +26,11 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
-                       "failover_removes_dead_replicas", "unclean_empties_isr", "controller_detects_bounce"})
+                       "failover_removes_dead_replicas", "unclean_empties_isr", "controller_detects_bounce",
+                       "stop_replica_leader_epoch"})
 ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
-                         "failover_removes_dead_replicas", "unclean_empties_isr", "controller_detects_bounce"})
+                         "failover_removes_dead_replicas", "unclean_empties_isr", "controller_detects_bounce",
+                         "stop_replica_leader_epoch"})
 # What a starting broker does when its /brokers/ids node is held by another session:
 # 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
 REGISTRATION_CONFLICT_RULES = ("retry", "exit")
@@ -85,6 +87,9 @@ class BrokerConfig:
     # KIP-380 (2.2+): a registration by a new session is a bounce, handled as a failure and
     # a start; 0.8.2's BrokerChangeListener compares broker ids only.
     controller_detects_bounce: bool = True
+    # KIP-570 (2.6+): StopReplica carries each partition's leader epoch and the broker
+    # ignores one that is not newer than its own; 0.8.2's carries none.
+    stop_replica_leader_epoch: bool = True
 
     @property
     def flush_interval_ms(self) -> int:
@@ -148,6 +153,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "unclean_empties_isr": True,
         "registration_conflict": "retry",
         "controller_detects_bounce": False,
+        "stop_replica_leader_epoch": False,
     },
 }
 
