@@ -20,8 +20,8 @@ from broker_core.log_manager import LogManager
 from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    PartitionMetadata, PartitionState, ProduceRequest, UpdateMetadataRequest, UpdateMetadataResponse,
-    InitProducerIdRequest, CreateTopicsRequest)
+    PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
+    UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest)
 from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
 from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
@@ -46,6 +46,7 @@ class BrokerNode:
         self.fetchers = ReplicaFetcherManager(self.ctx, self.replicas.partitions, on_append=self._on_follower_append)
         self.replicas.on_become_follower = self.fetchers.add_partition
         self.replicas.on_become_leader = lambda p: self.fetchers.remove_partition(p.tp)
+        self.replicas.stop_fetching = self._stop_fetching
         self.replicas.isr.controller_id = self._controller_id
         self.replicas.isr.broker_epoch = lambda: self.session_id
         self.held: list[MessageReceived] = []  # requests waiting for a partition's lock
@@ -68,6 +69,10 @@ class BrokerNode:
 
     def _controller_id(self) -> int:
         return self.broker_id if self.controller.active else self.metadata_controller
+
+    def _stop_fetching(self, tps) -> None:
+        for tp in tps:
+            self.fetchers.remove_partition(tp)
 
     def _unclean_enabled(self, topic: str) -> bool:
         return self.replicas.config_for(topic).unclean_leader_election_enable
@@ -230,7 +235,9 @@ class BrokerNode:
             self.replicas.handle_leader_and_isr(src, message)
         elif kind is UpdateMetadataRequest:
             self._handle_update_metadata(src, message)
-        elif kind in (LeaderAndIsrResponse, UpdateMetadataResponse):
+        elif kind is StopReplicaRequest:
+            self.replicas.handle_stop_replica(src, message)
+        elif kind in (LeaderAndIsrResponse, UpdateMetadataResponse, StopReplicaResponse):
             self.controller.handle_response(src, message)
         elif kind is ControlledShutdownRequest:
             self.controller.handle_controlled_shutdown(src, message)

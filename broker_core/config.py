@@ -35,15 +35,35 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # (up to 2.6, and 2.7 with an older inter.broker.protocol.version), or asks the
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
-BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
-                       "failover_removes_dead_replicas", "unclean_empties_isr", "follower_fetch_leader_epoch",
-                       "offsets_unavailable_below_epoch_start", "demotion_completes_produces",
-                       "same_leader_keeps_follower_state", "alter_isr_commit_advances_high_watermark"})
-ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
-                         "failover_removes_dead_replicas", "unclean_empties_isr", "follower_out_of_range",
-                         "follower_fetch_leader_epoch", "offsets_unavailable_below_epoch_start",
-                         "demotion_completes_produces", "isr_lag_rule", "isr_expiration_period",
-                         "same_leader_keeps_follower_state", "alter_isr_commit_advances_high_watermark"})
+BOOL_KEYS = frozenset({
+    "unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
+    "failover_removes_dead_replicas",
+    "unclean_empties_isr",
+    "follower_fetch_leader_epoch",
+    "offsets_unavailable_below_epoch_start",
+    "demotion_completes_produces",
+    "same_leader_keeps_follower_state",
+    "alter_isr_commit_advances_high_watermark",
+    "controller_detects_bounce",
+    "stop_replica_leader_epoch",
+})
+ISRLAB_KEYS = frozenset({
+    "truncation",
+    "isr_change_protocol",
+    "registration_conflict",
+    "failover_removes_dead_replicas",
+    "unclean_empties_isr",
+    "follower_out_of_range",
+    "follower_fetch_leader_epoch",
+    "offsets_unavailable_below_epoch_start",
+    "demotion_completes_produces",
+    "isr_lag_rule",
+    "isr_expiration_period",
+    "same_leader_keeps_follower_state",
+    "alter_isr_commit_advances_high_watermark",
+    "controller_detects_bounce",
+    "stop_replica_leader_epoch",
+})
 # When a leader counts an ISR follower as out of sync (besides replica.lag.max.messages):
 # last_fetch: it sent no fetch within replica.lag.time.max.ms (0.8.2, a stuck follower);
 # last_caught_up: it has not caught up to the leader's log end within that time (KIP-16,
@@ -124,6 +144,12 @@ class BrokerConfig:
     isr_expiration_period: str = "half_lag_time"
     same_leader_keeps_follower_state: bool = True  # 2.7 Partition.makeLeader resets only a new leader's
     alter_isr_commit_advances_high_watermark: bool = False  # KAFKA-13091, fixed in 3.1.0
+    # KIP-380 (2.2+): a registration by a new session is a bounce, handled as a failure and
+    # a start; 0.8.2's BrokerChangeListener compares broker ids only.
+    controller_detects_bounce: bool = True
+    # KIP-570 (2.6+): StopReplica carries each partition's leader epoch and the broker
+    # ignores one that is not newer than its own; 0.8.2's carries none.
+    stop_replica_leader_epoch: bool = True
 
     @property
     def flush_interval_ms(self) -> int:
@@ -202,6 +228,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "isr_lag_rule": "last_fetch",
         "isr_expiration_period": "lag_time",
         "same_leader_keeps_follower_state": False,
+        "controller_detects_bounce": False,
+        "stop_replica_leader_epoch": False,
     },
 }
 

@@ -19,7 +19,8 @@ from broker_core.election import (
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
     AlterIsrPartitionResult, AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr, LeaderAndIsrRequest,
-    LeaderAndIsrResponse, PartitionState, UpdateMetadataRequest, UpdateMetadataResponse)
+    LeaderAndIsrResponse, NO_LEADER_EPOCH, PartitionState, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
+    UpdateMetadataResponse)
 from broker_core.types import NO_LEADER, TopicPartition
 
 MAX_STATE_WRITE_ATTEMPTS = 5
@@ -176,11 +177,17 @@ class Controller:
                     self.states[tp] = LeaderAndIsr.from_data(state.value, state.version)
 
     def _on_broker_change(self):
+        """2.7.0 KafkaController.processBrokerChange: a broker registered by another session
+        than the one the controller knew bounced (KIP-380) and is handled as failed, then
+        started. 0.8.2.2's BrokerChangeListener compares ids only: a broker that left and
+        came back between two reads of /brokers/ids is neither (controller_detects_bounce)."""
         registrations = yield from self._read_registrations()
         if registrations is None:
             return
         new_live = set(registrations)
-        bounced = {b for b in new_live & self.live if registrations[b] != self.registrations.get(b)}
+        bounced = set()
+        if self.ctx.config.controller_detects_bounce:
+            bounced = {b for b in new_live & self.live if registrations[b] != self.registrations.get(b)}
         self.registrations = registrations
         if bounced:  # handle the failure half first, then the start below
             self.live -= bounced
@@ -194,7 +201,6 @@ class Controller:
         self.ctx.trace("brokers_changed", live_brokers=sorted(new_live), failed=dead, started=born,
                        bounced=sorted(bounced))
         if dead:
-            self.live = new_live
             yield from self._handle_failures(dead)
         if born:
             hosted = [tp for tp in sorted(self.assignments) if any(b in self.assignments[tp] for b in born)]
@@ -232,41 +238,53 @@ class Controller:
         self.enqueue(("controlled_shutdown", src, request.correlation_id, request.broker_id))
 
     def _on_controlled_shutdown(self, src, correlation_id: int, broker: int):
-        """Kafka's controlled shutdown: move leadership off the broker (the first live
-        ISR member that is not shutting down), drop it from every ISR, then answer with
-        the partitions it still leads. Only replicated partitions count, in both 0.8.2.2
-        (KafkaController.shutdownBroker, replicatedPartitionsBrokerLeads) and 2.7.0
-        (doControlledShutdown's partitionsToActOn, ControllerContext
-        partitionLeadersOnBroker: replica assignment size > 1): a partition with one
-        replica has nowhere to move and does not hold the shutdown up."""
+        """Kafka's controlled shutdown (2.7.0 KafkaController.doControlledShutdown; 0.8.2.2
+        shutdownBroker does the same one partition at a time). Only replicated partitions
+        count (partitionsToActOn; replicatedPartitionsBrokerLeads): one replica has
+        nowhere to move. Partitions the broker leads get a new leader, the first live ISR
+        member not shutting down, and an ISR without every shutting-down broker, told to
+        all their live replicas, this broker too. For the partitions it follows it gets
+        StopReplica (without delete) and leaves their ISRs (OfflineReplica), which is told
+        to the other replicas only. The answer lists the partitions it still leads."""
         self.shutting_down.add(broker)
         self.ctx.trace("controlled_shutdown_started", broker=broker)
-        changed = []
-        for tp in sorted(self.assignments):
-            state = self.states.get(tp)
-            if state is None or broker not in self.assignments[tp] or len(self.assignments[tp]) <= 1:
-                continue
-            if state.leader == broker:
-                def decide(current, tp=tp):
-                    if current.leader != broker:
-                        return None
-                    election = controlled_shutdown_leader(self.assignments[tp], current.isr, self.live,
-                                                          self.shutting_down)
-                    if election.leader is None:
-                        return None
-                    isr = tuple(r for r in current.isr if r != broker)
-                    return LeaderAndIsr(election.leader, current.leader_epoch + 1, isr, self.epoch)
-                new = yield from self._write_state(tp, decide)
-                if new is not None:
-                    self._trace_election(tp, new, "controlled_shutdown", unclean=False)
-                    changed.append(tp)
-            elif (yield from self._remove_from_isr(tp, broker, "controlled_shutdown")):
-                changed.append(tp)
-        self._send_leader_and_isr(changed, sorted(self.live))
+        acted_on = [tp for tp in sorted(self.assignments)
+                    if tp in self.states and broker in self.assignments[tp] and len(self.assignments[tp]) > 1]
+        led = [tp for tp in acted_on if self.states[tp].leader == broker]
+        followed = [tp for tp in acted_on if self.states[tp].leader != broker]
+        moved = []
+        for tp in led:
+            if (yield from self._move_leader_off(tp, broker)):
+                moved.append(tp)
+        self._send_leader_and_isr(moved, sorted(self.live))
+        self._send_stop_replica(broker, followed)
+        removed = []
+        for tp in followed:
+            if (yield from self._remove_from_isr(tp, broker, "controlled_shutdown")):
+                removed.append(tp)
+        self._send_leader_and_isr(removed, [b for b in sorted(self.live) if b != broker])
         self._send_update_metadata()
         remaining = tuple(tp for tp in sorted(self.states)
                           if self.states[tp].leader == broker and len(self.assignments.get(tp, ())) > 1)
         self.ctx.send(src, ControlledShutdownResponse(correlation_id, ErrorCode.NONE, remaining))
+
+    def _move_leader_off(self, tp: TopicPartition, broker: int):
+        """The controlled-shutdown election (2.7.0 Election.leaderForControlledShutdown;
+        0.8.2.2 ControlledShutdownLeaderSelector): the new ISR drops every broker that
+        is shutting down, not only the one asking."""
+        def decide(current: LeaderAndIsr):
+            if current.leader != broker:
+                return None
+            election = controlled_shutdown_leader(self.assignments[tp], current.isr, self.live, self.shutting_down)
+            if election.leader is None:
+                return None
+            isr = tuple(r for r in current.isr if r not in self.shutting_down)
+            return LeaderAndIsr(election.leader, current.leader_epoch + 1, isr, self.epoch)
+
+        new = yield from self._write_state(tp, decide)
+        if new is not None:
+            self._trace_election(tp, new, "controlled_shutdown", unclean=False)
+        return new is not None
 
     def handle_alter_isr(self, src, request: AlterIsrRequest) -> None:
         if not self.active:
@@ -540,7 +558,19 @@ class Controller:
         self.ctx.send(channel.broker, channel.in_flight)
         self.ctx.set_timer(channel.timeout_key, self.ctx.config.controller_socket_timeout_ms)
 
-    def handle_response(self, src, response: LeaderAndIsrResponse | UpdateMetadataResponse) -> None:
+    def _send_stop_replica(self, broker: int, tps) -> None:
+        """StopReplica without delete, each partition with the leader epoch the controller
+        knows now (KIP-570; before the ISR change that follows, as Kafka's batch is
+        built), or none for 0.8.2's request."""
+        if not tps or broker not in self.live:
+            return
+        with_epoch = self.ctx.config.stop_replica_leader_epoch
+        epochs = {tp: self.states[tp].leader_epoch if with_epoch else NO_LEADER_EPOCH for tp in tps}
+        self._enqueue_request(broker, lambda cid: StopReplicaRequest(
+            cid, self.ctx.broker_id, self.epoch, False, epochs))
+
+    def handle_response(self, src, response: LeaderAndIsrResponse | UpdateMetadataResponse | StopReplicaResponse
+                        ) -> None:
         channel = self.channels.get(src)
         if channel is None or channel.in_flight is None:
             return

@@ -1,7 +1,7 @@
 """Requests and responses between clients, brokers and the controller.
 
 They mirror Kafka's APIs (Produce, Fetch, Metadata, ListOffsets, OffsetsForLeaderEpoch,
-LeaderAndIsr, UpdateMetadata) with only the fields the model needs. The real binding
+LeaderAndIsr, UpdateMetadata, StopReplica) with only the fields the model needs. The real binding
 translates the wire protocol to and from these.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from broker_core.records import Record, RecordBatch
 from broker_core.types import TopicPartition
 
 CONSUMER_REPLICA_ID = -1
+NO_LEADER_EPOCH = -1  # Kafka's LeaderAndIsr.NoEpoch: a StopReplica without epochs (before KIP-570)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
@@ -297,6 +298,26 @@ class UpdateMetadataRequest:
 class UpdateMetadataResponse:
     correlation_id: int
     error: ErrorCode
+
+
+@dataclass(slots=True)
+class StopReplicaRequest:
+    """The controller tells a broker to stop replicating partitions (Kafka's StopReplica,
+    API key 5). With ``delete_partitions`` false the broker stops its fetchers and keeps
+    the partitions and their logs. ``partitions`` maps each to the leader epoch the
+    controller knows (KIP-570, 2.6+), or NO_LEADER_EPOCH: not checked (0.8.2's request)."""
+    correlation_id: int
+    controller_id: int
+    controller_epoch: int
+    delete_partitions: bool
+    partitions: Mapping[TopicPartition, int]
+
+
+@dataclass(slots=True)
+class StopReplicaResponse:
+    correlation_id: int
+    error: ErrorCode
+    partitions: Mapping[TopicPartition, ErrorCode] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -18,7 +18,8 @@ from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
     ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse)
+    NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
+    StopReplicaResponse)
 from broker_core.partition import Partition
 from broker_core.types import TopicPartition
 
@@ -35,6 +36,7 @@ class ReplicaManager:
         self.controller_epoch = -1
         self.on_become_follower = lambda partition: None  # set by the node (the fetcher)
         self.on_become_leader = lambda partition: None
+        self.stop_fetching = lambda tps: None  # set by the node (the fetcher)
         self.isr = IsrChanger(ctx, self.partitions, self._after_isr_change)
 
     def config_for(self, topic: str) -> BrokerConfig:
@@ -119,6 +121,41 @@ class ReplicaManager:
             # epochs as well, so an epoch bump there always restarts the fetcher.)
             return
         self.on_become_follower(partition)
+
+    # -- StopReplica -----------------------------------------------------------------
+    def handle_stop_replica(self, src: Hashable, request: StopReplicaRequest) -> None:
+        """ReplicaManager.stopReplicas (2.7.0; 0.8.2.2 alike but without epochs): refuse an
+        older controller epoch; skip a partition whose request epoch is not newer than
+        its own (KIP-570: FENCED_LEADER_EPOCH, an equal epoch too), unless the request
+        carries none; stop the fetchers of the rest. Without delete the partition stays
+        as it is, log and state; delayed operations on it are checked again. This model
+        has no topic deletion: a request to delete changes nothing (INVALID_REQUEST)."""
+        ctx = self.ctx
+        if request.controller_epoch < self.controller_epoch:
+            ctx.trace("request_fenced", request="stop_replica", controller_epoch=request.controller_epoch,
+                      known_controller_epoch=self.controller_epoch)
+            ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
+            return
+        self.controller_epoch = request.controller_epoch
+        if request.delete_partitions:
+            ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.INVALID_REQUEST))
+            return
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for tp in sorted(request.partitions):
+            epoch = request.partitions[tp]
+            partition = self.partitions.get(tp)
+            stale = partition is not None and epoch != NO_LEADER_EPOCH and epoch <= partition.leader_epoch
+            errors[tp] = ErrorCode.FENCED_LEADER_EPOCH if stale else ErrorCode.NONE
+        stopped = [tp for tp in sorted(errors) if errors[tp] is ErrorCode.NONE]
+        self.stop_fetching(stopped)
+        for tp in stopped:  # completeDelayedFetchOrProduceRequests: a leader's waiting requests
+            self._recheck_produces(tp)
+            self._wake_fetches(self.purgatory.consumer_fetch_watch, tp)
+            self._wake_fetches(self.purgatory.follower_fetch_watch, tp)
+        ctx.trace("replicas_stopped", partitions=[str(tp) for tp in stopped], delete=False,
+                  ignored=[str(tp) for tp in sorted(errors) if errors[tp] is not ErrorCode.NONE],
+                  controller_epoch=request.controller_epoch)
+        ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.NONE, errors))
 
     # -- produce ---------------------------------------------------------------------
     def handle_produce(self, src: Hashable, request: ProduceRequest) -> None:
