@@ -26,9 +26,9 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 # controller with AlterIsr (KIP-497, 2.7+).
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
-                       "failover_removes_dead_replicas", "unclean_empties_isr"})
+                       "failover_removes_dead_replicas", "unclean_empties_isr", "unclean_enable_triggers_election"})
 ISRLAB_KEYS = frozenset({"truncation", "isr_change_protocol", "registration_conflict",
-                         "failover_removes_dead_replicas", "unclean_empties_isr"})
+                         "failover_removes_dead_replicas", "unclean_empties_isr", "unclean_enable_triggers_election"})
 # What a starting broker does when its /brokers/ids node is held by another session:
 # 0.8.2 backs off and retries until that session expires; 2.7 fails startup and exits.
 REGISTRATION_CONFLICT_RULES = ("retry", "exit")
@@ -82,6 +82,9 @@ class BrokerConfig:
     # isrlab's own keys for controller rules that changed between 0.8.2 and 2.7.
     failover_removes_dead_replicas: bool = True  # ReplicaStateMachine.startup: OfflineReplica (2.7, not 0.8.2)
     unclean_empties_isr: bool = False  # 0.8.2 removeReplicaFromIsr keeps the last member only without unclean
+    # 2.7's TopicConfigHandler asks the controller to elect the offline partitions of a
+    # topic whose changed config enables unclean election; 0.8.2's controller has no such hook.
+    unclean_enable_triggers_election: bool = True
 
     @property
     def flush_interval_ms(self) -> int:
@@ -144,6 +147,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "failover_removes_dead_replicas": False,
         "unclean_empties_isr": True,
         "registration_conflict": "retry",
+        "unclean_enable_triggers_election": False,
     },
 }
 
