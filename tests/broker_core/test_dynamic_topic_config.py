@@ -128,3 +128,36 @@ def test_config_nodes_hold_kafka_strings_and_notifications_of_either_version_par
     assert notified_topic(b'{"version":1,"entity_type":"topics","entity_name":"t"}') == "t"
     assert notified_topic(b'{"version":2,"entity_path":"brokers/1"}') is None
     assert notified_topic(b"not json") is None
+
+
+def test_a_changed_min_insync_replicas_counts_at_the_next_acks_all_append():
+    """2.7.0 Log.updateConfig via TopicConfigHandler.updateLogConfig (0.8.2.2
+    TopicConfigManager: ``log.config =``): Partition.appendRecordsToLeader reads
+    min.insync.replicas from the log's config at each append, so an ISR of 2 that was
+    enough is not once the topic asks for 3."""
+    cluster = Cluster(config=FAST)
+    cluster.start_all()
+    assert cluster.wait_for(cluster.settled, 5000)
+    cluster.crash(3)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(1).isr) == [1, 2], 10000)
+    assert cluster.produce_and_wait(1, ["a"]).name == "NONE"
+    change_topic_config(cluster.store, "t", {"min.insync.replicas": 3})
+    cluster.run_for(50)
+    assert cluster.produce_and_wait(1, ["b"]).name == "NOT_ENOUGH_REPLICAS"
+
+
+def test_a_broker_on_a_new_session_still_hears_of_changes():
+    """2.7.0 ZkNodeChangeNotificationListener re-reads the notifications after a new
+    session (its state-change handler), keeping lastExecutedChange; the watch set on the
+    old session is gone with it."""
+    cluster = Cluster(config=FAST)
+    cluster.start_all()
+    assert cluster.wait_for(cluster.settled, 5000)
+    old = cluster.sessions[2]
+    cluster.store.expire(old, reason="forced")
+    assert cluster.wait_for(lambda: cluster.sessions.get(2, old) != old, 5000)
+    cluster.run_for(500)
+    change_topic_config(cluster.store, "t", {"flush.messages": 1})
+    cluster.run_for(50)
+    assert cluster.partition(2).config.log_flush_interval_messages == 1
+    assert len(cluster.traced("topic_config_changed", topic="t")) == 3, "each broker once"
