@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
-from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig
+from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
+from broker_core.dynamic_config import CONFIG_CHANGES_PATH, UNCLEAN_KEY, TopicConfigListener, reconfigure_logs
 from broker_core.effects import Halt
-from broker_core.errors import CoreError, ErrorCode
+from broker_core.errors import ConfigError, CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
@@ -54,6 +55,7 @@ class BrokerNode:
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
+        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -113,10 +115,9 @@ class BrokerNode:
         ctx.set_timer(("hw-checkpoint",), self.config.replica_high_watermark_checkpoint_interval_ms)
         ctx.set_timer(("recovery-point-checkpoint",), LOG_FLUSHER_INITIAL_DELAY_MS)  # kafka-recovery-point-checkpoint
         # Kafka's kafka-log-flusher task: first after LogManager.InitialTaskDelayMs, then
-        # every log.flush.scheduler.interval.ms (by default never again). Without any
-        # flush.ms it would find nothing to do, so no timer is set.
-        if any(c.flush_interval_ms < NEVER for c in [self.config, *self.topic_configs.values()]):
-            ctx.set_timer(("flush-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
+        # every log.flush.scheduler.interval.ms (by default never again). Always set: a
+        # topic's flush.ms may change before it runs.
+        ctx.set_timer(("flush-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
 
     # -- coordination ----------------------------------------------------------------
     def _on_session_started(self, event: CoordSessionStarted) -> None:
@@ -127,6 +128,9 @@ class BrokerNode:
         # are applied in order, so they exist before anything else this broker writes.
         for path in TOP_LEVEL_PATHS:
             self.ctx.tasks.start(create_top_level_path(path))
+        # The topic configs are read before the broker registers, as KafkaServer.startup
+        # reads them for its LogManager; then the change notifications are watched.
+        self.config_listener.session_started()
         self.ctx.tasks.start(self._register())
 
     def _on_session_expired(self, event: CoordSessionExpired) -> None:
@@ -203,6 +207,24 @@ class BrokerNode:
             self.controller.enqueue("topic_change")
         elif event.path == coord.PREFERRED_REPLICA_ELECTION_PATH:
             self.controller.enqueue("preferred_replica_election")
+        elif event.path == CONFIG_CHANGES_PATH:
+            self.config_listener.changes_notified()
+
+    def _topic_config_read(self, topic: str, overrides: dict[str, Any]) -> None:
+        """2.7.0 TopicConfigHandler.processConfigChanges (0.8.2.2 TopicConfigManager
+        .processConfigChanges): the topic's logs take the broker's config overridden by
+        the topic's; in 2.7 overrides that enable unclean election also ask the active
+        controller to elect the topic's offline partitions."""
+        try:
+            config = topic_config(self.config, overrides)
+        except ConfigError:
+            return  # LogConfig refuses it: the logs keep their config
+        if config != self.replicas.config_for(topic):
+            self.topic_configs[topic] = config
+            reconfigure_logs(topic, config, self.replicas.partitions, self.replicas.recovered_logs)
+            self.ctx.trace("topic_config_changed", topic=topic, overrides=dict(sorted(overrides.items())))
+        if overrides.get(UNCLEAN_KEY) is True and self.config.unclean_enable_triggers_election:
+            self.controller.enqueue(("topic_unclean_leader_election_enable", topic))
 
     def _on_coord_reply(self, event: CoordReplied) -> None:
         self.ctx.tasks.on_reply(event.request_id, event.reply)

@@ -46,6 +46,7 @@ BOOL_KEYS = frozenset({
     "alter_isr_commit_advances_high_watermark",
     "controller_detects_bounce",
     "stop_replica_leader_epoch",
+    "unclean_enable_triggers_election",
 })
 ISRLAB_KEYS = frozenset({
     "truncation",
@@ -63,6 +64,7 @@ ISRLAB_KEYS = frozenset({
     "alter_isr_commit_advances_high_watermark",
     "controller_detects_bounce",
     "stop_replica_leader_epoch",
+    "unclean_enable_triggers_election",
 })
 # When a leader counts an ISR follower as out of sync (besides replica.lag.max.messages):
 # last_fetch: it sent no fetch within replica.lag.time.max.ms (0.8.2, a stuck follower);
@@ -150,6 +152,9 @@ class BrokerConfig:
     # KIP-570 (2.6+): StopReplica carries each partition's leader epoch and the broker
     # ignores one that is not newer than its own; 0.8.2's carries none.
     stop_replica_leader_epoch: bool = True
+    # 2.7's TopicConfigHandler asks the controller to elect the offline partitions of a
+    # topic whose changed config enables unclean election; 0.8.2's controller has no such hook.
+    unclean_enable_triggers_election: bool = True
 
     @property
     def flush_interval_ms(self) -> int:
@@ -230,6 +235,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "same_leader_keeps_follower_state": False,
         "controller_detects_bounce": False,
         "stop_replica_leader_epoch": False,
+        "unclean_enable_triggers_election": False,
     },
 }
 

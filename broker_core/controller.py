@@ -108,6 +108,8 @@ class Controller:
                 yield from self._on_controlled_shutdown(*event[1:])
             elif isinstance(event, tuple) and event[0] == "alter_isr":
                 yield from self._on_alter_isr(*event[1:])
+            elif isinstance(event, tuple) and event[0] == "topic_unclean_leader_election_enable":
+                yield from self._on_topic_unclean_leader_election_enable(event[1])
             else:
                 handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
                            "topic_change": self._on_topic_change, "auto_rebalance": self._on_auto_rebalance,
@@ -477,6 +479,26 @@ class Controller:
             state = yield from self._write_state(tp, decide)
             if state is not None:
                 self._trace_election(tp, state, "preferred", unclean=False)
+                changed.append(tp)
+        if changed:
+            self._send_leader_and_isr(changed, sorted(self.live))
+            self._send_update_metadata()
+
+    # -- a topic's config enabled unclean election -----------------------------------
+    def _on_topic_unclean_leader_election_enable(self, topic: str):
+        """2.7.0 KafkaController.processTopicUncleanLeaderElectionEnable: a config change
+        enabled unclean election for the topic (TopicConfigHandler asked for it), so
+        PartitionStateMachine.triggerOnlinePartitionStateChange(topic) elects leaders for
+        its partitions in OfflinePartition or NewPartition state, unclean if it must."""
+        offline = [tp for tp in sorted(self.assignments)
+                   if tp.topic == topic and (tp not in self.states or self.states[tp].leader not in self.live)]
+        self.ctx.trace("topic_unclean_election_enabled", topic=topic, offline_partitions=[str(tp) for tp in offline])
+        changed = []
+        for tp in offline:
+            if tp not in self.states:
+                yield from self._create_state(tp)
+                changed += [tp] if tp in self.states else []
+            elif (yield from self._elect(tp)):
                 changed.append(tp)
         if changed:
             self._send_leader_and_isr(changed, sorted(self.live))

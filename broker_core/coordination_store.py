@@ -28,6 +28,7 @@ class Znode:
     version: int = 0
     ephemeral_owner: int | None = None
     children: set[str] = field(default_factory=set)
+    child_sequence: int = 0  # the next sequential child's number (ZooKeeper takes the parent's cversion)
 
 
 @dataclass
@@ -61,6 +62,17 @@ class CoordinationStore:
             self.znodes[path].version += 1
         else:
             self._create_node(path, data, None)
+
+    def put_sequential(self, prefix: str, data: bytes) -> str:
+        """Create a persistent sequential node (ZooKeeper's PERSISTENT_SEQUENTIAL): the
+        prefix followed by a ten-digit number that grows with every such child of the
+        parent. Returns the created node's path."""
+        self._ensure_parents(prefix)
+        parent = self.znodes[_parent(prefix)]
+        path = f"{prefix}{parent.child_sequence:010d}"
+        parent.child_sequence += 1
+        self.put(path, data)
+        return path
 
     def get(self, path: str) -> bytes | None:
         node = self.znodes.get(path)

@@ -140,6 +140,15 @@ class PreferredReplicaElection:
     partitions: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True)
+class TopicConfig:
+    """What ``kafka-configs.sh --alter --entity-type topics --add-config`` does: add
+    ``config`` ((Kafka topic key, value) pairs) to the topic's overrides in
+    /config/topics/<topic> and write a change notification that every broker reads."""
+    topic: str
+    config: tuple[tuple[str, bool | int], ...]
+
+
 # -- disk ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SlowFsync:
@@ -180,7 +189,7 @@ class ClockJump:
 
 
 Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
-         | Cut | LinkFault | Heal | ExpireSession | PreferredReplicaElection | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | Cut | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | SlowFsync | WriteErrors | DiskFull | TornWrites
          | BitFlip | ClockJump)
 
 KINDS: dict[str, type] = {
@@ -189,7 +198,7 @@ KINDS: dict[str, type] = {
     "isolate": Isolate, "partition": Split, "random_halves": RandomHalves, "bridge": Bridge,
     "cut": Cut, "link": LinkFault, "heal": Heal,
     "expire_session": ExpireSession,
-    "preferred_replica_election": PreferredReplicaElection,
+    "preferred_replica_election": PreferredReplicaElection, "topic_config": TopicConfig,
     "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,
     "torn_writes": TornWrites, "bit_flip": BitFlip,
     "clock": ClockJump,

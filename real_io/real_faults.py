@@ -42,6 +42,8 @@ UNSUPPORTED = {
                       "run with --zk HOST:PORT to expire a real ZooKeeper session",
     "preferred_replica_election": "the embedded coordination store lives inside the broker process; "
                                   "the run cannot write its admin node",
+    "topic_config": "the embedded coordination store lives inside the broker process; the run cannot write "
+                    "the topic's config node and change notification",
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
 EXPIRE_TIMEOUT_S = 10.0

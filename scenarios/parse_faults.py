@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_core.config import TOPIC_KEYS, broker_config, kafka_name, topic_config
+from broker_core.errors import ConfigError
 from faults import model as fm
 from faults.triggers import PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
 from scenarios.model import ClusterSpec, FaultStep, NemesisSpec
@@ -229,6 +231,28 @@ class FaultParser:
                 raise self.source.error(ipath, problem)
             names.append(name)
         return fm.PreferredReplicaElection(tuple(sorted(set(names))))
+
+    def _topic_config(self, f: Fields, path: tuple) -> fm.TopicConfig:
+        """``{topic: t, set: {unclean.leader.election.enable: true}}``: topic keys only,
+        each value valid for the topic once added to its overrides."""
+        topics = {t.name: t for t in self.cluster.topics}
+        name = f.take("topic", "str", check=lambda v: None if v in topics else f"unknown topic; topics: {sorted(topics)}")
+        changes = f.take("set", "map")
+        f.done()
+        if not changes:
+            raise self.source.error(path + ("set",), "changes nothing: give at least one topic key")
+        for key in changes:
+            if key not in TOPIC_KEYS:
+                raise self.source.error(path + ("set", key), f"unknown topic configuration key; known: "
+                                        f"{', '.join(sorted(TOPIC_KEYS))}")
+            if changes[key] is None:
+                raise self.source.error(path + ("set", key), "needs a value")
+        try:
+            topic_config(broker_config(self.cluster.profile, self.cluster.config), {**topics[name].config, **changes})
+        except ConfigError as exc:
+            named = [k for k in changes if exc.key in (k, kafka_name(TOPIC_KEYS[k]))]
+            raise self.source.error(path + ("set", named[0] if named else exc.key), exc.message) from None
+        return fm.TopicConfig(name, tuple(sorted(changes.items())))
 
     def _partition_check(self, value: str) -> str | None:
         return None if value in self.partitions else f"unknown partition; partitions: {sorted(self.partitions)}"

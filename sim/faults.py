@@ -15,6 +15,7 @@ whole fault change nothing (``no_effect``).
 from __future__ import annotations
 
 from broker_core import coordination as coord
+from broker_core.dynamic_config import change_topic_config
 from faults import model as fm
 from faults.events import fault_ended_fields, fault_started_fields
 from faults.roles import resolve_role
@@ -284,6 +285,14 @@ class SimFaultExecutor:
                 entries.append({"topic": topic, "partition": int(partition)})
             store.put(path, coord.encode_data({"version": 1, "partitions": entries}))
         self._start(fault, instant=True, requested=requested, written=written)
+
+    def _apply_topic_config(self, fault: fm.TopicConfig) -> None:
+        """Write the topic's overrides and the change notification as kafka-configs.sh does."""
+        written = change_topic_config(self.world.service.store, fault.topic, dict(fault.config))
+        if written is None:
+            self._start(fault, instant=True, no_effect=f"topic {fault.topic} does not exist")
+            return
+        self._start(fault, instant=True, overrides=written)
 
     def _disk_fault(self, fault, change) -> int:
         brokers = self.resolve(fault.brokers)

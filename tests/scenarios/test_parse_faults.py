@@ -141,6 +141,26 @@ def test_triggers_parse_with_comparisons():
     ("faults:\n  - {at: 1s, preferred_replica_election: []}\n", "faults[0].preferred_replica_election",
      "names no partition"),
     ("faults:\n  - {at: 1s, preferred_replica_election: all, for: 2s}\n", "faults[0].for", "no duration"),
+    # topic config change (kafka-configs.sh)
+    ("faults:\n  - {at: 1s, topic_config: {topic: u, set: {flush.messages: 1}}}\n", "faults[0].topic_config.topic",
+     "unknown topic"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {}}}\n", "faults[0].topic_config.set", "changes nothing"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t}}\n", "faults[0].topic_config.set", "required"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {retention.ms: 5}}}\n",
+     "faults[0].topic_config.set.retention.ms", "unknown topic configuration key"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {unclean.leader.election.enable: 1}}}\n",
+     "faults[0].topic_config.set.unclean.leader.election.enable", "true or false"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {flush.messages: -1}}}\n",
+     "faults[0].topic_config.set.flush.messages", "not be negative"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {min.insync.replicas: 0}}}\n",
+     "faults[0].topic_config.set.min.insync.replicas", "at least 1"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {flush.ms: null}}}\n",
+     "faults[0].topic_config.set.flush.ms", "needs a value"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {flush.ms: 5}, when: 1}}\n",
+     "faults[0].topic_config.when", "unknown key"),
+    ("faults:\n  - {at: 1s, topic_config: t}\n", "faults[0].topic_config", "must be a mapping"),
+    ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {flush.ms: 5}}, for: 2s}\n", "faults[0].for",
+     "no duration"),
     # nemesis and expect
     ("nemesis: {faults: [crash, meteor], interval: 5s}\n", "nemesis.faults[1]", "unknown nemesis fault"),
     ("nemesis: {faults: [crash], interval: 5s, stop: 2m}\n", "nemesis.stop", "within the run"),
@@ -232,6 +252,26 @@ def test_a_preferred_replica_election_step_names_all_or_some_partitions():
         fm.PreferredReplicaElection(), fm.PreferredReplicaElection(),
         fm.PreferredReplicaElection(("t-0", "t-1")), fm.PreferredReplicaElection(("t-1",))]
     assert fm.kind_of(s.faults[0].fault) == "preferred_replica_election"
+
+
+def test_a_topic_config_step_sets_topic_keys_at_a_time_or_on_a_trigger():
+    """kafka-configs.sh --alter --entity-type topics --add-config as a step; the values
+    are checked against the topic's overrides with the change added."""
+    s = parse("""\
+    faults:
+      - {at: 1s, topic_config: {topic: t, set: {unclean.leader.election.enable: true, min.insync.replicas: 2}}}
+      - when: {partition: t-0, isr_size: 1}
+        topic_config:
+          topic: t
+          set: {flush.messages: 1}
+    """)
+    assert s.faults[0].fault == fm.TopicConfig("t", (("min.insync.replicas", 2), ("unclean.leader.election.enable", True)))
+    assert s.faults[0].at_ms == 1000
+    assert s.faults[1].when is not None and s.faults[1].fault == fm.TopicConfig("t", (("flush.messages", 1),))
+    assert fm.kind_of(s.faults[1].fault) == "topic_config"
+    err = error("faults:\n  - when: {partition: t-0, isr_size: 1}\n    topic_config:\n      topic: t\n"
+                "      set:\n        segment.bytes: lots\n")
+    assert err.field == "faults[0].topic_config.set.segment.bytes" and err.line == 12
 
 
 def test_facts_and_the_final_leader_parse_in_expect():
