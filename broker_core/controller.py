@@ -5,6 +5,10 @@ Like Kafka's controller it is single-threaded: events queue and run one at a tim
 each as a coordination task. Every state write is a compare-and-set on the partition
 state's version, made together with a check of /controller_epoch's version, so a
 controller that has been replaced cannot overwrite its successor's decisions.
+
+Two of its events live in their own modules, as functions that take the controller:
+the controlled shutdown (``controlled_shutdown.py``) and the preferred-replica
+elections, automatic and admin-requested (``preferred_election.py``).
 """
 from __future__ import annotations
 
@@ -12,15 +16,17 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from broker_core import controlled_shutdown, preferred_election
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
-from broker_core.election import (
-    controlled_shutdown_leader, imbalanced_partitions, offline_partition_leader, preferred_replica_leader)
+from broker_core.election import offline_partition_leader
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
-    AlterIsrPartitionResult, AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr, LeaderAndIsrRequest,
-    LeaderAndIsrResponse, NO_LEADER_EPOCH, PartitionState, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
+    AlterIsrPartitionResult, AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse,
+    LeaderAndIsr, LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, StopReplicaResponse, UpdateMetadataRequest,
     UpdateMetadataResponse)
+# requested_partitions lived here before preferred_election.py: still importable from here
+from broker_core.preferred_election import requested_partitions as requested_partitions  # noqa: F401
 from broker_core.types import NO_LEADER, TopicPartition
 
 MAX_STATE_WRITE_ATTEMPTS = 5
@@ -105,15 +111,18 @@ class Controller:
         completed = False
         try:
             if isinstance(event, tuple) and event[0] == "controlled_shutdown":
-                yield from self._on_controlled_shutdown(*event[1:])
+                yield from controlled_shutdown.on_controlled_shutdown(self, *event[1:])
             elif isinstance(event, tuple) and event[0] == "alter_isr":
                 yield from self._on_alter_isr(*event[1:])
             elif isinstance(event, tuple) and event[0] == "topic_unclean_leader_election_enable":
                 yield from self._on_topic_unclean_leader_election_enable(event[1])
+            elif event == "auto_rebalance":
+                yield from preferred_election.on_auto_rebalance(self)
+            elif event == "preferred_replica_election":
+                yield from preferred_election.on_preferred_replica_election(self)
             else:
                 handler = {"startup": self._on_startup, "broker_change": self._on_broker_change,
-                           "topic_change": self._on_topic_change, "auto_rebalance": self._on_auto_rebalance,
-                           "preferred_replica_election": self._on_preferred_replica_election}[event]
+                           "topic_change": self._on_topic_change}[event]
                 yield from handler()
             completed = True
         finally:
@@ -150,9 +159,9 @@ class Controller:
         yield from self._bring_partitions_online(sorted(self.assignments))
         self._send_leader_and_isr(sorted(self.assignments), sorted(self.live))
         self._send_update_metadata()
-        yield from self._on_preferred_replica_election()  # one requested while no controller ran
+        yield from preferred_election.on_preferred_replica_election(self)  # one requested while no controller ran
         if self.ctx.config.auto_leader_rebalance_enable:
-            self._schedule_auto_rebalance(AUTO_REBALANCE_FIRST_CHECK_MS)
+            preferred_election.schedule_auto_rebalance(self, AUTO_REBALANCE_FIRST_CHECK_MS)
 
     def _on_topic_change(self):
         known = set(self.assignments)
@@ -238,55 +247,6 @@ class Controller:
             self.ctx.send(src, ControlledShutdownResponse(request.correlation_id, ErrorCode.NOT_CONTROLLER))
             return
         self.enqueue(("controlled_shutdown", src, request.correlation_id, request.broker_id))
-
-    def _on_controlled_shutdown(self, src, correlation_id: int, broker: int):
-        """Kafka's controlled shutdown (2.7.0 KafkaController.doControlledShutdown; 0.8.2.2
-        shutdownBroker does the same one partition at a time). Only replicated partitions
-        count (partitionsToActOn; replicatedPartitionsBrokerLeads): one replica has
-        nowhere to move. Partitions the broker leads get a new leader, the first live ISR
-        member not shutting down, and an ISR without every shutting-down broker, told to
-        all their live replicas, this broker too. For the partitions it follows it gets
-        StopReplica (without delete) and leaves their ISRs (OfflineReplica), which is told
-        to the other replicas only. The answer lists the partitions it still leads."""
-        self.shutting_down.add(broker)
-        self.ctx.trace("controlled_shutdown_started", broker=broker)
-        acted_on = [tp for tp in sorted(self.assignments)
-                    if tp in self.states and broker in self.assignments[tp] and len(self.assignments[tp]) > 1]
-        led = [tp for tp in acted_on if self.states[tp].leader == broker]
-        followed = [tp for tp in acted_on if self.states[tp].leader != broker]
-        moved = []
-        for tp in led:
-            if (yield from self._move_leader_off(tp, broker)):
-                moved.append(tp)
-        self._send_leader_and_isr(moved, sorted(self.live))
-        self._send_stop_replica(broker, followed)
-        removed = []
-        for tp in followed:
-            if (yield from self._remove_from_isr(tp, broker, "controlled_shutdown")):
-                removed.append(tp)
-        self._send_leader_and_isr(removed, [b for b in sorted(self.live) if b != broker])
-        self._send_update_metadata()
-        remaining = tuple(tp for tp in sorted(self.states)
-                          if self.states[tp].leader == broker and len(self.assignments.get(tp, ())) > 1)
-        self.ctx.send(src, ControlledShutdownResponse(correlation_id, ErrorCode.NONE, remaining))
-
-    def _move_leader_off(self, tp: TopicPartition, broker: int):
-        """The controlled-shutdown election (2.7.0 Election.leaderForControlledShutdown;
-        0.8.2.2 ControlledShutdownLeaderSelector): the new ISR drops every broker that
-        is shutting down, not only the one asking."""
-        def decide(current: LeaderAndIsr):
-            if current.leader != broker:
-                return None
-            election = controlled_shutdown_leader(self.assignments[tp], current.isr, self.live, self.shutting_down)
-            if election.leader is None:
-                return None
-            isr = tuple(r for r in current.isr if r not in self.shutting_down)
-            return LeaderAndIsr(election.leader, current.leader_epoch + 1, isr, self.epoch)
-
-        new = yield from self._write_state(tp, decide)
-        if new is not None:
-            self._trace_election(tp, new, "controlled_shutdown", unclean=False)
-        return new is not None
 
     def handle_alter_isr(self, src, request: AlterIsrRequest) -> None:
         if not self.active:
@@ -423,67 +383,6 @@ class Controller:
             self._trace_election(tp, state, "offline", unclean=False)  # its leader died: offline
         return True
 
-    # -- preferred leader election ---------------------------------------------------
-    def _schedule_auto_rebalance(self, delay_ms: int) -> None:
-        epoch = self.epoch
-
-        def wait():
-            yield coord.Sleep(delay_ms)
-            if self.active and self.epoch == epoch:
-                self.enqueue("auto_rebalance")
-
-        self.ctx.tasks.start(wait())
-
-    def _on_auto_rebalance(self):
-        """KafkaController.processAutoPreferredReplicaLeaderElection: elect the preferred
-        replicas of the brokers whose leader imbalance exceeds
-        leader.imbalance.per.broker.percentage, then check again after
-        leader.imbalance.check.interval.seconds."""
-        config = self.ctx.config
-        leaders = {tp: state.leader for tp, state in sorted(self.states.items())}
-        candidates = imbalanced_partitions(self.assignments, leaders, config.leader_imbalance_per_broker_percentage)
-        # canPreferredReplicaBeLeader: AR[0] alive here; in the ISR is judged on the store's state
-        yield from self._elect_preferred([tp for tp in candidates if self.assignments[tp][0] in self.live])
-        self._schedule_auto_rebalance(config.leader_imbalance_check_interval_seconds * 1000)
-
-    def _on_preferred_replica_election(self):
-        """An admin asked for a preferred election by creating /admin/preferred_replica_election
-        (kafka-preferred-replica-election.sh): elect the listed partitions' preferred
-        replicas, delete the node, and watch for the next request."""
-        path = coord.PREFERRED_REPLICA_ELECTION_PATH
-        data = yield coord.GetData(path)
-        if data.ok:
-            requested = [tp for tp in requested_partitions(data.data) if tp in self.assignments]
-            yield from self._elect_preferred(requested)
-            yield coord.Delete(path)
-        exists = yield coord.Exists(path, watch=True)
-        if exists.ok:  # written again while this one ran
-            self.enqueue("preferred_replica_election")
-
-    def _elect_preferred(self, tps):
-        """The preferred-replica election (PreferredReplicaPartitionLeaderElectionStrategy):
-        AR[0] leads if it is alive and in the store's ISR; the ISR stays as it is."""
-        changed = []
-        for tp in tps:
-            if tp not in self.states:
-                continue
-
-            def decide(current: LeaderAndIsr, tp=tp):
-                if current.leader == self.assignments[tp][0]:
-                    return None
-                election = preferred_replica_leader(self.assignments[tp], current.isr, self.live)
-                if election.leader is None:
-                    return None
-                return LeaderAndIsr(election.leader, current.leader_epoch + 1, current.isr, self.epoch)
-
-            state = yield from self._write_state(tp, decide)
-            if state is not None:
-                self._trace_election(tp, state, "preferred", unclean=False)
-                changed.append(tp)
-        if changed:
-            self._send_leader_and_isr(changed, sorted(self.live))
-            self._send_update_metadata()
-
     # -- a topic's config enabled unclean election -----------------------------------
     def _on_topic_unclean_leader_election_enable(self, topic: str):
         """2.7.0 KafkaController.processTopicUncleanLeaderElectionEnable: a config change
@@ -580,17 +479,6 @@ class Controller:
         self.ctx.send(channel.broker, channel.in_flight)
         self.ctx.set_timer(channel.timeout_key, self.ctx.config.controller_socket_timeout_ms)
 
-    def _send_stop_replica(self, broker: int, tps) -> None:
-        """StopReplica without delete, each partition with the leader epoch the controller
-        knows now (KIP-570; before the ISR change that follows, as Kafka's batch is
-        built), or none for 0.8.2's request."""
-        if not tps or broker not in self.live:
-            return
-        with_epoch = self.ctx.config.stop_replica_leader_epoch
-        epochs = {tp: self.states[tp].leader_epoch if with_epoch else NO_LEADER_EPOCH for tp in tps}
-        self._enqueue_request(broker, lambda cid: StopReplicaRequest(
-            cid, self.ctx.broker_id, self.epoch, False, epochs))
-
     def handle_response(self, src, response: LeaderAndIsrResponse | UpdateMetadataResponse | StopReplicaResponse
                         ) -> None:
         channel = self.channels.get(src)
@@ -611,21 +499,3 @@ class Controller:
         self.ctx.send(broker, channel.in_flight)  # resend, as Kafka's channel does on reconnect
         self.ctx.set_timer(channel.timeout_key, self.ctx.config.controller_socket_timeout_ms)
 
-
-def requested_partitions(raw: bytes | None) -> list[TopicPartition]:
-    """The partitions in the admin's election request: Kafka's format,
-    {"version": 1, "partitions": [{"topic": "t", "partition": 0}, ...]}. Entries that
-    do not parse are skipped (a bad request must not stop the controller)."""
-    try:
-        value = coord.decode_data(raw)
-    except ValueError:
-        return []
-    entries = value.get("partitions") if isinstance(value, dict) else None
-    out = set()
-    for entry in entries if isinstance(entries, list) else ():
-        if not isinstance(entry, dict):
-            continue
-        topic, partition = entry.get("topic"), entry.get("partition")
-        if isinstance(topic, str) and isinstance(partition, int) and not isinstance(partition, bool):
-            out.add(TopicPartition(topic, partition))
-    return sorted(out)

@@ -505,11 +505,7 @@ class PartitionLog:
         # power loss): nothing counts as durable until the first flush.
         log.durable_offset = log.log_start_offset
         log.recovery_point = log.log_end_offset  # Kafka: activeSegment.readNextOffset
-        epochs_raw = storage.read_file(log.epoch_checkpoint_path)
-        if epochs_raw is not None:
-            log.epochs = LeaderEpochCache.decode(epochs_raw)
-            if log.epochs.truncate_from_end(log.log_end_offset):
-                effects.append(ReplaceFile(log.epoch_checkpoint_path, log.epochs.encode()))
+        effects.extend(log._recover_epochs())
         return log, effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))
 
     def _recover_segment(self, size: int, verify: bool, first_base: int | None) -> tuple[str | None, int | None]:
@@ -565,3 +561,15 @@ class PartitionLog:
         kept = {segment.index_path for segment in sealed}
         effects.extend(DeleteFile(p) for p in paths if p.endswith(INDEX_SUFFIX) and p not in kept)
         return effects
+
+    def _recover_epochs(self) -> list:
+        """The leader-epoch checkpoint read back, without the epochs that start at or past the
+        recovered log's end (2.7.0 Log: truncateFromEnd after loadSegments), rewritten
+        when that dropped any."""
+        raw = self.port.read_file(self.epoch_checkpoint_path)
+        if raw is None:
+            return []
+        self.epochs = LeaderEpochCache.decode(raw)
+        if self.epochs.truncate_from_end(self.log_end_offset):
+            return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
+        return []
