@@ -55,15 +55,24 @@ class ReplicaManager:
     def leading(self) -> list[Partition]:
         return [p for tp, p in sorted(self.partitions.items()) if p.is_leader]
 
+    # -- requests from the controller --------------------------------------------------
+    def _fenced_controller(self, src: Hashable, request, name: str, response_type) -> bool:
+        """A request from an older controller epoch than this broker has seen is refused
+        (STALE_CONTROLLER_EPOCH: 2.7.0 ReplicaManager.becomeLeaderOrFollower,
+        stopReplicas); otherwise its epoch becomes the newest seen."""
+        if request.controller_epoch < self.controller_epoch:
+            self.ctx.trace("request_fenced", request=name, controller_epoch=request.controller_epoch,
+                           known_controller_epoch=self.controller_epoch)
+            self.ctx.send(src, response_type(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
+            return True
+        self.controller_epoch = request.controller_epoch
+        return False
+
     # -- LeaderAndIsr ----------------------------------------------------------------
     def handle_leader_and_isr(self, src: Hashable, request: LeaderAndIsrRequest) -> None:
         ctx = self.ctx
-        if request.controller_epoch < self.controller_epoch:
-            ctx.trace("request_fenced", request="leader_and_isr", controller_epoch=request.controller_epoch,
-                      known_controller_epoch=self.controller_epoch)
-            ctx.send(src, LeaderAndIsrResponse(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
+        if self._fenced_controller(src, request, "leader_and_isr", LeaderAndIsrResponse):
             return
-        self.controller_epoch = request.controller_epoch
         errors = {}
         for tp in sorted(request.partitions):
             state = request.partitions[tp]
@@ -131,12 +140,8 @@ class ReplicaManager:
         as it is, log and state; delayed operations on it are checked again. This model
         has no topic deletion: a request to delete changes nothing (INVALID_REQUEST)."""
         ctx = self.ctx
-        if request.controller_epoch < self.controller_epoch:
-            ctx.trace("request_fenced", request="stop_replica", controller_epoch=request.controller_epoch,
-                      known_controller_epoch=self.controller_epoch)
-            ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
+        if self._fenced_controller(src, request, "stop_replica", StopReplicaResponse):
             return
-        self.controller_epoch = request.controller_epoch
         if request.delete_partitions:
             ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.INVALID_REQUEST))
             return

@@ -319,3 +319,11 @@ class Cluster:
         cid = self.send(broker, build(self.next_correlation_id()))
         self.wait_for(lambda: cid in self.responses, wait_ms, step_ms=1)
         return self.responses.get(cid)
+
+
+def started_cluster(**kwargs) -> Cluster:
+    """A started cluster whose partition has a leader and a full ISR."""
+    cluster = Cluster(**kwargs)
+    cluster.start_all()
+    assert cluster.wait_for(cluster.settled, 5000), "the cluster never elected a leader with a full ISR"
+    return cluster

@@ -6,17 +6,14 @@ from __future__ import annotations
 import pytest
 
 from broker_core.config import broker_config
-from broker_core.context import NodeContext
 from broker_core.effects import Send, Trace
 from broker_core.errors import ErrorCode
-from broker_core.fetcher import FetchState, ReplicaFetcherManager
+from broker_core.fetcher import FetchState
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, LeaderAndIsr,
-    OffsetsForLeaderEpochRequest, PartitionState)
-from broker_core.partition import Partition
-from broker_core.records import Record, RecordBatch
+    CONSUMER_REPLICA_ID, FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse,
+    OffsetsForLeaderEpochRequest)
 from broker_core.types import TopicPartition
-from tests.broker_core.logs import AppliedLog
+from tests.broker_core.logs import follower_of_broker_1, sent_messages
 from tests.broker_core.test_truncation import _missed_leader_changes
 from tests.harness import Cluster
 
@@ -26,22 +23,10 @@ LOG = [(0, 0, "a"), (1, 2, "b"), (2, 2, "c"), (3, 5, "d"), (4, 5, "e")]  # epoch
 
 def _follower():
     """A kafka-3.0 follower of broker 1 (leader epoch 7) holding LOG, high watermark 0."""
-    config = broker_config("kafka-3.0")
-    ctx = NodeContext(2, config)
-    log = AppliedLog(TP, config.log_segment_bytes)
-    for offset, epoch, value in LOG:
-        log.append_as_follower(RecordBatch(offset, epoch, (Record(None, value, 10),)))
-    partition = Partition(2, TP, log, config)
-    partition.make_follower(PartitionState(LeaderAndIsr(1, 7, (1, 2), 1), (1, 2)))
-    manager = ReplicaFetcherManager(ctx, {TP: partition})
-    manager.add_partition(partition)
-    return ctx, partition, manager
+    return follower_of_broker_1(broker_config("kafka-3.0"), TP, LOG)
 
 
-def _sent(ctx: NodeContext) -> list:
-    sent = [e.message for e in ctx.out if isinstance(e, Send)]
-    ctx.out.clear()
-    return sent
+_sent = sent_messages
 
 
 def _diverging(manager, request: FetchRequest, epoch: int, end_offset: int) -> None:

@@ -8,16 +8,9 @@ from broker_core import coordination as coord
 from broker_core.errors import ErrorCode
 from broker_core.messages import AlterIsrRequest, FetchPartition, FetchRequest, LeaderAndIsr
 from broker_core.types import TopicPartition
-from tests.harness import ZK, Cluster
+from tests.harness import Cluster, ZK, started_cluster
 
 TP = TopicPartition("t", 0)
-
-
-def started_cluster(**kwargs) -> Cluster:
-    cluster = Cluster(**kwargs)
-    cluster.start_all()
-    assert cluster.wait_for(cluster.settled, 5000), "the cluster never elected a leader with a full ISR"
-    return cluster
 
 
 def append_behind_blocked_followers(cluster: Cluster, leader: int) -> None:

@@ -13,16 +13,9 @@ from broker_core.records import Record
 from broker_core.replica_manager import ReplicaManager
 from broker_core.types import TopicPartition
 from tests.broker_core.logs import AppliedLog
-from tests.harness import Cluster
+from tests.harness import Cluster, started_cluster
 
 TP = TopicPartition("t", 0)
-
-
-def started_cluster(**kwargs) -> Cluster:
-    cluster = Cluster(**kwargs)
-    cluster.start_all()
-    assert cluster.wait_for(cluster.settled, 5000), "the cluster never elected a leader with a full ISR"
-    return cluster
 
 
 def leading(profile: str, isr=(1, 2, 3), **config) -> Partition:

@@ -4,14 +4,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core.errors import ErrorCode
-from tests.harness import CLIENT, Cluster
-
-
-def started_cluster(**kwargs) -> Cluster:
-    cluster = Cluster(**kwargs)
-    cluster.start_all()
-    assert cluster.wait_for(cluster.settled, 5000), "the cluster never elected a leader with a full ISR"
-    return cluster
+from tests.harness import CLIENT, Cluster, started_cluster
 
 
 def produce_batches(cluster: Cluster, prefix: str, count: int, acks: int = -1) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from broker_core.config import broker_config
 from broker_core.context import NodeContext
-from broker_core.effects import Send
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.errors import ErrorCode
 from broker_core.fetcher import FetchState, ReplicaFetcherManager
@@ -14,7 +13,7 @@ from broker_core.partition import Partition
 from broker_core.records import Record, RecordBatch
 from broker_core.types import TopicPartition
 from tests.harness import Cluster
-from tests.broker_core.logs import AppliedLog
+from tests.broker_core.logs import AppliedLog, follower_of_broker_1, sent_messages
 
 TP = TopicPartition("t", 0)
 
@@ -95,25 +94,10 @@ def test_kip279_truncates_round_by_round_until_the_epochs_agree():
 def _follower(rule: str, batches: list[tuple[int, int, str]], led_in_epoch: int | None = None, start: int = 0):
     """A follower of broker 1 (leader epoch 7) whose log holds ``(offset, epoch, value)``
     one-record batches; ``led_in_epoch``: it led in that epoch before and wrote nothing."""
-    config = broker_config("kafka-2.7", {"truncation": rule})
-    ctx = NodeContext(2, config)
-    log = AppliedLog(TP, config.log_segment_bytes)
-    log.log_start_offset = log.log_end_offset = log.high_watermark = start
-    for offset, epoch, value in batches:
-        log.append_as_follower(RecordBatch(offset, epoch, (Record(None, value, 10),)))
-    if led_in_epoch is not None:
-        log.assign_epoch(led_in_epoch)
-    partition = Partition(2, TP, log, config)
-    partition.make_follower(PartitionState(LeaderAndIsr(1, 7, (1, 2), 1), (1, 2)))
-    manager = ReplicaFetcherManager(ctx, {TP: partition})
-    manager.add_partition(partition)
-    return ctx, partition, manager
+    return follower_of_broker_1(broker_config("kafka-2.7", {"truncation": rule}), TP, batches, led_in_epoch, start)
 
 
-def _sent(ctx: NodeContext) -> list:
-    sent = [e.message for e in ctx.out if isinstance(e, Send)]
-    ctx.out.clear()
-    return sent
+_sent = sent_messages
 
 
 def _answer(manager, request, epoch: int, end_offset: int) -> None:
