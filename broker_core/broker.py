@@ -341,6 +341,7 @@ class BrokerNode:
         self.metadata = dict(request.partitions)
         self.ctx.send(src, UpdateMetadataResponse(request.correlation_id, ErrorCode.NONE))
         self.topics.metadata_updated()
+        self.replicas.isr.metadata_updated(request.live_brokers)  # an AlterIsr may move to a new controller
 
     def _handle_metadata(self, src, request: MetadataRequest) -> None:
         partitions = {}

@@ -11,9 +11,17 @@
   leader asks the controller, which validates the request and writes the state. While
   the request is pending the leader counts the maximal ISR (current plus joining
   replicas) for the high watermark, and makes no other ISR change.
+
+An AlterIsr request, once built, is the one sent until an answer other than
+NOT_CONTROLLER comes back (2.7.0 and 3.0.0 BrokerToControllerRequestThread.handleResponse:
+on a disconnect or NOT_CONTROLLER the same request goes back to the head of the queue,
+and doWork sends it to the controller the metadata cache names). The core sees no TCP
+disconnects, so the one from a controller whose process stopped is read from
+UpdateMetadata: a new controller is named and the old one is no longer live.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from broker_core import coordination as coord
@@ -44,6 +52,10 @@ class IsrChanger:
         self.unsent: dict[TopicPartition, tuple[LeaderAndIsr, str]] = {}
         self.in_flight: int | None = None  # correlation id of the AlterIsr awaiting its answer
         self._in_flight_items: dict[TopicPartition, tuple[LeaderAndIsr, str]] = {}
+        # The request under way (Kafka's inflightRequest flag and its queue item): kept,
+        # and sent again as it is, until an answer other than NOT_CONTROLLER.
+        self._request: AlterIsrRequest | None = None
+        self._sent_to = NO_LEADER  # the controller the request last went to
         self._ticking = False
         self.locked: set[TopicPartition] = set()  # partitions whose lock a write holds
 
@@ -91,18 +103,32 @@ class IsrChanger:
 
     # -- alter_isr: a request to the controller ----------------------------------------
     def _send(self) -> None:
-        if self.in_flight is not None or not self.unsent:
+        if self._request is not None or not self.unsent:
             return
-        controller = self.controller_id()
         epoch = self.broker_epoch()
-        if controller == NO_LEADER or epoch is None:
+        if self.controller_id() == NO_LEADER or epoch is None:
             self._tick_later()  # no controller known yet: AlterIsrManager keeps the items
             return
         self._in_flight_items = dict(sorted(self.unsent.items()))
-        self.in_flight = self.ctx.next_correlation_id()
-        request = AlterIsrRequest(self.in_flight, self.ctx.broker_id, epoch,
-                                  {tp: item[0] for tp, item in self._in_flight_items.items()})
-        self.ctx.send(controller, request)
+        self._request = AlterIsrRequest(0, self.ctx.broker_id, epoch,
+                                        {tp: item[0] for tp, item in self._in_flight_items.items()})
+        self._transmit(None)
+
+    def _transmit(self, reason: str | None) -> None:
+        """Send the request under way to the controller the metadata names, with a new
+        correlation id as NetworkClient gives each send; ``reason`` names a resend."""
+        assert self._request is not None
+        controller = self.controller_id()
+        if controller == NO_LEADER:
+            self._tick_later()  # doWork: no controller in the metadata cache, back off
+            return
+        if reason is not None:
+            self.ctx.trace("alter_isr_resent", reason=reason, controller=controller,
+                           previous_controller=self._sent_to, partitions=[str(tp) for tp in self._in_flight_items])
+        self._request = replace(self._request, correlation_id=self.ctx.next_correlation_id())
+        self.in_flight = self._request.correlation_id
+        self._sent_to = controller
+        self.ctx.send(controller, self._request)
         self.ctx.set_timer(("alter-isr-timeout",), self.ctx.config.controller_socket_timeout_ms)
 
     def _tick_later(self) -> None:
@@ -112,20 +138,54 @@ class IsrChanger:
 
     def tick(self) -> None:
         self._ticking = False
-        self._send()
+        if self._request is None:
+            self._send()
+        elif self.in_flight is None:
+            self._transmit("retry")
 
     def request_timed_out(self) -> None:
+        """controller.socket.timeout.ms passed without an answer: NetworkClient fails the
+        request as disconnected, and it goes again (after the reconnect backoff)."""
         self.in_flight = None
         self._tick_later()
+
+    def metadata_updated(self, live_brokers: tuple[int, ...]) -> None:
+        """UpdateMetadata names a controller. If the request went to another one that is
+        no longer live, that broker's process stopped (a controlled shutdown or a crash
+        whose session expired) and Kafka saw its connection close: handleResponse got a
+        disconnect, and doWork sends the request to the new controller as soon as the
+        metadata cache names it. Not resent while the old controller stays live (alive
+        but resigned, paused or cut off): Kafka waits for an answer or the timeout."""
+        if self._request is None:
+            return
+        controller = self.controller_id()
+        if controller == NO_LEADER or controller == self._sent_to:
+            return
+        if self.in_flight is not None and self._sent_to in live_brokers:
+            return
+        self.ctx.cancel_timer(("alter-isr-timeout",))
+        self.in_flight = None
+        self._transmit("controller_moved")
 
     def handle_response(self, response: AlterIsrResponse) -> None:
         if response.correlation_id != self.in_flight:
             return  # an answer to a request given up on
         self.in_flight = None
         self.ctx.cancel_timer(("alter-isr-timeout",))
+        if response.error is ErrorCode.NOT_CONTROLLER:
+            # Never reaches AlterIsrManager: the channel sends the same request to the
+            # controller the metadata names, at once if it names another one.
+            self.ctx.trace("alter_isr_failed", error=response.error.name,
+                           partitions=[str(tp) for tp in self._in_flight_items])
+            if self.controller_id() not in (NO_LEADER, self._sent_to):
+                self._transmit("not_controller")
+            else:
+                self._tick_later()
+            return
+        self._request = None
         items, self._in_flight_items = self._in_flight_items, {}
         if response.error is not ErrorCode.NONE:
-            # STALE_BROKER_EPOCH, NOT_CONTROLLER, ...: the items stay and are sent again.
+            # STALE_BROKER_EPOCH, ...: the items stay and go again in a new request.
             self.ctx.trace("alter_isr_failed", error=response.error.name, partitions=[str(tp) for tp in items])
             self._tick_later()
             return

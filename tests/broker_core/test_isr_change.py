@@ -6,7 +6,9 @@ import pytest
 
 from broker_core import coordination as coord
 from broker_core.errors import ErrorCode
-from broker_core.messages import AlterIsrRequest, FetchPartition, FetchRequest, LeaderAndIsr
+from broker_core.inputs import ShutdownRequested
+from broker_core.isr_change import ALTER_ISR_INTERVAL_MS
+from broker_core.messages import AlterIsrRequest, FetchPartition, FetchRequest, LeaderAndIsr, UpdateMetadataRequest
 from broker_core.types import TopicPartition
 from tests.harness import Cluster, ZK, started_cluster
 
@@ -196,6 +198,84 @@ def test_a_stale_zk_version_is_not_retried_by_the_leader(protocol):
         assert conflicts[0][2]["error"] == "INVALID_UPDATE_VERSION"
     else:
         assert partition.pending_isr is None and len(conflicts) > 1  # tried again, same stale version
+
+
+# -- an AlterIsr whose controller stops ------------------------------------------------------
+
+@pytest.mark.parametrize("profile", ["kafka-2.7", "kafka-3.0"])
+@pytest.mark.parametrize("stop", ["controlled_shutdown", "crash"])
+def test_an_alter_isr_lost_with_its_controller_goes_to_the_new_controller_without_waiting_for_the_timeout(
+        stop, profile):
+    """2.7.0 core/src/main/scala/kafka/server/BrokerToControllerChannelManagerImpl.scala
+    BrokerToControllerRequestThread.handleResponse and doWork (3.0.0
+    BrokerToControllerChannelManager.scala, the same two): when the controller's process
+    stops, the leader's connection to it closes; the request in flight comes back
+    disconnected, is put back at the head of the queue, and is sent to the controller the
+    metadata cache names as soon as UpdateMetadata names the new one, not after
+    controller.socket.timeout.ms (30 s). The expansion then commits."""
+    cluster = Cluster(brokers=(1, 2, 3, 4), assignment={0: [2, 3, 4]}, profile=profile,
+                      config={"replica.lag.time.max.ms": 1000, "replica.socket.timeout.ms": 500,
+                              "zookeeper.session.timeout.ms": 6000, "isr_change_protocol": "alter_isr"})
+    cluster.start_all()
+    assert cluster.wait_for(lambda: cluster.settled(replicas=[2, 3, 4]), 5000)
+    leader, controller, joining = cluster.leader(), cluster.controller(), 3
+    assert (leader, controller) == (2, 1) and cluster.config.controller_socket_timeout_ms == 30000
+    cluster.block(joining, leader)
+    append_behind_blocked_followers(cluster, leader)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).isr) == [2, 4], 5000)
+    cluster.heal()
+    cluster.block(leader, controller, both=False)  # the expansion's AlterIsr is lost
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).pending_isr or ()) == [2, 3, 4], 5000)
+    sent_at = cluster.now
+    if stop == "crash":
+        cluster.crash(controller)  # its session expires 6 s later, and another broker controls
+    else:
+        cluster._deliver(controller, ShutdownRequested())  # it hosts nothing: it stops at once
+    cluster.heal()
+    assert cluster.wait_for(lambda: cluster.controller() not in (None, controller), 10000)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).isr) == [2, 3, 4], 40000)
+    committed_at = cluster.traced("isr_expanded", isr=[2, 3, 4])[-1][0]
+    assert committed_at - sent_at < (7000 if stop == "crash" else 1000) < cluster.config.controller_socket_timeout_ms
+    resent = cluster.traced("alter_isr_resent", reason="controller_moved")
+    assert resent and resent[0][2]["previous_controller"] == controller
+    assert resent[0][2]["controller"] == cluster.controller() and resent[0][2]["partitions"] == ["t-0"]
+
+
+def test_an_alter_isr_answered_not_controller_goes_at_once_to_the_controller_the_metadata_names():
+    """2.7.0 core/src/main/scala/kafka/server/BrokerToControllerChannelManagerImpl.scala
+    BrokerToControllerRequestThread.handleResponse (3.0.0 BrokerToControllerChannelManager.scala
+    likewise): NOT_CONTROLLER never reaches AlterIsrManager; the channel drops the
+    controller and sends the same request to the one its metadata cache names, at once
+    when that is another broker (not at AlterIsrManager's next 50 ms schedule)."""
+    cluster = Cluster(brokers=(1, 2, 3, 4), assignment={0: [2, 3, 4]},
+                      config={"replica.lag.time.max.ms": 1000, "replica.socket.timeout.ms": 500,
+                              "isr_change_protocol": "alter_isr"})
+    cluster.start_all()
+    assert cluster.wait_for(lambda: cluster.settled(replicas=[2, 3, 4]), 5000)
+    leader, controller, joining = 2, 1, 4
+    assert (cluster.leader(), cluster.controller()) == (leader, controller)
+    cluster.block(joining, leader)
+    append_behind_blocked_followers(cluster, leader)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).isr) == [2, 3], 5000)
+    node = cluster.nodes[leader]
+
+    def metadata_naming(broker: int) -> UpdateMetadataRequest:
+        return UpdateMetadataRequest(cluster.next_correlation_id(), broker, node.replicas.controller_epoch,
+                                     (1, 2, 3, 4), dict(node.metadata))
+
+    cluster.send(leader, metadata_naming(3), src=controller)  # stale metadata: 3 does not control
+    cluster.run_for(10)
+    cluster.heal()
+    assert cluster.wait_for(lambda: cluster.traced("alter_isr_failed", error="NOT_CONTROLLER")
+                            and node.replicas.isr.in_flight is not None, 2000, step_ms=1)
+    # In flight to 3 again; the true controller is named before 3 answers NOT_CONTROLLER.
+    cluster.send(leader, metadata_naming(controller), src=controller)
+    assert cluster.wait_for(lambda: sorted(cluster.partition(leader).isr) == [2, 3, 4], 2000)
+    answered_at = cluster.traced("alter_isr_failed", error="NOT_CONTROLLER")[-1][0]
+    assert cluster.traced("isr_expanded", isr=[2, 3, 4])[-1][0] - answered_at < ALTER_ISR_INTERVAL_MS
+    assert cluster.traced("alter_isr_resent", reason="retry", controller=3)  # the same request, to 3 again
+    resent = cluster.traced("alter_isr_resent", reason="not_controller")
+    assert resent and resent[-1][0] == answered_at and resent[-1][2]["controller"] == controller
 
 
 # -- the controller's side of AlterIsr ------------------------------------------------------
