@@ -31,10 +31,14 @@ DIGESTS = Path(__file__).resolve().parent / "data" / "trace_digests.json"
 # scenario and variant at seed 1, and a second seed of the two shortest stories. Together
 # they cover both profiles, crashes and restarts, unclean election, truncation after a
 # leader change, producer retries with and without idempotence, controller failover and
-# both nemeses; all of them take about 20 s.
+# both nemeses, and issue 20's library files (an idle follower, KAFKA-13091, a topic
+# config changed while running); all of them take about 30 s.
 RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("bounce-hidden-by-controller-failover.yaml", None, 1),
     ("controller-and-leader-failover.yaml", None, 1),
+    ("idle-follower-stays-in-sync.yaml", "kept", 1),
+    ("idle-follower-stays-in-sync.yaml", "stuck-0.8", 1),
+    ("idle-follower-stays-in-sync.yaml", "kip-16", 1),
     ("jepsen-2013.yaml", "unclean", 1),
     ("jepsen-2013.yaml", "unclean", 2),
     ("jepsen-2013.yaml", "safe", 1),
@@ -47,6 +51,9 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("kip-101-scenario-2.yaml", "epoch", 1),
     ("kip-279.yaml", "kip101", 1),
     ("kip-279.yaml", "epoch", 1),
+    ("kafka-13091.yaml", "stalled", 1),
+    ("kafka-13091.yaml", "fixed", 1),
+    ("kafka-13091.yaml", "zookeeper", 1),
     ("leader-crash.yaml", None, 1),
     ("nemesis-kafka-0.8.yaml", None, 1),
     ("nemesis-safe.yaml", None, 1),
@@ -57,6 +64,8 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("rolling-restart.yaml", None, 1),
     ("zombie-leader.yaml", "acks1", 1),
     ("zombie-leader.yaml", "acks-all", 1),
+    ("unclean-enabled-at-runtime.yaml", "kafka-2.7", 1),
+    ("unclean-enabled-at-runtime.yaml", "kafka-0.8", 1),
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),
