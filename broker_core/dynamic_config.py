@@ -77,7 +77,10 @@ def decode_overrides(raw: bytes | None) -> dict[str, Any] | None:
     return out
 
 
-def _parse_value(attribute: str, text: Any) -> bool | int | None:
+def _parse_value(attribute: str, text: Any) -> Any:
+    """A typed value: bool, int, or None when it does not parse. Typed Any on purpose:
+    mypyc reads ``bool | int`` as ``int`` (bool is an int to mypy) and would hand back 1
+    for True, which BrokerConfig's bool fields refuse."""
     if not isinstance(text, str):
         return None
     if attribute in BOOL_KEYS:  # ConfigDef's BOOLEAN: true or false, in any case
