@@ -24,7 +24,8 @@ from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import BatchBytes, DecodeError, Record, RecordBatch, Records
+from broker_core.records import Record, RecordBatch, Records
+from broker_core.segment_format import BatchBytes, DecodeError, stored_bytes
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
 
@@ -119,8 +120,9 @@ class PartitionLog:
         return batch, self._append(batch)
 
     def append_as_follower(self, batch: Any) -> list:
-        """Append a batch the leader sent (any object with a batch's header fields and
-        ``encode()``: a RecordBatch, or the real binding's wire batch)."""
+        """Append a batch the leader sent: a RecordBatch (stored in the core's segment
+        format, ``broker_core.segment_format``), or any other object with a batch's
+        header fields and ``encode()`` (the real binding's wire batch)."""
         if batch.base_offset != self.log_end_offset:
             raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
         return self._append(batch)
@@ -132,7 +134,7 @@ class PartitionLog:
         # Their fields are read typed, once (any other batch's by name).
         if type(batch) is RecordBatch:
             own = cast(RecordBatch, batch)
-            data: bytes | BatchBytes = own.stored_bytes()
+            data: bytes | BatchBytes = stored_bytes(own)
             size_bytes = own.size_bytes
         else:
             data = batch.encode()

@@ -11,7 +11,8 @@ import pytest
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile
 from broker_core.log import PartitionLog
 from broker_core.offset_index import ENTRY_BYTES, OffsetIndex
-from broker_core.records import Record, decode_batch
+from broker_core.records import Record
+from broker_core.segment_format import decode_batch, encode_batch
 from broker_core.storage import BytesLogStorage, MemoryFiles
 from broker_core.types import TopicPartition
 from tests.broker_core.logs import AppliedLog
@@ -107,8 +108,8 @@ def test_reads_of_sealed_segments_through_the_index_equal_those_of_one_big_segme
                 got = sealed.read(from_offset, max_bytes, upper)
                 assert [(b.base_offset, b.next_offset, b.size_bytes) for b in got] == [
                     (b.base_offset, b.next_offset, b.size_bytes) for b in whole.read(from_offset, max_bytes, upper)]
-                assert [b.encode() for r in sealed.regions(got) for b in sealed.disk.storage.batches_in(r)] == [
-                    b.encode() for b in sealed.load(from_offset, upper)][:len(got)]
+                assert [encode_batch(b) for r in sealed.regions(got) for b in sealed.disk.storage.batches_in(r)] == [
+                    encode_batch(b) for b in sealed.load(from_offset, upper)][:len(got)]
     assert sealed.records() == whole.records()
     assert [sealed.batch_at(o).base_offset for o in range(300)] == [whole.batch_at(o).base_offset for o in range(300)]
 
