@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile
-from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.offset_index import ENTRY_BYTES, OffsetIndex
 from broker_core.records import Record
 from broker_core.segment_format import decode_batch, encode_batch
@@ -159,7 +159,7 @@ def test_a_missing_or_damaged_index_is_rebuilt_at_recovery(damage):
         files[target] = bytes(len(good))  # zeros: every entry at offset base+0, position 0
     else:
         files[target] = good[:-ENTRY_BYTES]  # sane, but an entry short
-    recovered, effects, report = PartitionLog.recover(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
+    recovered, effects, report = recover_log(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
     assert ReplaceFile(target, good) in effects
     assert report.truncated_bytes == 0 and report.reason is None
     assert [e for e in effects if isinstance(e, ReplaceFile)] == [ReplaceFile(target, good)]
@@ -175,7 +175,7 @@ def test_recovery_deletes_index_files_of_no_sealed_segment():
     active_index = log.segments[-1].index_path
     files[orphan] = b"\0" * 8
     files[active_index] = b"\0" * 16
-    recovered, effects, _ = PartitionLog.recover(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
+    recovered, effects, _ = recover_log(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
     assert DeleteFile(orphan) in effects and DeleteFile(active_index) in effects
     assert not [e for e in effects if isinstance(e, ReplaceFile)]
     assert recovered.records() == log.records()
@@ -216,7 +216,7 @@ def test_truncation_into_a_sealed_segment_makes_it_active_again():
     assert log.segments[-1] is not third
     data = bytes(log.disk.files[third.path])
     assert bytes(log.disk.files[third.index_path]) == expected_index(data, third.base_offset, 100)
-    recovered, effects, report = PartitionLog.recover(TP, log.disk.storage, 3000, 0, False, 100)
+    recovered, effects, report = recover_log(TP, log.disk.storage, 3000, 0, False, 100)
     assert report.reason is None and not [e for e in effects if isinstance(e, ReplaceFile)]
     assert recovered.records() == log.records()
 
@@ -301,7 +301,7 @@ def test_only_the_newest_headers_of_the_active_segment_stay_in_memory():
         for i in range(40):
             log.append_as_leader((Record(None, f"after-{i}"),), 60)
     assert small.records() == whole.records()
-    recovered, _, _ = PartitionLog.recover(TP, small.disk.storage, 1 << 30, 0, False, 100)
+    recovered, _, _ = recover_log(TP, small.disk.storage, 1 << 30, 0, False, 100)
     assert recovered.records() == whole.records()
 
 
