@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import NamedTuple, Sequence
 
-from broker_core.records import is_plain_json_text
+from broker_core.segment_format import is_plain_json_text
 
 REPLICA_DIGEST_CHUNK = 100
 

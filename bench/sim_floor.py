@@ -19,7 +19,8 @@ network:
 3. the followers' two next fetches, which carry their new log end offsets;
 4. the acknowledgement, once the high watermark has passed the batches.
 
-The leader builds and encodes each batch as `broker_core.records` does. The trace gets
+The leader builds and encodes each batch as the core does (`broker_core.records`,
+`broker_core.segment_format`). The trace gets
 the lines a real run writes per batch: the producer's ``invoke`` and ``ok``, and the
 leader's ``high_watermark_advanced``. Everything else is left out: leader epochs, the
 ISR, delayed operations, the disk, timeouts, request objects, client retries, the
@@ -47,6 +48,7 @@ import simpy
 from analysis.trace import TraceWriter
 from broker_core.partitioner import PARTITIONERS, StickyPartitioner
 from broker_core.records import RecordBatch, Records
+from broker_core.segment_format import encode_batch
 from sim.world import collector_tuned_for_runs
 
 BROKERS = (1, 2, 3)
@@ -112,7 +114,7 @@ def floor_run(seconds: int, linger_ms: int, latency_ms: float = 1.0, jitter_ms: 
             for p, (op, records) in batches.items():
                 batch = RecordBatch(log_end[(p, leader)], 1, records)
                 if encode:
-                    batch.encode()
+                    encode_batch(batch)
                 log_end[(p, leader)] = batch.next_offset
                 waiting[p].append((batch.next_offset, op, len(records)))
                 appended[p] = batch

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
-from broker_core.records import BatchBytes
+from broker_core.segment_format import BatchBytes
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
@@ -22,7 +22,7 @@ class Send:
 @dataclass(slots=True, init=False)
 class WriteBytes:
     """Write ``data`` at ``position``. ``data`` is bytes, or a BatchBytes (the core's own
-    batch, of known length, encoded when first read: ``records.materialize``)."""
+    batch, of known length, encoded when first read: ``segment_format.materialize``)."""
     path: str
     position: int
     data: bytes | BatchBytes

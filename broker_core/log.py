@@ -10,7 +10,8 @@ batch is found as Kafka finds it: the segment's sparse offset index
 (``broker_core.offset_index``; written next to the segment when it is rolled) gives a
 position, and batch headers are read from there through the runtime's storage port
 (``broker_core.storage``). Memory therefore grows with the number of segments, not
-with the number of batches.
+with the number of batches. A log is rebuilt from its files at startup by
+``broker_core.log_loader``.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import BatchBytes, DecodeError, Record, RecordBatch, Records
+from broker_core.records import Record, RecordBatch, Records
+from broker_core.segment_format import BatchBytes, DecodeError, stored_bytes
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
 
@@ -62,13 +64,6 @@ def _base_of(segment: Segment) -> int:
     return segment.base_offset
 
 
-@dataclass(frozen=True)
-class RecoveryReport:
-    truncated_bytes: int
-    reason: str | None
-    deleted_segments: tuple[str, ...]
-
-
 class PartitionLog:
     def __init__(self, tp: TopicPartition, segment_bytes: int, storage: LogStorage | None,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES):
@@ -104,7 +99,7 @@ class PartitionLog:
     def epoch_checkpoint_path(self) -> str:
         return f"{self.directory}/{EPOCH_CHECKPOINT}"
 
-    def _new_segment(self, base_offset: int) -> Segment:
+    def new_segment(self, base_offset: int) -> Segment:
         return Segment(base_offset, self.segment_path(base_offset), 0, OffsetIndex(base_offset))
 
     # -- appends -------------------------------------------------------------------
@@ -119,8 +114,9 @@ class PartitionLog:
         return batch, self._append(batch)
 
     def append_as_follower(self, batch: Any) -> list:
-        """Append a batch the leader sent (any object with a batch's header fields and
-        ``encode()``: a RecordBatch, or the real binding's wire batch)."""
+        """Append a batch the leader sent: a RecordBatch (stored in the core's segment
+        format, ``broker_core.segment_format``), or any other object with a batch's
+        header fields and ``encode()`` (the real binding's wire batch)."""
         if batch.base_offset != self.log_end_offset:
             raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
         return self._append(batch)
@@ -132,7 +128,7 @@ class PartitionLog:
         # Their fields are read typed, once (any other batch's by name).
         if type(batch) is RecordBatch:
             own = cast(RecordBatch, batch)
-            data: bytes | BatchBytes = own.stored_bytes()
+            data: bytes | BatchBytes = stored_bytes(own)
             size_bytes = own.size_bytes
         else:
             data = batch.encode()
@@ -143,12 +139,12 @@ class PartitionLog:
         segments = self.segments
         sealed = None
         if not segments:
-            segments.append(self._new_segment(base_offset))
+            segments.append(self.new_segment(base_offset))
         elif segments[-1].size_bytes > 0 and segments[-1].size_bytes + size > self.segment_bytes:
             # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
             effects.extend(self._fsync_up_to(base_offset))
             sealed = segments[-1]
-            segments.append(self._new_segment(base_offset))
+            segments.append(self.new_segment(base_offset))
             self.active_batches, self._active_bases = [], []
         segment = segments[-1]
         position = segment.size_bytes
@@ -157,7 +153,7 @@ class PartitionLog:
             # Kafka trims a rolled segment's index to its entries (onBecomeInactiveSegment);
             # here it is written then, whole, after the write that needed the roll.
             effects.append(ReplaceFile(sealed.index_path, bytes(sealed.held_index.data)))
-            self._hold_index(sealed)
+            self.hold_index(sealed)
         stored = StoredBatch(batch, len(segments) - 1, position, size_bytes, position + size)
         self.active_batches.append(stored)
         self._active_bases.append(base_offset)
@@ -241,10 +237,10 @@ class PartitionLog:
             if not index.is_sane(self.segments[i + 1].base_offset, segment.size_bytes):
                 index = OffsetIndex(segment.base_offset)
             segment.index = index
-            self._hold_index(segment)
+            self.hold_index(segment)
         return segment.index
 
-    def _hold_index(self, segment: Segment) -> None:
+    def hold_index(self, segment: Segment) -> None:
         """Keep a sealed segment's index loaded, dropping the least recently loaded one
         beyond ``LOADED_INDEXES``."""
         self._loaded_indexes.append(segment)
@@ -311,8 +307,7 @@ class PartitionLog:
             batches.append(batch)
             if len(batches) > self.active_headers:
                 del batches[:len(batches) // 2]
-        self.active_batches = batches
-        self._active_bases = [b.base_offset for b in batches]
+        self.set_active_headers(batches)
 
     def _trim_active(self, end: int) -> None:
         """Drop the active segment's headers and index entries from position ``end`` on.
@@ -326,12 +321,17 @@ class PartitionLog:
             del index.data[-8:]
         index.last_entry_position = index.entry(len(index) - 1)[1] if len(index) else 0
         if keep == 0 and end > 0 and (not batches or batches[0].position > 0):
-            self.active_batches = list(self._sealed_batches(len(self.segments) - 1, self.segments[-1].base_offset,
-                                                            end, start=index.last_entry_position))
-            self._active_bases = [b.base_offset for b in self.active_batches]
+            self.set_active_headers(list(self._sealed_batches(len(self.segments) - 1, self.segments[-1].base_offset,
+                                                              end, start=index.last_entry_position)))
         else:
             del batches[keep:]
             del self._active_bases[keep:]
+
+    def set_active_headers(self, batches: list[StoredBatch]) -> None:
+        """The active segment's headers to hold in memory: its newest, in order, at
+        most ``active_headers`` of them (a truncation's or a recovery's read-back)."""
+        self.active_batches = batches
+        self._active_bases = [b.base_offset for b in batches]
 
     def _drop_older_headers(self) -> None:
         """Keep the newer half of the active segment's headers in memory."""
@@ -445,131 +445,3 @@ class PartitionLog:
     def needs_flush_by_time(self, now_ms: int, interval_ms: int) -> bool:
         """The log flusher's check (LogManager.flushDirtyLogs): time since the last flush."""
         return self.durable_offset < self.log_end_offset and now_ms - self.last_flush_ms >= interval_ms
-
-    # -- recovery ------------------------------------------------------------------
-    @classmethod
-    def recover(cls, tp: TopicPartition, storage: LogStorage, segment_bytes: int, recovery_point: int = 0,
-                clean_shutdown: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                ) -> tuple["PartitionLog", list, RecoveryReport]:
-        """Rebuild a log from the bytes a restarted process finds on disk.
-
-        Segments are scanned in offset order through the storage port; the first batch
-        that fails to decode (a torn write, garbage, a CRC mismatch) or breaks offset
-        continuity ends the log: the rest of that segment is truncated and later
-        segments are deleted. As in Kafka 2.7.0 (Log.recoverLog), CRCs are checked only
-        from the segment holding the recovery point on, and not at all after a clean
-        shutdown; the recovery point becomes the recovered log's end. Every batch's
-        header is read (isrlab keeps no producer snapshots: the producer state is
-        replayed from them), so each sealed segment's index is rebuilt as it is scanned
-        and rewritten when the file differs (Kafka rebuilds a missing or corrupt index,
-        Log.loadSegmentFiles -> recoverSegment); the active segment's index lives in
-        memory, and index files of no sealed segment are deleted.
-        """
-        log = cls(tp, segment_bytes, storage, index_interval_bytes)
-        prefix = log.directory + "/"
-        paths = sorted(p for p in storage.paths() if p.startswith(prefix))
-        segment_paths = [p for p in paths if p.endswith(SEGMENT_SUFFIX)]
-        effects: list[Any] = []
-        deleted: list[str] = []
-        truncated_bytes = 0
-        reason: str | None = None
-        # The segments that may hold unflushed bytes: from the last one starting at or
-        # below the recovery point (Kafka's logSegments(recoveryPoint, Long.MaxValue)).
-        bases = [int(p[len(prefix):-len(SEGMENT_SUFFIX)]) for p in segment_paths]
-        first_checked = max([b for b in bases if b <= recovery_point], default=0)
-        first_base: int | None = None  # the first batch's base offset
-        for path, base in zip(segment_paths, bases):
-            size = storage.size(path)
-            if reason is None and first_base is not None and base != log.log_end_offset:
-                reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
-            if reason is not None:
-                effects.append(DeleteFile(path))
-                deleted.append(path)
-                truncated_bytes += size
-                continue
-            log.segments.append(log._new_segment(base))
-            reason, first = log._recover_segment(size, not clean_shutdown and base >= first_checked,
-                                                 base if first_base is None else None)
-            if first_base is None:
-                first_base = first
-            position = log.segments[-1].size_bytes
-            if position < size:
-                truncated_bytes += size - position
-                effects.append(TruncateFile(path, position))
-        effects.extend(log._recover_indexes(paths))
-        if first_base is not None:
-            log.log_start_offset = first_base
-        elif log.segments:
-            log.log_end_offset = log.log_start_offset = log.segments[0].base_offset
-        # What a restarted process reads may be page cache only (after a crash, not a
-        # power loss): nothing counts as durable until the first flush.
-        log.durable_offset = log.log_start_offset
-        log.recovery_point = log.log_end_offset  # Kafka: activeSegment.readNextOffset
-        effects.extend(log._recover_epochs())
-        return log, effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))
-
-    def _recover_segment(self, size: int, verify: bool, first_base: int | None) -> tuple[str | None, int | None]:
-        """Scan the last segment appended to ``segments`` (Kafka's LogSegment.recover):
-        its newest headers become the active ones, its index is built, its batches
-        replayed into the producer state; returns why the scan stopped early (or None)
-        and the segment's first base offset (None when it is empty). ``first_base``:
-        the offset the segment's first batch must have when it is the log's first batch
-        (else it continues the log end)."""
-        segment = self.segments[-1]
-        i = len(self.segments) - 1
-        self.active_batches, self._active_bases = [], []
-        position = 0
-        reason = None
-        first = None
-        while position < size:
-            try:
-                batch, end = self.port.decode_at(segment.path, position, verify)
-            except DecodeError as exc:
-                reason = f"{segment.path} at byte {position}: {exc}"
-                break
-            if batch.base_offset != (self.log_end_offset if first_base is None else first_base):
-                reason = f"{segment.path} at byte {position}: offset {batch.base_offset} out of sequence"
-                break
-            first_base = None
-            if first is None:
-                first = batch.base_offset
-            self.active_batches.append(StoredBatch(batch, i, position, batch.size_bytes, end))
-            self._active_bases.append(batch.base_offset)
-            if len(self.active_batches) > self.active_headers:
-                self._drop_older_headers()
-            segment.held_index.maybe_append(batch.next_offset - 1, position, self.index_interval_bytes)
-            # Kafka loads its last producer snapshot and replays the log after it
-            # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
-            if batch.producer_id >= 0:
-                self.producers.record(batch)
-            self.log_end_offset = batch.next_offset
-            position = end
-        segment.size_bytes = position
-        return reason, first
-
-    def _recover_indexes(self, paths: Sequence[str]) -> list:
-        """Each sealed segment's index file as its scan rebuilt it (rewritten when
-        missing or different); every other index file deleted (the active segment's,
-        whose index lives in memory, and those of deleted segments or of none)."""
-        effects: list[Any] = []
-        sealed = self.segments[:-1]
-        for segment in sealed:
-            expected = bytes(segment.held_index.data)
-            if self.port.read_file(segment.index_path) != expected:
-                effects.append(ReplaceFile(segment.index_path, expected))
-            self._hold_index(segment)
-        kept = {segment.index_path for segment in sealed}
-        effects.extend(DeleteFile(p) for p in paths if p.endswith(INDEX_SUFFIX) and p not in kept)
-        return effects
-
-    def _recover_epochs(self) -> list:
-        """The leader-epoch checkpoint read back, without the epochs that start at or past the
-        recovered log's end (2.7.0 Log: truncateFromEnd after loadSegments), rewritten
-        when that dropped any."""
-        raw = self.port.read_file(self.epoch_checkpoint_path)
-        if raw is None:
-            return []
-        self.epochs = LeaderEpochCache.decode(raw)
-        if self.epochs.truncate_from_end(self.log_end_offset):
-            return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
-        return []

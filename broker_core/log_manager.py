@@ -22,6 +22,7 @@ from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.effects import DeleteFile, ReplaceFile
 from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.storage import LogStorage
 from broker_core.types import TopicPartition
 
@@ -68,8 +69,8 @@ class LogManager:
             except ValueError:
                 continue
             config = self.config_for(tp.topic)
-            log, effects, report = PartitionLog.recover(tp, storage, config.log_segment_bytes, points.get(tp, 0),
-                                                        clean, config.log_index_interval_bytes)
+            log, effects, report = recover_log(tp, storage, config.log_segment_bytes, points.get(tp, 0),
+                                               clean, config.log_index_interval_bytes)
             for effect in effects:
                 ctx.emit(effect)
             log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)

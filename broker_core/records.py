@@ -1,9 +1,9 @@
-"""Records, record batches and their on-disk encoding.
+"""Records and record batches: the model every layer shares.
 
-A batch is the unit of append, replication and storage, as in Kafka's RecordBatch. Its
-stored form carries a CRC-32 over the header fields (all but the CRC itself) and the
-records, so that recovery can tell a torn or garbage tail from good data. (The wire protocol's RecordBatch v2 with
-CRC-32C belongs to the real binding; this is the core's own segment format.)
+A batch is the unit of append, replication and storage, as in Kafka's RecordBatch. How
+the simulation stores one (the core's own segment format, with its CRC) is
+``broker_core.segment_format``; the wire protocol's RecordBatch v2 with CRC-32C belongs
+to the real binding.
 
 Records are held by column (``Records``: keys, values, sizes), as a simulated run makes
 hundreds of thousands of them and touches them only as a batch: a column is built,
@@ -12,20 +12,15 @@ headers are optional columns, None unless a client sent them.
 
 A batch also carries what the wire format's v2 batch header carries besides offsets:
 producer id, producer epoch, base sequence (idempotent producers), attributes and the
-first and max timestamps. A batch that leaves them all at their "none" values (-1, 0)
-is stored exactly as before they existed, so logs of non-idempotent runs keep their bytes.
+first and max timestamps.
 """
 from __future__ import annotations
 
-import json
-import json.encoder
-import struct
-import zlib
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence, cast, overload
+from typing import Iterable, Iterator, NamedTuple, Protocol, Sequence, overload
 
-# base_offset, leader_epoch, record_count, payload_length, crc
-_HEADER = struct.Struct(">qiiiI")
-HEADER_BYTES = _HEADER.size
+# A batch header's bytes in the size model: base_offset, leader_epoch, record_count,
+# payload_length and crc, as broker_core.segment_format stores them (it checks this).
+HEADER_BYTES = 24
 _RECORD_OVERHEAD_BYTES = 14  # a rough per-record framing cost, as in Kafka's varint format
 
 # Kafka's RecordBatch.NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE and NO_TIMESTAMP.
@@ -145,141 +140,19 @@ class Records(Sequence[Record]):
             total += sum(len(k) + len(v or "") for pairs in self.headers for k, v in pairs)
         return total
 
-    def encode(self, batch_fields: dict | None = None) -> bytes:
-        """The stored payload: the JSON array ``[keys, values, sizes]``, followed by an
-        object of the batch's v2 header fields and optional columns when any is set."""
-        if self.timestamps is not None or self.headers is not None:
-            batch_fields = dict(batch_fields or {})
-            if self.timestamps is not None:
-                batch_fields["timestamps"] = self.timestamps
-            if self.headers is not None:
-                batch_fields["headers"] = self.headers
-        if batch_fields:
-            return _json_encode([self.keys, self.values, self.sizes, batch_fields]).encode()
-        return _json_encode([self.keys, self.values, self.sizes]).encode()
-
-    def encoded_length(self, fields_length: int) -> int:
-        """``len(self.encode(fields))`` for batch fields whose JSON object is
-        ``fields_length`` characters long (0: none), counted without encoding; -1 when
-        it cannot be counted cheaply (a string JSON escapes, timestamps or headers)."""
-        if self.timestamps is not None or self.headers is not None:
-            return -1
-        values = _text_column_length(self.values)
-        keys = 4 if self.keys is None else _text_column_length(self.keys)  # null
-        if values < 0 or keys < 0:
-            return -1
-        sizes = self.sizes
-        if isinstance(sizes, int):
-            sizes_length = len(str(sizes))
-        else:
-            sizes_length = 2 + max(len(sizes) - 1, 0)
-            for size in sizes:
-                sizes_length += len(str(size))
-        # [keys,values,sizes] or [keys,values,sizes,fields]
-        return 4 + keys + values + sizes_length + (fields_length + 1 if fields_length else 0)
-
-    @classmethod
-    def decode(cls, payload: bytes) -> Records:
-        return cls.decode_with_fields(payload)[0]
-
-    @classmethod
-    def decode_with_fields(cls, payload: bytes) -> tuple[Records, dict]:
-        """The records and the batch fields stored with them (empty for a plain batch)."""
-        decoded = json.loads(payload)
-        if not isinstance(decoded, list) or len(decoded) not in (3, 4):
-            raise ValueError("payload must be [keys, values, sizes] or [keys, values, sizes, fields]")
-        keys, values, sizes = decoded[:3]
-        fields = decoded[3] if len(decoded) == 4 else {}
-        if len(decoded) == 4 and (not isinstance(fields, dict) or not fields):
-            raise ValueError("batch fields must be a non-empty object")
-        if not isinstance(values, list) or not all(_is_text(v) for v in values):
-            raise ValueError("values must be a list of strings or nulls")
-        if keys is not None and (not isinstance(keys, list) or not all(_is_text(k) for k in keys)):
-            raise ValueError("keys must be null or a list of strings or nulls")
-        if not (_is_size(sizes) or (isinstance(sizes, list) and all(_is_size(n) for n in sizes))):
-            raise ValueError("sizes must be a non-negative int or a list of them")
-        timestamps = fields.pop("timestamps", None)
-        headers = fields.pop("headers", None)
-        if timestamps is not None and not (isinstance(timestamps, list) and all(_is_int(t) for t in timestamps)):
-            raise ValueError("timestamps must be a list of integers")
-        if headers is not None and not (isinstance(headers, list) and all(_is_headers(h) for h in headers)):
-            raise ValueError("headers must be a list of [key, value] pair lists")
-        return cls(values, keys, sizes, timestamps, headers), fields
-
-
-# The characters compact ASCII JSON writes as they are: printable ASCII but the quote
-# and the backslash (json.encoder's ESCAPE_ASCII escapes every other one).
-_JSON_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
-
-
-def is_plain_json_text(text: str) -> bool:
-    """Whether JSON writes ``text`` as it is between its quotes (no escapes). Faster
-    than str.isprintable: the ASCII bytes are filtered by a table in C."""
-    return text.isascii() and not text.encode("ascii").translate(None, _JSON_PLAIN)
-
-
-def _text_column_length(column: tuple[str | None, ...]) -> int:
-    """The length of a column of strings and nulls as compact ASCII JSON, or -1 when a
-    string holds a character JSON escapes (outside printable ASCII, a quote or a
-    backslash): those are rare enough to be counted by encoding."""
-    count = len(column)
-    try:
-        joined = "".join(cast("tuple[str, ...]", column))
-        nulls = 0
-    except TypeError:  # a null among them (a tombstone, a record without a key): rare
-        nulls = column.count(None)
-        joined = "".join([text for text in column if text is not None])
-    if not is_plain_json_text(joined):
-        return -1
-    # [ "a","b",null ]: quotes around each string, 4 per null, commas between
-    return 2 + len(joined) + 2 * (count - nulls) + 4 * nulls + max(count - 1, 0)
-
-
-def _field_length(name: str, value: int, unset: int) -> int:
-    """A set batch field's ``"name":value,`` in the JSON object of batch fields (0 unset)."""
-    return 0 if value == unset else len(name) + 4 + len(str(value))
-
-
-class BatchBytes:
-    """A RecordBatch's stored bytes before they are made: their exact length, known
-    without encoding, and the batch that encodes them (``materialize``). The log hands
-    these to the simulated disk, which keeps them as they are until something reads
-    the file's bytes (a recovery, a fsync's durable copy, a torn write, a bit flip), so
-    that a run without crashes never encodes a batch."""
-    __slots__ = ("batch", "size")
-
-    def __init__(self, batch: RecordBatch, size: int) -> None:
-        self.batch = batch
-        self.size = size
-
-    def __len__(self) -> int:
-        return self.size
-
-    def materialize(self) -> bytes:
-        data = self.batch.encode()
-        if len(data) != self.size:
-            raise AssertionError(f"batch at {self.batch.base_offset} encoded to {len(data)} bytes, "
-                                 f"counted {self.size}")
-        return data
-
-
-def materialize(data: Any) -> Any:
-    """The bytes of a ``WriteBytes``' data, made if they were not yet (bytes, or a
-    buffer such as the real binding's view of a request, are returned as they are)."""
-    return data.materialize() if isinstance(data, BatchBytes) else data
-
 
 class RecordBatch:
     """Immutable by convention, and shared by every replica that stores it, so its
-    size and encoding are computed once. A plain class with slots: the simulation
-    touches batches on every fetch, and attribute reads are its hottest path.
+    size and its stored encoding (``encoding``, ``encoding_size``) are computed once.
+    A plain class with slots: the simulation touches batches on every fetch, and
+    attribute reads are its hottest path.
 
     Besides offsets and the leader epoch it carries the v2 header's producer_id,
     producer_epoch, base_sequence (idempotent producers; -1 otherwise), attributes and
     first/max timestamps. The size model does not depend on them: Kafka's v2 header
     has these fields whether they are set or not."""
-    __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "_encoded",
-                 "_encoded_size", "producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp",
+    __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "encoding",
+                 "encoding_size", "producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp",
                  "max_timestamp")
 
     def __init__(self, base_offset: int, leader_epoch: int, records: Iterable[Record], *,
@@ -291,8 +164,10 @@ class RecordBatch:
         self.records = Records.of(records)
         self.next_offset = base_offset + len(self.records)
         self._size_bytes = -1
-        self._encoded: bytes | None = None
-        self._encoded_size = -1
+        # Its stored bytes and their length, once broker_core.segment_format has made
+        # or counted them (None, -1 until then): computed once for every replica.
+        self.encoding: bytes | None = None
+        self.encoding_size = -1
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
@@ -311,7 +186,7 @@ class RecordBatch:
     def producer_fields(self) -> dict:
         """The v2 header fields other than offsets and leader epoch, where set."""
         fields = {}
-        for name, unset in _PRODUCER_FIELDS:
+        for name, unset in PRODUCER_FIELDS:
             value = getattr(self, name)
             if value != unset:
                 fields[name] = value
@@ -346,34 +221,6 @@ class RecordBatch:
             self._size_bytes = HEADER_BYTES + records.payload_bytes() + _RECORD_OVERHEAD_BYTES * len(records)
         return self._size_bytes
 
-    def encoded_size(self) -> int:
-        """``len(self.encode())``, counted without encoding when it can be (see
-        Records.encoded_length); cached, as the batch is shared by every replica."""
-        if self._encoded_size < 0:
-            fields = (_field_length("producer_id", self.producer_id, NO_PRODUCER_ID)
-                      + _field_length("producer_epoch", self.producer_epoch, NO_PRODUCER_EPOCH)
-                      + _field_length("base_sequence", self.base_sequence, NO_SEQUENCE)
-                      + _field_length("attributes", self.attributes, 0)
-                      + _field_length("first_timestamp", self.first_timestamp, NO_TIMESTAMP)
-                      + _field_length("max_timestamp", self.max_timestamp, NO_TIMESTAMP))
-            # {"a":1,"b":2}: the braces take the place of the last field's comma
-            payload = self.records.encoded_length(fields + 1 if fields else 0)
-            self._encoded_size = HEADER_BYTES + payload if payload >= 0 else len(self.encode())
-        return self._encoded_size
-
-    def stored_bytes(self) -> BatchBytes:
-        """The bytes a log writes for this batch, made when first read."""
-        return BatchBytes(self, self.encoded_size())
-
-    def encode(self) -> bytes:
-        if self._encoded is None:
-            payload = self.records.encode(self.producer_fields())
-            count = len(self.records)
-            head = struct.pack(">qii", self.base_offset, self.leader_epoch, count)
-            crc = zlib.crc32(struct.pack(">i", len(payload)) + payload, zlib.crc32(head))
-            self._encoded = _HEADER.pack(self.base_offset, self.leader_epoch, count, len(payload), crc) + payload
-        return self._encoded
-
 
 _SEQUENCE_LIMIT = 2**31  # sequence numbers are int32 and wrap to 0 after 2**31 - 1
 
@@ -383,84 +230,9 @@ def last_sequence(base_sequence: int, record_count: int) -> int:
     if base_sequence == NO_SEQUENCE:
         return NO_SEQUENCE
     return (base_sequence + record_count - 1) % _SEQUENCE_LIMIT
-_PRODUCER_FIELDS = (("producer_id", NO_PRODUCER_ID), ("producer_epoch", NO_PRODUCER_EPOCH),
-                    ("base_sequence", NO_SEQUENCE), ("attributes", 0),
-                    ("first_timestamp", NO_TIMESTAMP), ("max_timestamp", NO_TIMESTAMP))
 
 
-
-def _unserializable(obj: Any) -> Any:
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-
-def _compact_json_encoder() -> Callable[[Any], str]:
-    """json's compact ASCII encoding of a value. CPython's C encoder is built once here:
-    JSONEncoder.encode builds a new one on every call, a Python call chain per batch
-    encoded. The bytes are those JSONEncoder writes (no circular-reference check: a
-    batch's columns hold no cycles)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # other interpreters
-        return json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
-    encoder = make(None, _unserializable, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
-    return lambda value: "".join(encoder(value, 0))
-
-
-_json_encode = _compact_json_encoder()
-
-
-class DecodeError(ValueError):
-    pass
-
-
-def decode_batch(data: bytes | bytearray | memoryview, position: int, verify: bool = True) -> tuple[RecordBatch, int]:
-    """Decode the batch at ``position``; returns it and the position after it.
-
-    Raises DecodeError for a short read, an impossible header or (with ``verify``) a
-    CRC mismatch.
-    """
-    end_header = position + HEADER_BYTES
-    if end_header > len(data):
-        raise DecodeError("truncated header")
-    base_offset, leader_epoch, count, payload_len, crc = _HEADER.unpack_from(data, position)
-    if count <= 0 or payload_len < 0 or base_offset < 0:
-        raise DecodeError("impossible header")
-    if end_header + payload_len > len(data):
-        raise DecodeError("truncated batch (a torn write)")
-    payload = bytes(data[end_header:end_header + payload_len])
-    head = struct.pack(">qii", base_offset, leader_epoch, count)
-    if verify and zlib.crc32(struct.pack(">i", payload_len) + payload, zlib.crc32(head)) != crc:
-        raise DecodeError("crc mismatch")
-    try:
-        records, fields = Records.decode_with_fields(payload)
-        batch = RecordBatch(base_offset, leader_epoch, records, **_checked_producer_fields(fields))
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:  # a CRC collision on garbage
-        raise DecodeError(f"bad records: {exc}") from exc
-    if len(records) != count:
-        raise DecodeError("records do not match the header")
-    return batch, end_header + payload_len
-
-
-def _checked_producer_fields(fields: dict) -> dict:
-    known = {name for name, _ in _PRODUCER_FIELDS}
-    for name, value in fields.items():
-        if name not in known or not _is_int(value):
-            raise ValueError(f"unknown or non-integer batch field {name!r}")
-    return fields
-
-
-def _is_text(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_headers(value: object) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and _is_text(pair[1])
-        for pair in value)
-
-
-def _is_size(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+# The v2 header's fields other than offsets and leader epoch, with their "none" values.
+PRODUCER_FIELDS = (("producer_id", NO_PRODUCER_ID), ("producer_epoch", NO_PRODUCER_EPOCH),
+                   ("base_sequence", NO_SEQUENCE), ("attributes", 0),
+                   ("first_timestamp", NO_TIMESTAMP), ("max_timestamp", NO_TIMESTAMP))

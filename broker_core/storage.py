@@ -17,7 +17,7 @@ two ways, both through the runtime:
   the page cache of a process that just wrote them or from a recovery scan.
 
 ``BytesLogStorage`` is the port over bytes held in memory, in the core's own segment
-format (``broker_core.records``); the simulation (over its simulated disk) and the
+format (``broker_core.segment_format``); the simulation (over its simulated disk) and the
 in-test router use it, keeping the batch objects written so that resolving a region
 costs a lookup, not a decode. The real binding implements the same port over files in
 Kafka's record batch v2 format (``real_io``).
@@ -30,8 +30,8 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
-from broker_core.records import (
-    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, DecodeError, RecordBatch, decode_batch, last_sequence, materialize)
+from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, RecordBatch, last_sequence
+from broker_core.segment_format import DecodeError, decode_batch, materialize
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a

@@ -38,8 +38,7 @@ import os
 from pathlib import Path
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
-from broker_core.records import materialize
-from broker_core.records import DecodeError
+from broker_core.segment_format import DecodeError, materialize
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
 from real_io.protocol.errors import ProtocolError

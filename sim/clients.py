@@ -21,7 +21,7 @@ from broker_core.errors import ErrorCode
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, FetchPartition, FetchRequest, ListOffsetsRequest,
     MetadataRequest, MetadataResponse)
-from broker_core.records import is_plain_json_text
+from broker_core.segment_format import is_plain_json_text
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
 from sim.deadlines import DeadlineQueue

@@ -8,7 +8,7 @@ from typing import Callable
 
 import simpy
 
-from broker_core.records import BatchBytes, materialize
+from broker_core.segment_format import BatchBytes, materialize
 
 
 class SimFile:

@@ -6,6 +6,7 @@ from broker_core.context import NodeContext
 from broker_core.effects import Send
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.messages import LeaderAndIsr, PartitionState
 from broker_core.partition import Partition
 from broker_core.records import Record, RecordBatch
@@ -34,8 +35,8 @@ class AppliedLog(PartitionLog):
 
 
 def recover(tp: TopicPartition, files: dict, segment_bytes: int):
-    """PartitionLog.recover over files given as a dict of bytes."""
-    return PartitionLog.recover(tp, MemoryFiles(files).storage, segment_bytes)
+    """recover_log over files given as a dict of bytes."""
+    return recover_log(tp, MemoryFiles(files).storage, segment_bytes)
 
 
 def follower_of_broker_1(config: BrokerConfig, tp: TopicPartition, batches, led_in_epoch: int | None = None,

@@ -7,7 +7,7 @@ from broker_core.log_manager import (
     CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, decode_offset_checkpoint, encode_offset_checkpoint)
 from broker_core.records import Record
 from broker_core.types import TopicPartition
-from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.storage import MemoryFiles
 from tests.broker_core.logs import AppliedLog
 from tests.harness import Cluster
@@ -45,23 +45,21 @@ def test_crcs_are_checked_from_the_segment_holding_the_recovery_point_on():
     assert first_base == 0 and second_base > 0
     damaged = _flip(_files(log), paths[0])
     # recovery point in the second segment: the first is trusted, the flip goes unnoticed
-    trusted, _, report = PartitionLog.recover(TP, MemoryFiles(damaged).storage, 120, recovery_point=second_base)
+    trusted, _, report = recover_log(TP, MemoryFiles(damaged).storage, 120, recovery_point=second_base)
     assert report.reason is None and trusted.log_end_offset == log.log_end_offset
     # recovery point 0 (never flushed): the first segment is checked and cut
-    checked, _, report = PartitionLog.recover(TP, MemoryFiles(damaged).storage, 120, recovery_point=0)
+    checked, _, report = recover_log(TP, MemoryFiles(damaged).storage, 120, recovery_point=0)
     assert "crc" in report.reason and checked.log_end_offset < second_base
 
 
 def test_after_a_clean_shutdown_nothing_is_checked():
     """Kafka 2.7.0 Log.recoverLog: with the clean shutdown marker (hasCleanShutdownFile)
     recovery is skipped for every segment."""
-    from broker_core.log import PartitionLog
-    from broker_core.storage import MemoryFiles
     log, paths = _three_segments()
     damaged = _flip(_files(log), paths[-1])
-    clean, _, report = PartitionLog.recover(TP, MemoryFiles(damaged).storage, 120, clean_shutdown=True)
+    clean, _, report = recover_log(TP, MemoryFiles(damaged).storage, 120, clean_shutdown=True)
     assert report.reason is None and clean.log_end_offset == log.log_end_offset
-    unclean, _, report = PartitionLog.recover(TP, MemoryFiles(damaged).storage, 120, recovery_point=log.log_end_offset)
+    unclean, _, report = recover_log(TP, MemoryFiles(damaged).storage, 120, recovery_point=log.log_end_offset)
     assert report.reason is not None and unclean.log_end_offset < log.log_end_offset
 
 

@@ -9,9 +9,10 @@ import struct
 import pytest
 
 from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile
-from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.offset_index import ENTRY_BYTES, OffsetIndex
-from broker_core.records import Record, decode_batch
+from broker_core.records import Record
+from broker_core.segment_format import decode_batch, encode_batch
 from broker_core.storage import BytesLogStorage, MemoryFiles
 from broker_core.types import TopicPartition
 from tests.broker_core.logs import AppliedLog
@@ -107,8 +108,8 @@ def test_reads_of_sealed_segments_through_the_index_equal_those_of_one_big_segme
                 got = sealed.read(from_offset, max_bytes, upper)
                 assert [(b.base_offset, b.next_offset, b.size_bytes) for b in got] == [
                     (b.base_offset, b.next_offset, b.size_bytes) for b in whole.read(from_offset, max_bytes, upper)]
-                assert [b.encode() for r in sealed.regions(got) for b in sealed.disk.storage.batches_in(r)] == [
-                    b.encode() for b in sealed.load(from_offset, upper)][:len(got)]
+                assert [encode_batch(b) for r in sealed.regions(got) for b in sealed.disk.storage.batches_in(r)] == [
+                    encode_batch(b) for b in sealed.load(from_offset, upper)][:len(got)]
     assert sealed.records() == whole.records()
     assert [sealed.batch_at(o).base_offset for o in range(300)] == [whole.batch_at(o).base_offset for o in range(300)]
 
@@ -158,7 +159,7 @@ def test_a_missing_or_damaged_index_is_rebuilt_at_recovery(damage):
         files[target] = bytes(len(good))  # zeros: every entry at offset base+0, position 0
     else:
         files[target] = good[:-ENTRY_BYTES]  # sane, but an entry short
-    recovered, effects, report = PartitionLog.recover(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
+    recovered, effects, report = recover_log(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
     assert ReplaceFile(target, good) in effects
     assert report.truncated_bytes == 0 and report.reason is None
     assert [e for e in effects if isinstance(e, ReplaceFile)] == [ReplaceFile(target, good)]
@@ -174,7 +175,7 @@ def test_recovery_deletes_index_files_of_no_sealed_segment():
     active_index = log.segments[-1].index_path
     files[orphan] = b"\0" * 8
     files[active_index] = b"\0" * 16
-    recovered, effects, _ = PartitionLog.recover(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
+    recovered, effects, _ = recover_log(TP, MemoryFiles(files).storage, 3000, 0, False, 100)
     assert DeleteFile(orphan) in effects and DeleteFile(active_index) in effects
     assert not [e for e in effects if isinstance(e, ReplaceFile)]
     assert recovered.records() == log.records()
@@ -215,7 +216,7 @@ def test_truncation_into_a_sealed_segment_makes_it_active_again():
     assert log.segments[-1] is not third
     data = bytes(log.disk.files[third.path])
     assert bytes(log.disk.files[third.index_path]) == expected_index(data, third.base_offset, 100)
-    recovered, effects, report = PartitionLog.recover(TP, log.disk.storage, 3000, 0, False, 100)
+    recovered, effects, report = recover_log(TP, log.disk.storage, 3000, 0, False, 100)
     assert report.reason is None and not [e for e in effects if isinstance(e, ReplaceFile)]
     assert recovered.records() == log.records()
 
@@ -300,7 +301,7 @@ def test_only_the_newest_headers_of_the_active_segment_stay_in_memory():
         for i in range(40):
             log.append_as_leader((Record(None, f"after-{i}"),), 60)
     assert small.records() == whole.records()
-    recovered, _, _ = PartitionLog.recover(TP, small.disk.storage, 1 << 30, 0, False, 100)
+    recovered, _, _ = recover_log(TP, small.disk.storage, 1 << 30, 0, False, 100)
     assert recovered.records() == whole.records()
 
 

@@ -5,6 +5,7 @@ import random
 
 from broker_core.effects import TruncateFile, WriteBytes
 from broker_core.records import RecordBatch, Records
+from broker_core.segment_format import encode_batch, encoded_size, stored_bytes
 from broker_core.storage import BytesLogStorage, FileRegion, MemoryFiles
 
 
@@ -28,8 +29,8 @@ def test_a_region_resolves_to_the_objects_written_even_after_rewrites_at_other_b
             del live[cut:]
             continue
         new = batch(base, rng.randrange(1, 5))
-        files.apply(WriteBytes("f", position, new.stored_bytes(), new))
-        live.append((position, new, position + new.encoded_size()))
+        files.apply(WriteBytes("f", position, stored_bytes(new), new))
+        live.append((position, new, position + encoded_size(new)))
         position, base = live[-1][2], new.next_offset
     for first in range(0, len(live), 7):
         start = live[first][0]
@@ -42,7 +43,7 @@ def test_what_it_does_not_hold_is_decoded_and_kept():
     data = bytearray()
     batches = [batch(0, 2), batch(2, 3), batch(5, 1)]
     for b in batches:
-        data += b.encode()
+        data += encode_batch(b)
     storage = BytesLogStorage({"f": data}.get, lambda: ["f"])
     got = storage.batches_in(FileRegion("f", 0, len(data)))
     assert got == tuple(batches)

@@ -7,7 +7,8 @@ import pytest
 from broker_core import coordination as coord
 from broker_core.inputs import CoordReplied, CoordSessionStarted, CoordWatchFired
 from real_io.embedded_coordination import SNAPSHOT_FILE, EmbeddedCoordination
-from broker_core.records import DecodeError, RecordBatch, Records
+from broker_core.records import RecordBatch, Records
+from broker_core.segment_format import DecodeError, encode_batch, stored_bytes
 from broker_core.effects import WriteBytes
 from real_io.files import RESERVE_STEP, DataDir
 
@@ -34,9 +35,9 @@ def test_a_batch_the_core_wrote_unencoded_lands_as_its_encoded_bytes(tmp_path):
     real data directory writes exactly the bytes the batch encodes to."""
     batch = RecordBatch(0, 3, Records(["a", "b", None]))
     data = DataDir(tmp_path)
-    data.carry_out(WriteBytes("t-0/0.log", 0, batch.stored_bytes()))
-    data.carry_out(WriteBytes("t-0/0.log", len(batch.encode()), memoryview(b"tail")))  # a request's view
-    assert data.read_file("t-0/0.log") == batch.encode() + b"tail"
+    data.carry_out(WriteBytes("t-0/0.log", 0, stored_bytes(batch)))
+    data.carry_out(WriteBytes("t-0/0.log", len(encode_batch(batch)), memoryview(b"tail")))  # a request's view
+    assert data.read_file("t-0/0.log") == encode_batch(batch) + b"tail"
     data.close()
 
 

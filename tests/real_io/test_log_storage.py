@@ -6,6 +6,7 @@ import pytest
 
 from broker_core.effects import Fsync
 from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.records import RecordBatch, Records
 from broker_core.storage import FileRegion
 from broker_core.types import TopicPartition
@@ -82,7 +83,7 @@ def test_recovery_rebuilds_the_log_from_the_files_alone(tmp_path):
     batch, each checked by its CRC, and the log ends where they end."""
     sent = [client_batch([f"v{i}"], producer_id=9, base_sequence=i) for i in range(5)]
     _, log = appended(tmp_path, sent, segment_bytes=2 * len(sent[0]))
-    recovered, effects, report = PartitionLog.recover(TP, DataDir(tmp_path), 2 * len(sent[0]))
+    recovered, effects, report = recover_log(TP, DataDir(tmp_path), 2 * len(sent[0]))
     assert report.truncated_bytes == 0 and effects == []
     assert recovered.log_end_offset == 5
     assert recovered.records() == log.records()
@@ -107,7 +108,7 @@ def test_a_damaged_tail_is_truncated_and_never_served(tmp_path, damage):
         good = len(data) - 7 * 9
     path.write_bytes(bytes(data))
     storage = DataDir(tmp_path)
-    recovered, effects, report = PartitionLog.recover(TP, storage, 1 << 30)
+    recovered, effects, report = recover_log(TP, storage, 1 << 30)
     assert report.reason is not None and report.truncated_bytes == len(data) - good
     write(storage, effects)
     assert path.stat().st_size == good

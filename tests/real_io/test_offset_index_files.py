@@ -10,6 +10,7 @@ import pytest
 
 from broker_core.effects import ReplaceFile
 from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from real_io.files import DataDir
 from real_io.protocol import record_batch
 from tests.real_io.test_log_storage import TP, client_batch, write
@@ -86,7 +87,7 @@ def test_a_deleted_or_damaged_index_file_is_rebuilt_at_load(tmp_path, damage):
     else:
         index_path.write_bytes(b"\x7f" * len(good))
     storage = DataDir(tmp_path)
-    recovered, effects, report = PartitionLog.recover(TP, storage, 8000, 0, False, INTERVAL)
+    recovered, effects, report = recover_log(TP, storage, 8000, 0, False, INTERVAL)
     assert [e for e in effects if isinstance(e, ReplaceFile)] == [
         ReplaceFile(f"t-0/{log.segments[1].base_offset:020d}.index", good)]
     write(storage, effects)

@@ -65,6 +65,7 @@ def test_batches_written_unencoded_give_the_bytes_an_eager_write_gives():
     import random
 
     from broker_core.records import RecordBatch, Records
+    from broker_core.segment_format import encode_batch, stored_bytes
 
     def drive(lazy: bool, seed: int):
         env = simpy.Environment()
@@ -77,7 +78,7 @@ def test_batches_written_unencoded_give_the_bytes_an_eager_write_gives():
             op = ops.randrange(10)
             if op < 5:
                 batch = RecordBatch(step, 0, Records([f"v{step}:{i}" for i in range(ops.randrange(1, 4))]))
-                disk.write(path, size, batch.stored_bytes() if lazy else batch.encode())
+                disk.write(path, size, stored_bytes(batch) if lazy else encode_batch(batch))
             elif op == 5:
                 disk.write(path, ops.randrange(size + 3), b"raw")
             elif op == 6:

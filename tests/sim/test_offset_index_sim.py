@@ -7,7 +7,7 @@ from pathlib import Path
 
 from analysis.trace import TraceWriter
 from broker_core.effects import ReplaceFile
-from broker_core.log import PartitionLog
+from broker_core.log_loader import recover_log
 from broker_core.storage import MemoryFiles
 from broker_core.types import TopicPartition
 from scenarios.parse import parse_scenario
@@ -69,6 +69,6 @@ def test_every_sealed_segment_on_a_simulated_disk_has_its_index(tmp_path):
         indexes = sorted(p for p in files if p.endswith(".index"))
         assert len(logs) > 10, broker
         assert indexes == [p[:-len(".log")] + ".index" for p in logs[:-1]], broker
-        log, effects, report = PartitionLog.recover(tp, MemoryFiles(files).storage, 3000, 0, True, 256)
+        log, effects, report = recover_log(tp, MemoryFiles(files).storage, 3000, 0, True, 256)
         assert not [e for e in effects if isinstance(e, ReplaceFile) and e.path.endswith(".index")], broker
         assert report.reason is None and log.log_end_offset > 1000
