@@ -25,8 +25,6 @@ from broker_core.messages import (
     AlterIsrPartitionResult, AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse,
     LeaderAndIsr, LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, StopReplicaResponse, UpdateMetadataRequest,
     UpdateMetadataResponse)
-# requested_partitions lived here before preferred_election.py: still importable from here
-from broker_core.preferred_election import requested_partitions as requested_partitions  # noqa: F401
 from broker_core.types import NO_LEADER, TopicPartition
 
 MAX_STATE_WRITE_ATTEMPTS = 5

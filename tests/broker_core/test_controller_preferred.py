@@ -3,7 +3,7 @@ check) and on request (/admin/preferred_replica_election, written by the admin t
 import pytest
 
 from broker_core import coordination as coord
-from broker_core.controller import requested_partitions
+from broker_core.preferred_election import requested_partitions
 from broker_core.election import imbalanced_partitions
 from broker_core.types import TopicPartition
 from tests.harness import Cluster
