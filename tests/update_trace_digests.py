@@ -32,7 +32,8 @@ DIGESTS = Path(__file__).resolve().parent / "data" / "trace_digests.json"
 # they cover both profiles, crashes and restarts, unclean election, truncation after a
 # leader change, producer retries with and without idempotence, controller failover and
 # both nemeses, and issue 20's library files (an idle follower, KAFKA-13091, a topic
-# config changed while running); all of them take about 30 s.
+# config changed while running, a parked produce acknowledged after its truncation); all
+# of them take about 30 s.
 RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("bounce-hidden-by-controller-failover.yaml", None, 1),
     ("controller-and-leader-failover.yaml", None, 1),
@@ -66,6 +67,8 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("zombie-leader.yaml", "acks-all", 1),
     ("unclean-enabled-at-runtime.yaml", "kafka-2.7", 1),
     ("unclean-enabled-at-runtime.yaml", "kafka-0.8", 1),
+    ("ack-after-truncation.yaml", "kafka-0.8", 1),
+    ("ack-after-truncation.yaml", "kafka-2.7", 1),
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),

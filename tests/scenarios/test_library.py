@@ -21,7 +21,8 @@ BUG_AND_FIX = {"jepsen-2013": ("unclean", "safe"), "kip-101-scenario-1": ("hw", 
                "kip-101-scenario-2": ("hw", "epoch"), "zombie-leader": ("acks1", "acks-all"),
                "kip-279": ("kip101", "epoch"), "retries-on-failover": ("duplicates", "idempotent"),
                "kafka-13091": ("stalled", "fixed", "zookeeper"),
-               "idle-follower-stays-in-sync": ("kept", "stuck-0.8", "kip-16")}
+               "idle-follower-stays-in-sync": ("kept", "stuck-0.8", "kip-16"),
+               "ack-after-truncation": ("kafka-0.8", "kafka-2.7")}
 RUNS = [(path, variant) for path in LIBRARY for variant in (
     [v.variant for v in load_scenario(path).variants] or [None])]
 
@@ -59,7 +60,8 @@ def test_library_scenario_meets_its_expectations(path, variant, tmp_path):
                                                   ("kip-279", "kip101", "divergence"),
                                                   ("zombie-leader", "acks1", "lost_writes_acks_1"),
                                                   ("retries-on-failover", "duplicates", "duplicates"),
-                                                  ("kafka-13091", "stalled", "duplicates")])
+                                                  ("kafka-13091", "stalled", "duplicates"),
+                                                  ("ack-after-truncation", "kafka-0.8", "lost_writes_acks_all")])
 def test_unsafe_configurations_are_reported_on_other_seeds_too(stem, variant, checker, tmp_path):
     scenario = chosen(next(p for p in LIBRARY if p.stem == stem), variant)
     for seed in (2, 3):
