@@ -30,6 +30,7 @@ from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
 from broker_core.config import broker_config, client_defaults
 from faults import model as fm
+from faults.nodes import broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
@@ -297,7 +298,7 @@ class RealRun:
             if partition not in read:
                 continue
             log_start, high_watermark, records = read[partition]
-            self.record(f"broker-{self.broker_id}", "replica_log", {
+            self.record(broker_node(self.broker_id), "replica_log", {
                 "partition": partition, "upto_offset": high_watermark, "log_start_offset": log_start,
                 "log_end_offset": high_watermark, "high_watermark": high_watermark,
                 "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, high_watermark)})

@@ -8,6 +8,7 @@ from typing import Any
 from broker_core.config import broker_config, client_defaults, topic_config, PROFILES, SEQUENCE_RESTARTS
 from broker_core.errors import ConfigError
 from broker_core.partitioner import PARTITIONERS
+from faults.nodes import SERVICE_NODE, broker_node
 from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
@@ -16,7 +17,6 @@ from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
 from scenarios.variants import apply_set, variant_data, variant_lines
 
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
-SERVICE_NODE = "zk"
 
 
 def load_scenario(path: str | Path, settings: tuple[str, ...] = ()) -> Scenario:
@@ -259,7 +259,7 @@ def _consumer(source: Source, data: Any, path: tuple, topics: set[str]) -> Consu
 
 
 def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:
-    names = {f"broker-{b}" for b in cluster.brokers} | {SERVICE_NODE}
+    names = {broker_node(b) for b in cluster.brokers} | {SERVICE_NODE}
     names |= {f"producer-{i}" for i in range(len(producers))}
     names |= {f"consumer-{i}" for i in range(len(consumers))}
     return names

@@ -18,6 +18,7 @@ from broker_core import coordination as coord
 from broker_core.dynamic_config import change_topic_config
 from faults import model as fm
 from faults.events import fault_ended_fields, fault_started_fields
+from faults.nodes import SERVICE_NODE
 from faults.roles import resolve_role
 from sim.broker_host import broker_name
 
@@ -218,7 +219,7 @@ class SimFaultExecutor:
         brokers = [broker_name(b) for b in sorted(self.world.hosts)]
         self.rng.shuffle(brokers)
         cut = (len(brokers) + 1) // 2
-        groups = [sorted(brokers[:cut]) + ["zk"], sorted(brokers[cut:])]
+        groups = [sorted(brokers[:cut]) + [SERVICE_NODE], sorted(brokers[cut:])]
         return self._network_fault(fault, self.world.network.split_edges(groups), groups=groups)
 
     def _apply_bridge(self, fault: fm.Bridge) -> int:

@@ -13,6 +13,7 @@ import networkx as nx
 import simpy
 from simpy.events import NORMAL
 
+from faults.nodes import SERVICE_NODE, broker_id_of
 from sim.deadlines import has_simpy_internals
 
 
@@ -140,7 +141,7 @@ class Network:
                 self._link_state(src, dst).up = self.graph.has_edge(src, dst)
 
     def clients(self) -> list[str]:
-        return [n for n in self.nodes if n != "zk" and not n.startswith("broker-")]
+        return [n for n in self.nodes if n != SERVICE_NODE and broker_id_of(n) is None]
 
     @property
     def nodes(self) -> list[str]:

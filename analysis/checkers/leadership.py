@@ -17,19 +17,11 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from analysis.trace import Event
+from faults.nodes import broker_id_of, broker_node
 
 NO_LEADER = -1
 CLIENT_PREFIXES = ("producer-", "consumer-")
 NETWORK_FAULTS = ("isolate", "partition", "random_halves", "bridge", "cut")
-
-
-def broker_of(node: str) -> int | None:
-    if node.startswith("broker-"):
-        try:
-            return int(node[len("broker-"):])
-        except ValueError:
-            return None
-    return None
 
 
 def _blocks(fault: dict, a: str, b: str) -> bool:
@@ -116,14 +108,14 @@ class LeadershipReplay:
 
     # -- handlers --------------------------------------------------------------------
     def _started(self, event: Event) -> None:
-        broker = broker_of(event.node)
+        broker = broker_id_of(event.node)
         if broker is not None:
             self.paused.discard(broker)
             self.running.add(broker)
             self.on_change(event.t_ms, self.leads.get(broker, ()))
 
     def _stopped(self, event: Event) -> None:
-        broker = broker_of(event.node)
+        broker = broker_id_of(event.node)
         if broker is not None:
             self._down(event.t_ms, broker)
 
@@ -137,7 +129,7 @@ class LeadershipReplay:
         self.on_change(t_ms, sorted(lost))
 
     def _became_leader(self, event: Event) -> None:
-        broker, partition = broker_of(event.node), event["partition"]
+        broker, partition = broker_id_of(event.node), event["partition"]
         if broker is None:
             return
         self.saw_leadership = True
@@ -146,7 +138,7 @@ class LeadershipReplay:
         self.on_change(event.t_ms, (partition,))
 
     def _became_follower(self, event: Event) -> None:
-        broker, partition = broker_of(event.node), event["partition"]
+        broker, partition = broker_id_of(event.node), event["partition"]
         if broker is None or broker not in self.claims.get(partition, {}):
             return
         del self.claims[partition][broker]
@@ -202,7 +194,7 @@ class LeadershipReplay:
         cut = set()
         if faults and self.clients:
             for broker in brokers:
-                name = f"broker-{broker}"
+                name = broker_node(broker)
                 if all(any(_blocks(f, c, name) or _blocks(f, name, c) for f in faults) for c in self.clients):
                     cut.add(broker)
         changed = cut ^ self.cut_off
