@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 from analysis.history import Operation
 from analysis.trace import Event
+from broker_core.types import TopicPartition
 from faults.nodes import broker_id_of, broker_node
 
 DOWN_FAULTS = ("crash", "power_loss")          # a broker stays down until it restarts
@@ -488,5 +489,8 @@ def run_info(events: Sequence[Event]) -> RunInfo:
 
 
 def _partition_key(name: str) -> tuple[str, int]:
-    topic, _, number = name.rpartition("-")
-    return (topic, int(number)) if number.isdigit() else (name, -1)
+    """Partitions in (topic, number) order; a name that is no partition's goes by itself."""
+    try:
+        return TopicPartition.parse(name)
+    except ValueError:
+        return (name, -1)

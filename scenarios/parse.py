@@ -8,6 +8,7 @@ from typing import Any
 from broker_core.config import broker_config, client_defaults, topic_config, PROFILES, SEQUENCE_RESTARTS
 from broker_core.errors import ConfigError
 from broker_core.partitioner import PARTITIONERS
+from broker_core.types import TopicPartition
 from faults.nodes import SERVICE_NODE, broker_node
 from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
@@ -288,7 +289,7 @@ def _expectations(source: Source, data: Any, cluster: ClusterSpec) -> tuple[dict
 
 def _check_partitions(source: Source, path: tuple, value: dict, cluster: ClusterSpec) -> None:
     """Keys of a per-partition expectation must name partitions of the scenario."""
-    known = [f"{t.name}-{i}" for t in cluster.topics for i in range(t.partitions)]
+    known = [str(TopicPartition(t.name, i)) for t in cluster.topics for i in range(t.partitions)]
     for key in value:
         if str(key) not in known:
             shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")

@@ -6,6 +6,7 @@ from typing import Any
 
 from broker_core.config import TOPIC_KEYS, broker_config, kafka_name, topic_config
 from broker_core.errors import ConfigError
+from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.nodes import broker_node
 from faults.triggers import PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
@@ -23,7 +24,7 @@ class FaultParser:
         self.cluster = cluster
         self.nodes = nodes
         self.duration_ms = duration_ms
-        self.partitions = {f"{t.name}-{p}": r for t in cluster.topics for p, r in t.assignment.items()}
+        self.partitions = {str(TopicPartition(t.name, p)): r for t in cluster.topics for p, r in t.assignment.items()}
 
     # -- targets ---------------------------------------------------------------------
     def brokers(self, path: tuple, value: Any, allow_roles: bool = True) -> tuple:

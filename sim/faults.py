@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from broker_core import coordination as coord
 from broker_core.dynamic_config import change_topic_config
+from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.events import fault_ended_fields, fault_started_fields
 from faults.nodes import SERVICE_NODE
@@ -282,8 +283,8 @@ class SimFaultExecutor:
         if written:
             entries = []
             for name in requested:
-                topic, partition = name.rsplit("-", 1)
-                entries.append({"topic": topic, "partition": int(partition)})
+                tp = TopicPartition.parse(name)
+                entries.append({"topic": tp.topic, "partition": tp.partition})
             store.put(path, coord.encode_data({"version": 1, "partitions": entries}))
         self._start(fault, instant=True, requested=requested, written=written)
 
@@ -341,5 +342,5 @@ def _all_partitions(store) -> list[str]:
     out = []
     for topic in sorted(topics.children if topics else ()):
         data = coord.decode_data(store.get(coord.topic_path(topic))) or {}
-        out += [f"{topic}-{p}" for p in sorted(data.get("partitions", {}), key=int)]
+        out += [str(TopicPartition(topic, int(p))) for p in sorted(data.get("partitions", {}), key=int)]
     return out
