@@ -15,7 +15,9 @@ from faults.nodes import broker_id_of, broker_node
 
 DOWN_FAULTS = ("crash", "power_loss")          # a broker stays down until it restarts
 STOPPED_FAULTS = DOWN_FAULTS + ("pause",)      # the brokers drawn as down (or frozen) meanwhile
-NETWORK_FAULTS = ("isolate", "partition")      # the network stays cut until a heal
+# The network faults of the vocabulary before faults had ids (faults/model.py's
+# NETWORK_KINDS came later): the only ones a trace without fault_id holds, each cut until a heal.
+LEGACY_NETWORK_FAULTS = ("isolate", "partition")
 INSTANT_FAULTS = ("restart", "heal")           # they end other faults; no interval of their own
 
 
@@ -331,7 +333,7 @@ class _LegacyFaults:
     def heal(self, t_ms: int) -> None:
         kept = []
         for start, fault, label in self.other:
-            if fault in NETWORK_FAULTS:
+            if fault in LEGACY_NETWORK_FAULTS:
                 self.closed.append(FaultInterval(start, t_ms, fault, label))
             else:
                 kept.append((start, fault, label))

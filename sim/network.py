@@ -268,20 +268,3 @@ class Network:
 
     def cut_edges(self) -> list[tuple[str, str]]:
         return sorted(set(self.full.edges) - set(self.graph.edges))
-
-    # -- edge sets for the fault shapes ----------------------------------------------------
-    def isolate_edges(self, nodes: Iterable[str]) -> set[tuple[str, str]]:
-        nodes = set(nodes)
-        return {(a, b) for a, b in self.full.edges if a != b and (a in nodes) != (b in nodes)}
-
-    def split_edges(self, groups) -> set[tuple[str, str]]:
-        member = {n: i for i, group in enumerate(groups) for n in group}
-        return {(a, b) for a, b in self.full.edges
-                if a in member and b in member and member[a] != member[b]}
-
-    def bridge_edges(self, halves, via: str) -> set[tuple[str, str]]:
-        left, right = set(halves[0]) - {via}, set(halves[1]) - {via}
-        return {(a, b) for a, b in self.full.edges if (a in left and b in right) or (a in right and b in left)}
-
-    def one_way_edges(self, sources, destinations) -> set[tuple[str, str]]:
-        return {(a, b) for a in sources for b in destinations if a != b}

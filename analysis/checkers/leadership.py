@@ -17,36 +17,12 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from analysis.trace import Event
+from faults import model as fm
+from faults.links import CuttingFault, cut_from_fields, cut_links
 from faults.nodes import broker_id_of, broker_node
 
 NO_LEADER = -1
 CLIENT_PREFIXES = ("producer-", "consumer-")
-NETWORK_FAULTS = ("isolate", "partition", "random_halves", "bridge", "cut")
-
-
-def _blocks(fault: dict, a: str, b: str) -> bool:
-    """Whether an active network fault drops messages from a to b (the rules of
-    sim/network.py: isolate cuts its nodes from the rest, a split cuts listed nodes in
-    different groups, a bridge cuts the halves except through ``via``, a cut is one way)."""
-    kind = fault["fault"]
-    if "no_effect" in fault:  # it cut nothing (e.g. a role resolved into two groups)
-        return False
-    if kind == "isolate":
-        nodes = fault.get("targets") or fault.get("nodes") or []
-        return (a in nodes) != (b in nodes)
-    if kind in ("partition", "random_halves"):
-        groups = fault.get("targets") or fault.get("groups")
-        member = {n: i for i, group in enumerate(groups or []) for n in group}
-        return a in member and b in member and member[a] != member[b]
-    if kind == "bridge":
-        via = fault.get("via")
-        halves = fault.get("targets") or fault.get("halves") or [[], []]
-        left, right = set(halves[0]) - {via}, set(halves[1]) - {via}
-        return (a in left and b in right) or (a in right and b in left)
-    if kind == "cut":
-        sources, destinations = fault.get("targets") or [fault.get("sources", []), fault.get("destinations", [])]
-        return a in sources and b in destinations
-    return False
 
 
 class LeadershipReplay:
@@ -67,7 +43,8 @@ class LeadershipReplay:
         self.offline: set[str] = set()  # the controller's last election found no leader
         self.elected: dict[str, int] = {}  # partition -> the controller's last elected leader
         self.pauses: dict[int, list[int]] = {}  # pause fault id -> brokers
-        self.network: dict[int, dict] = {}  # active network fault id -> its fault_started fields
+        # active cutting fault id -> the fault as it resolved (None: it cut nothing)
+        self.network: dict[int, CuttingFault | None] = {}
         self.saw_leadership = False  # any became_leader at all (else the trace lacks these facts)
         self._handlers = {
             "broker_started": self._started, "broker_halted": self._stopped,
@@ -167,15 +144,16 @@ class LeadershipReplay:
             self._pause(event.t_ms, brokers, True)
         elif kind == "resume":
             self._pause(event.t_ms, [b for b in targets if isinstance(b, int)], False)
-        elif kind in NETWORK_FAULTS:
-            self.network[event["fault_id"]] = event.fields
+        elif kind in fm.CUTTING_KINDS:
+            self.network[event["fault_id"]] = cut_from_fields(event.fields)
             self._recompute_cut_off(event.t_ms)
 
     def _fault_ended(self, event: Event) -> None:
         fault_id = event.get("fault_id")
         if fault_id in self.pauses:
             self._pause(event.t_ms, self.pauses.pop(fault_id), False)
-        elif self.network.pop(fault_id, None) is not None:
+        elif fault_id in self.network:
+            del self.network[fault_id]
             self._recompute_cut_off(event.t_ms)
 
     def _pause(self, t_ms: int, brokers: list[int], paused: bool) -> None:
@@ -193,9 +171,14 @@ class LeadershipReplay:
         brokers = sorted(set(self.leads) | self.running)
         cut = set()
         if faults and self.clients:
+            nodes = self.clients + [broker_node(b) for b in brokers]
+            links: set[tuple[str, str]] = set()
+            for fault in faults:
+                if fault is not None:
+                    links |= cut_links(fault, nodes)
             for broker in brokers:
                 name = broker_node(broker)
-                if all(any(_blocks(f, c, name) or _blocks(f, name, c) for f in faults) for c in self.clients):
+                if all((c, name) in links or (name, c) in links for c in self.clients):
                     cut.add(broker)
         changed = cut ^ self.cut_off
         self.cut_off = cut
