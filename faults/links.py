@@ -55,6 +55,6 @@ def cut_from_fields(fields: dict) -> CuttingFault | None:
         return fm.Split(tuple(tuple(group) for group in targets or fields.get("groups") or ()))
     if kind == "bridge":
         halves = targets or fields.get("halves") or [[], []]
-        return fm.Bridge((tuple(halves[0]), tuple(halves[1])), fields.get("via"))
+        return fm.Bridge((tuple(halves[0]), tuple(halves[1])), fields.get("via") or "")  # "": no node
     sources, destinations = targets or [fields.get("sources", []), fields.get("destinations", [])]
     return fm.Cut(tuple(sources), tuple(destinations))
