@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from faults import model as fm
+from faults.nodes import broker_node
 
 Link = tuple[str, str]
 CuttingFault = fm.Isolate | fm.Split | fm.Bridge | fm.Cut  # RandomHalves cuts as the Split it drew
@@ -55,6 +56,10 @@ def cut_from_fields(fields: dict) -> CuttingFault | None:
         return fm.Split(tuple(tuple(group) for group in targets or fields.get("groups") or ()))
     if kind == "bridge":
         halves = targets or fields.get("halves") or [[], []]
-        return fm.Bridge((tuple(halves[0]), tuple(halves[1])), fields.get("via") or "")  # "": no node
+        via = fields.get("via") or ""  # "": no node
+        roles = fields.get("roles") or {}
+        if roles.get(via) is not None:  # ``via`` is written as the scenario named it; targets are resolved
+            via = broker_node(roles[via])
+        return fm.Bridge((tuple(halves[0]), tuple(halves[1])), via)
     sources, destinations = targets or [fields.get("sources", []), fields.get("destinations", [])]
     return fm.Cut(tuple(sources), tuple(destinations))

@@ -50,3 +50,12 @@ def test_no_cut_for_a_fault_that_changed_nothing_or_cuts_no_link():
     assert cut_from_fields({"fault": "isolate", "targets": ["a"], "no_effect": "role resolved to nothing"}) is None
     assert cut_from_fields({"fault": "link", "targets": [["a"], ["b"]], "latency_ms": 50}) is None
     assert cut_from_fields({"fault": "crash", "targets": [1]}) is None
+
+
+def test_a_bridge_through_a_role_bridges_through_the_broker_it_resolved_to():
+    fields = {"fault": "bridge", "targets": [["broker-1", "broker-2"], ["broker-3", "broker-2"]],
+              "via": "controller", "roles": {"controller": 2}}
+    bridge = cut_from_fields(fields)
+    assert bridge == fm.Bridge((("broker-1", "broker-2"), ("broker-3", "broker-2")), "broker-2")
+    assert cut_links(bridge, ["broker-1", "broker-2", "broker-3"]) == {("broker-1", "broker-3"),
+                                                                       ("broker-3", "broker-1")}
