@@ -6,16 +6,18 @@ times in trace milliseconds, so that each can be tested on a hand-made event lis
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Iterable, Sequence
 
 from analysis.history import Operation
 from analysis.trace import Event
+from broker_core.types import TopicPartition
+from faults.nodes import broker_id_of, broker_node
 
-BROKER_PREFIX = "broker-"
 DOWN_FAULTS = ("crash", "power_loss")          # a broker stays down until it restarts
 STOPPED_FAULTS = DOWN_FAULTS + ("pause",)      # the brokers drawn as down (or frozen) meanwhile
-NETWORK_FAULTS = ("isolate", "partition")      # the network stays cut until a heal
+# The network faults of the vocabulary before faults had ids (faults/model.py's
+# NETWORK_KINDS came later): the only ones a trace without fault_id holds, each cut until a heal.
+LEGACY_NETWORK_FAULTS = ("isolate", "partition")
 INSTANT_FAULTS = ("restart", "heal")           # they end other faults; no interval of their own
 
 
@@ -81,14 +83,6 @@ class ProduceOutcomes:
     lost: list[tuple[int, int, str]] = field(default_factory=list)  # (ack t_ms, offset, value)
 
 
-@lru_cache(maxsize=4096)
-def broker_of(node: str) -> int | None:
-    """The broker id of a node name such as ``broker-3``; None for other nodes."""
-    if node.startswith(BROKER_PREFIX) and node[len(BROKER_PREFIX):].isdigit():
-        return int(node[len(BROKER_PREFIX):])
-    return None
-
-
 def _sample(event: Event, partition: str) -> dict | None:
     if event.type != "replica_state":
         return None
@@ -111,7 +105,7 @@ def elections(events: Iterable[Event], partition: str) -> list[Election]:
 
 def _claim_change(event: Event, partition: str) -> tuple[int, int | None, bool] | None:
     """(broker, epoch, leads) when this event says what one broker believes, else None."""
-    broker = broker_of(event.node)
+    broker = broker_id_of(event.node)
     if broker is None:
         return None
     if event.type == "became_leader" and _is_about(event, partition):
@@ -276,12 +270,12 @@ def isr_intervals(changes: Sequence[tuple[int, tuple[int, ...]]], brokers: Itera
 
 
 def _short(node) -> str:
-    broker = broker_of(node) if isinstance(node, str) else None
+    broker = broker_id_of(node) if isinstance(node, str) else None
     return f"b{broker}" if broker is not None else str(node)
 
 
 def _names(items) -> str:
-    return ",".join(_short(f"{BROKER_PREFIX}{n}" if isinstance(n, int) else n) for n in items)
+    return ",".join(_short(broker_node(n) if isinstance(n, int) else n) for n in items)
 
 
 def fault_label(event: Event) -> str:
@@ -339,7 +333,7 @@ class _LegacyFaults:
     def heal(self, t_ms: int) -> None:
         kept = []
         for start, fault, label in self.other:
-            if fault in NETWORK_FAULTS:
+            if fault in LEGACY_NETWORK_FAULTS:
                 self.closed.append(FaultInterval(start, t_ms, fault, label))
             else:
                 kept.append((start, fault, label))
@@ -369,8 +363,8 @@ def fault_intervals(events: Iterable[Event], end_ms: int) -> list[FaultInterval]
         elif e.type == "fault_ended" and e.get("fault_id") in open_by_id:
             start, fault, label, down = open_by_id.pop(e["fault_id"])
             out.append(FaultInterval(start, e.t_ms, fault, label, down))
-        elif e.type == "broker_started" and broker_of(e.node) is not None:
-            legacy.broker_up(broker_of(e.node), e.t_ms)
+        elif e.type == "broker_started" and broker_id_of(e.node) is not None:
+            legacy.broker_up(broker_id_of(e.node), e.t_ms)
         elif e.type == "final_phase_started" and final_ms is None:
             final_ms = e.t_ms
     for start, fault, label, down in open_by_id.values():
@@ -384,7 +378,7 @@ def replica_series(events: Iterable[Event], partition: str) -> dict[int, Replica
     out: dict[int, ReplicaSeries] = {}
     for e in events:
         sample = _sample(e, partition)
-        broker = broker_of(e.node)
+        broker = broker_id_of(e.node)
         if sample is None or broker is None:
             continue
         series = out.setdefault(broker, ReplicaSeries(broker))
@@ -398,7 +392,7 @@ def high_watermark_events(events: Iterable[Event], partition: str) -> dict[int, 
     """broker -> high watermarks from high_watermark_advanced, for traces without samples."""
     out: dict[int, ReplicaSeries] = {}
     for e in events:
-        broker = broker_of(e.node)
+        broker = broker_id_of(e.node)
         if e.type != "high_watermark_advanced" or not _is_about(e, partition) or broker is None:
             continue
         series = out.setdefault(broker, ReplicaSeries(broker))
@@ -411,7 +405,7 @@ def high_watermark_events(events: Iterable[Event], partition: str) -> dict[int, 
 def truncations(events: Iterable[Event], partition: str) -> list[Truncation]:
     out = []
     for e in events:
-        broker = broker_of(e.node)
+        broker = broker_id_of(e.node)
         if e.type == "log_truncated" and _is_about(e, partition) and broker is not None:
             from_offset, to_offset = e.get("from_offset", 0), e.get("to_offset", 0)
             removed = e.get("removed_count", max(0, from_offset - to_offset))
@@ -473,7 +467,7 @@ def _seen_partitions(events: Iterable[Event]) -> dict[str, tuple[int, ...]]:
     seen: dict[str, set[int]] = {}
     for e in events:
         names = list(e.get("partitions") or ()) if e.type == "replica_state" else [e.get("partition")]
-        broker = broker_of(e.node)
+        broker = broker_id_of(e.node)
         for name in names:
             if isinstance(name, str):
                 seen.setdefault(name, set()).update([broker] if broker is not None else [])
@@ -497,5 +491,8 @@ def run_info(events: Sequence[Event]) -> RunInfo:
 
 
 def _partition_key(name: str) -> tuple[str, int]:
-    topic, _, number = name.rpartition("-")
-    return (topic, int(number)) if number.isdigit() else (name, -1)
+    """Partitions in (topic, number) order; a name that is no partition's goes by itself."""
+    try:
+        return TopicPartition.parse(name)
+    except ValueError:
+        return (name, -1)

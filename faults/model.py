@@ -207,8 +207,12 @@ KINDS: dict[str, type] = {
 # Faults that a duration (``for:``) can undo, and what undoes them.
 UNDOABLE = frozenset({Crash, PowerLoss, Shutdown, Pause, Isolate, Split, RandomHalves, Bridge, Cut, LinkFault,
                       SlowFsync, WriteErrors, DiskFull, TornWrites, ClockJump})
-NETWORK = (Isolate, Split, RandomHalves, Bridge, Cut, LinkFault)
+NETWORK = (Isolate, Split, RandomHalves, Bridge, Cut, LinkFault)  # a heal ends them all
+CUTTING = (Isolate, Split, RandomHalves, Bridge, Cut)  # the network faults that cut links (faults/links.py)
 DISK = (SlowFsync, WriteErrors, DiskFull, TornWrites)
+# The same sets by the names the trace's ``fault`` field gives them.
+NETWORK_KINDS = frozenset(kind for kind, cls in KINDS.items() if cls in NETWORK)
+CUTTING_KINDS = frozenset(kind for kind, cls in KINDS.items() if cls in CUTTING)
 
 
 def kind_of(fault: Fault) -> str:

@@ -4,13 +4,14 @@ the same faults (each binding's executor then applies what it can)."""
 from __future__ import annotations
 
 from faults import model as fm
+from faults.nodes import SERVICE_NODE, broker_node
 
 
 def nemesis_fault(rng, spec) -> fm.Fault:
     """One random fault of the nemesis's kinds, on random targets."""
     kind = spec.kinds[rng.randrange(len(spec.kinds))]
     target = spec.targets[rng.randrange(len(spec.targets))]
-    node = f"broker-{target}"
+    node = broker_node(target)
     simple = {"crash": fm.Crash, "power_loss": fm.PowerLoss, "pause": fm.Pause, "shutdown": fm.Shutdown,
               "expire_session": fm.ExpireSession}
     if kind in simple:
@@ -20,10 +21,10 @@ def nemesis_fault(rng, spec) -> fm.Fault:
     if kind == "random_halves":
         return fm.RandomHalves()
     if kind == "bridge":
-        others = [f"broker-{b}" for b in spec.targets if b != target]
+        others = [broker_node(b) for b in spec.targets if b != target]
         rng.shuffle(others)
         half = len(others) // 2
-        return fm.Bridge((tuple(others[:half]) + (node,), tuple(others[half:]) + (node, "zk")), node)
+        return fm.Bridge((tuple(others[:half]) + (node,), tuple(others[half:]) + (node, SERVICE_NODE)), node)
     if kind == "slow_fsync":
         return fm.SlowFsync((target,), float(rng.choice((50, 200, 1000))))
     if kind == "clock":
@@ -32,6 +33,6 @@ def nemesis_fault(rng, spec) -> fm.Fault:
         return fm.Crash((fm.CONTROLLER,))
     if kind == "isolate_controller":
         return fm.Isolate((fm.CONTROLLER,))
-    other = f"broker-{spec.targets[rng.randrange(len(spec.targets))]}"
+    other = broker_node(spec.targets[rng.randrange(len(spec.targets))])
     return fm.LinkFault((node,), (other,), True, latency_ms=float(rng.choice((20, 100, 500))),
                         loss=rng.choice((0.0, 0.1, 0.3)))

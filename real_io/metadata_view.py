@@ -14,6 +14,7 @@ import threading
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from broker_core.types import TopicPartition as PartitionName  # confluent_kafka's TopicPartition is the client's
 from faults.triggers import cluster_view
 from real_io.broker_process import BrokerProcess
 from real_io.real_clients import QUIET, UNUSED_GROUP
@@ -50,7 +51,7 @@ class MetadataView:
         states: dict[str, dict] = {}
         for topic in metadata.topics.values():
             for number, partition in topic.partitions.items():
-                name = f"{topic.topic}-{number}"
+                name = str(PartitionName(topic.topic, number))
                 if name not in self.partitions:
                     continue
                 leads = partition.leader == broker

@@ -32,6 +32,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 from analysis.workload import RecordCredit, record_key, record_value
 from broker_core.errors import ErrorCode, is_definite_produce_failure
 from broker_core.partitioner import make_partition_for_key, make_partitioner
+from broker_core.types import TopicPartition as PartitionName  # confluent_kafka's TopicPartition is the client's
 
 TraceFn = Callable[[str, str, dict], None]
 QUIET = {"log_level": 0, "error_cb": lambda _error: None}  # a down broker is expected, not news
@@ -104,7 +105,7 @@ class RealProducer:
     def _send(self, partition: int, key: str | None, value: str) -> None:
         self._op += 1
         op = self._op
-        where = f"{self.spec.topic}-{partition}"
+        where = str(PartitionName(self.spec.topic, partition))
         try:
             self.producer.produce(self.spec.topic, value.encode(), key.encode() if key else None, partition,
                                   on_delivery=lambda error, message: self._delivered(op, where, error, message))
@@ -195,9 +196,9 @@ class RealConsumer:
                 if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                     continue  # librdkafka looks up the unused group's coordinator once
                 if message.partition() is not None and message.partition() >= 0:
-                    errors[f"{message.topic()}-{message.partition()}"] = error.name()
+                    errors[str(PartitionName(message.topic(), message.partition()))] = error.name()
                 continue
-            partition = f"{message.topic()}-{message.partition()}"
+            partition = str(PartitionName(message.topic(), message.partition()))
             value = message.value()
             records.setdefault(partition, []).append([message.offset(), None if value is None else value.decode()])
             self.positions[partition] = message.offset() + 1
@@ -215,8 +216,7 @@ class RealConsumer:
         response librdkafka cached (it keeps the one each fetch response carries)."""
         out = {}
         for partition in sorted(records):
-            topic, number = _split(partition)
-            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, number), cached=True)
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(*PartitionName.parse(partition)), cached=True)
             if high >= 0:
                 out[partition] = high
         return out
@@ -241,15 +241,14 @@ def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: 
         state[name] = {"op": op, "records": [], "ends": None}
     try:
         for name in partitions:
-            topic, _, number = name.rpartition("-")
-            state[name]["ends"] = _watermarks(consumer, TopicPartition(topic, int(number)), deadline)
+            state[name]["ends"] = _watermarks(consumer, TopicPartition(*PartitionName.parse(name)), deadline)
         wanted = [name for name in partitions if state[name]["ends"] and state[name]["ends"][1] > state[name]["ends"][0]]
-        consumer.assign([TopicPartition(*_split(name), OFFSET_BEGINNING) for name in wanted])
+        consumer.assign([TopicPartition(*PartitionName.parse(name), OFFSET_BEGINNING) for name in wanted])
         while time.monotonic() < deadline and any(_position(state[n]) < state[n]["ends"][1] for n in wanted):
             for message in consumer.consume(500, 0.2):
                 if message.error() is not None:
                     continue
-                name = f"{message.topic()}-{message.partition()}"
+                name = str(PartitionName(message.topic(), message.partition()))
                 entry = state[name]
                 if entry["ends"] and _position(entry) <= message.offset() < entry["ends"][1]:
                     value = message.value()
@@ -267,11 +266,6 @@ def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: 
             trace("reader", "info", {"f": "read", "op": entry["op"], "partition": name,
                                      "reason": "final_read_timed_out", "records": entry["records"]})
     return done
-
-
-def _split(name: str) -> tuple[str, int]:
-    topic, _, number = name.rpartition("-")
-    return topic, int(number)
 
 
 def _position(entry: dict) -> int:

@@ -34,8 +34,7 @@ UNSUPPORTED = {
     "power_loss": "a real process cannot lose the page cache's unsynced bytes without cutting the machine's "
                   "power (crash, SIGKILL, keeps them)",
     "clock": "the broker reads the machine's clock, which one process cannot jump alone",
-    "isolate": _NETWORK, "partition": _NETWORK, "random_halves": _NETWORK, "bridge": _NETWORK,
-    "cut": _NETWORK, "link": _NETWORK,
+    **{kind: _NETWORK for kind in fm.KINDS if kind in fm.NETWORK_KINDS},
     "slow_fsync": _DISK, "write_errors": _DISK, "disk_full": _DISK, "torn_writes": _DISK,
     "bit_flip": "flipping a bit under a running broker is not built yet",
     "expire_session": "the embedded coordination store's session lives inside the broker process: "

@@ -27,6 +27,7 @@ from broker_core.effects import (
     CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
     TruncateFile, WriteBytes)
 from broker_core.messages import FetchResponse
+from faults.nodes import broker_node
 from real_io.protocol.primitives import Splice
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
 from real_io.files import DataDir
@@ -40,7 +41,7 @@ class BrokerRuntime:
         clock; None: when it starts. A scenario run passes its own start, so that every
         incarnation of the broker and the run's clients write one clock."""
         self.broker_id = broker_id
-        self.name = f"broker-{broker_id}"
+        self.name = broker_node(broker_id)
         self.config = config
         self.data_dir = data_dir
         self.coordination = coordination

@@ -29,7 +29,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
 from broker_core.config import broker_config, client_defaults
+from broker_core.types import TopicPartition
 from faults import model as fm
+from faults.nodes import broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
@@ -150,7 +152,7 @@ class RealRun:
                                     dict(scenario.cluster.config), self.origin, work_dir / f"broker-{self.broker_id}.stderr",
                                     zk=None if zk is None else zk + self.chroot,
                                     zk_session_file=None if zk is None else work_dir / f"broker-{self.broker_id}.zk-session")
-        self.partitions = [f"{t.name}-{p}" for t in scenario.cluster.topics for p in range(t.partitions)]
+        self.partitions = [str(TopicPartition(t.name, p)) for t in scenario.cluster.topics for p in range(t.partitions)]
         self.view = MetadataView(self.broker, self.partitions)
         self.faults = RealFaultExecutor({self.broker_id: self.broker}, self.record, self.view,
                                         derive(seed, "fault-roles"), zk)
@@ -297,7 +299,7 @@ class RealRun:
             if partition not in read:
                 continue
             log_start, high_watermark, records = read[partition]
-            self.record(f"broker-{self.broker_id}", "replica_log", {
+            self.record(broker_node(self.broker_id), "replica_log", {
                 "partition": partition, "upto_offset": high_watermark, "log_start_offset": log_start,
                 "log_end_offset": high_watermark, "high_watermark": high_watermark,
                 "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, high_watermark)})
@@ -308,7 +310,7 @@ class RealRun:
 
         def behind():
             return [(c.name, p) for c in self.consumers for p in self.partitions
-                    if p.rpartition("-")[0] == c.spec.topic and c.is_behind(p, ends.get(p, 0))]
+                    if TopicPartition.parse(p).topic == c.spec.topic and c.is_behind(p, ends.get(p, 0))]
         while self.consumers and behind() and time.monotonic() < deadline:
             time.sleep(SETTLE_POLL_S)
         lagging = behind()

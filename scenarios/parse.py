@@ -8,6 +8,8 @@ from typing import Any
 from broker_core.config import broker_config, client_defaults, topic_config, PROFILES, SEQUENCE_RESTARTS
 from broker_core.errors import ConfigError
 from broker_core.partitioner import PARTITIONERS
+from broker_core.types import TopicPartition
+from faults.nodes import SERVICE_NODE, broker_node
 from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
@@ -16,7 +18,6 @@ from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
 from scenarios.variants import apply_set, variant_data, variant_lines
 
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
-SERVICE_NODE = "zk"
 
 
 def load_scenario(path: str | Path, settings: tuple[str, ...] = ()) -> Scenario:
@@ -259,7 +260,7 @@ def _consumer(source: Source, data: Any, path: tuple, topics: set[str]) -> Consu
 
 
 def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:
-    names = {f"broker-{b}" for b in cluster.brokers} | {SERVICE_NODE}
+    names = {broker_node(b) for b in cluster.brokers} | {SERVICE_NODE}
     names |= {f"producer-{i}" for i in range(len(producers))}
     names |= {f"consumer-{i}" for i in range(len(consumers))}
     return names
@@ -288,7 +289,7 @@ def _expectations(source: Source, data: Any, cluster: ClusterSpec) -> tuple[dict
 
 def _check_partitions(source: Source, path: tuple, value: dict, cluster: ClusterSpec) -> None:
     """Keys of a per-partition expectation must name partitions of the scenario."""
-    known = [f"{t.name}-{i}" for t in cluster.topics for i in range(t.partitions)]
+    known = [str(TopicPartition(t.name, i)) for t in cluster.topics for i in range(t.partitions)]
     for key in value:
         if str(key) not in known:
             shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")

@@ -6,12 +6,13 @@ from typing import Any
 
 from broker_core.config import TOPIC_KEYS, broker_config, kafka_name, topic_config
 from broker_core.errors import ConfigError
+from broker_core.types import TopicPartition
 from faults import model as fm
+from faults.nodes import broker_node
 from faults.triggers import PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
 from scenarios.model import ClusterSpec, FaultStep, NemesisSpec
 from scenarios.source import Fields, Source, convert
 
-SERVICE_NODE = "zk"
 NEMESIS_KINDS = ("crash", "power_loss", "pause", "shutdown", "isolate", "random_halves", "bridge",
                  "expire_session", "slow_fsync", "clock", "crash_controller", "isolate_controller", "link")
 STEP_KEYS = ("at", "when", "after", "delay", "for", "optional")
@@ -23,7 +24,7 @@ class FaultParser:
         self.cluster = cluster
         self.nodes = nodes
         self.duration_ms = duration_ms
-        self.partitions = {f"{t.name}-{p}": r for t in cluster.topics for p, r in t.assignment.items()}
+        self.partitions = {str(TopicPartition(t.name, p)): r for t in cluster.topics for p, r in t.assignment.items()}
 
     # -- targets ---------------------------------------------------------------------
     def brokers(self, path: tuple, value: Any, allow_roles: bool = True) -> tuple:
@@ -79,7 +80,7 @@ class FaultParser:
         if isinstance(value, int) and not isinstance(value, bool):
             if value not in self.cluster.brokers:
                 raise self.source.error(path, f"broker {value} does not exist (brokers: {list(self.cluster.brokers)})")
-            return f"broker-{value}"
+            return broker_node(value)
         if isinstance(value, str) and value in self.nodes:
             return value
         raise self.source.error(path, f"unknown node {value!r}; a broker id, a role (controller, random, "

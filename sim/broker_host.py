@@ -17,6 +17,7 @@ from broker_core.effects import (
     TruncateFile, WriteBytes)
 from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
+from faults.nodes import broker_id_of, broker_node
 from sim.coordination import SERVICE, CoordinationClient
 from sim.deadlines import has_simpy_internals
 from sim.disk import SimDisk
@@ -30,12 +31,8 @@ def broker_name(broker_id: int) -> str:
     """Called for every message a broker or client sends: each name is built once."""
     name = _BROKER_NAMES.get(broker_id)
     if name is None:
-        name = _BROKER_NAMES[broker_id] = f"broker-{broker_id}"
+        name = _BROKER_NAMES[broker_id] = broker_node(broker_id)
     return name
-
-
-def broker_id_of(name: str) -> int | None:
-    return int(name[7:]) if name.startswith("broker-") else None
 
 
 class _Timer:

@@ -19,8 +19,9 @@ import simpy
 
 from broker_core import coordination as coord
 from broker_core.coordination_store import CoordinationStore, WatchEvent
+from faults.nodes import SERVICE_NODE
 
-SERVICE = "zk"
+SERVICE = SERVICE_NODE
 
 
 # -- wire messages between a client and the service ----------------------------------

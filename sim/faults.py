@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from broker_core import coordination as coord
 from broker_core.dynamic_config import change_topic_config
+from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.events import fault_ended_fields, fault_started_fields
+from faults.links import CuttingFault, cut_links
+from faults.nodes import SERVICE_NODE
 from faults.roles import resolve_role
 from sim.broker_host import broker_name
 
@@ -201,9 +204,13 @@ class SimFaultExecutor:
         self.world.network.add_cuts(fault_id, edges)
         return fault_id
 
+    def _links(self, resolved: CuttingFault) -> set[tuple[str, str]]:
+        """The links a network fault, its roles resolved to node names, cuts now."""
+        return cut_links(resolved, self.world.network.nodes)
+
     def _apply_isolate(self, fault: fm.Isolate) -> int:
         nodes = self._resolve_nodes(fault.nodes)
-        return self._network_fault(fault, self.world.network.isolate_edges(nodes), targets=nodes)
+        return self._network_fault(fault, self._links(fm.Isolate(tuple(nodes))), targets=nodes)
 
     def _apply_partition(self, fault: fm.Split) -> int:
         groups = [self._resolve_nodes(g) for g in fault.groups]
@@ -212,24 +219,24 @@ class SimFaultExecutor:
         if twice:  # a role resolved to a broker another group names: cut nothing
             return self._network_fault(fault, set(), targets=groups,
                                        no_effect=f"{', '.join(twice)} resolved into two groups")
-        return self._network_fault(fault, self.world.network.split_edges(groups), targets=groups)
+        return self._network_fault(fault, self._links(fm.Split(tuple(map(tuple, groups)))), targets=groups)
 
     def _apply_random_halves(self, fault: fm.RandomHalves) -> int:
         brokers = [broker_name(b) for b in sorted(self.world.hosts)]
         self.rng.shuffle(brokers)
         cut = (len(brokers) + 1) // 2
-        groups = [sorted(brokers[:cut]) + ["zk"], sorted(brokers[cut:])]
-        return self._network_fault(fault, self.world.network.split_edges(groups), groups=groups)
+        groups = [sorted(brokers[:cut]) + [SERVICE_NODE], sorted(brokers[cut:])]
+        return self._network_fault(fault, self._links(fm.Split(tuple(map(tuple, groups)))), groups=groups)
 
     def _apply_bridge(self, fault: fm.Bridge) -> int:
         halves = [self._resolve_nodes(h) for h in fault.halves]
         via = self._resolve_nodes([fault.via])
-        edges = self.world.network.bridge_edges(halves, via[0]) if via else set()
+        edges = self._links(fm.Bridge((tuple(halves[0]), tuple(halves[1])), via[0])) if via else set()
         return self._network_fault(fault, edges, targets=halves)
 
     def _apply_cut(self, fault: fm.Cut) -> int:
         sources, destinations = self._resolve_nodes(fault.sources), self._resolve_nodes(fault.destinations)
-        return self._network_fault(fault, self.world.network.one_way_edges(sources, destinations),
+        return self._network_fault(fault, self._links(fm.Cut(tuple(sources), tuple(destinations))),
                                    targets=[sources, destinations])
 
     def _apply_link(self, fault: fm.LinkFault) -> int:
@@ -281,8 +288,8 @@ class SimFaultExecutor:
         if written:
             entries = []
             for name in requested:
-                topic, partition = name.rsplit("-", 1)
-                entries.append({"topic": topic, "partition": int(partition)})
+                tp = TopicPartition.parse(name)
+                entries.append({"topic": tp.topic, "partition": tp.partition})
             store.put(path, coord.encode_data({"version": 1, "partitions": entries}))
         self._start(fault, instant=True, requested=requested, written=written)
 
@@ -340,5 +347,5 @@ def _all_partitions(store) -> list[str]:
     out = []
     for topic in sorted(topics.children if topics else ()):
         data = coord.decode_data(store.get(coord.topic_path(topic))) or {}
-        out += [f"{topic}-{p}" for p in sorted(data.get("partitions", {}), key=int)]
+        out += [str(TopicPartition(topic, int(p))) for p in sorted(data.get("partitions", {}), key=int)]
     return out

@@ -13,6 +13,7 @@ import networkx as nx
 import simpy
 from simpy.events import NORMAL
 
+from faults.nodes import SERVICE_NODE, broker_id_of
 from sim.deadlines import has_simpy_internals
 
 
@@ -140,7 +141,7 @@ class Network:
                 self._link_state(src, dst).up = self.graph.has_edge(src, dst)
 
     def clients(self) -> list[str]:
-        return [n for n in self.nodes if n != "zk" and not n.startswith("broker-")]
+        return [n for n in self.nodes if n != SERVICE_NODE and broker_id_of(n) is None]
 
     @property
     def nodes(self) -> list[str]:
@@ -267,20 +268,3 @@ class Network:
 
     def cut_edges(self) -> list[tuple[str, str]]:
         return sorted(set(self.full.edges) - set(self.graph.edges))
-
-    # -- edge sets for the fault shapes ----------------------------------------------------
-    def isolate_edges(self, nodes: Iterable[str]) -> set[tuple[str, str]]:
-        nodes = set(nodes)
-        return {(a, b) for a, b in self.full.edges if a != b and (a in nodes) != (b in nodes)}
-
-    def split_edges(self, groups) -> set[tuple[str, str]]:
-        member = {n: i for i, group in enumerate(groups) for n in group}
-        return {(a, b) for a, b in self.full.edges
-                if a in member and b in member and member[a] != member[b]}
-
-    def bridge_edges(self, halves, via: str) -> set[tuple[str, str]]:
-        left, right = set(halves[0]) - {via}, set(halves[1]) - {via}
-        return {(a, b) for a, b in self.full.edges if (a in left and b in right) or (a in right and b in left)}
-
-    def one_way_edges(self, sources, destinations) -> set[tuple[str, str]]:
-        return {(a, b) for a in sources for b in destinations if a != b}

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 
 from faults import model as fm
 from faults.schedule import nemesis_life, step_life
+from faults.nodes import broker_id_of
 from faults.triggers import cluster_view
 
 import simpy
@@ -21,7 +22,7 @@ from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.dynamic_config import encode_overrides, topic_config_path
 from broker_core.partition import Partition
 from broker_core.types import TopicPartition
-from sim.broker_host import BrokerHost, broker_id_of
+from sim.broker_host import BrokerHost, broker_name
 from sim.clients import SimReader
 from sim.consumer import SimConsumer
 from sim.producer import SimProducer
@@ -237,7 +238,7 @@ class World:
                     continue
                 log = partition.log
                 upto = log.high_watermark if committed is None else committed
-                self.trace(f"broker-{broker}", "replica_log", {
+                self.trace(broker_name(broker), "replica_log", {
                     "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
                     "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
                     "chunk_size": REPLICA_DIGEST_CHUNK,
@@ -289,7 +290,7 @@ class World:
             for broker, host in sorted(self.hosts.items()):  # what snapshots() holds, written directly
                 node = host.node
                 if node is not None and node.replicas.partitions:
-                    self.writer.write_json(int(self.env.now), f"broker-{broker}", "replica_state",
+                    self.writer.write_json(int(self.env.now), broker_name(broker), "replica_state",
                                            '{"partitions":%s}' % replica_states_json(node.replicas.partitions))
             yield self.env.timeout(interval)
 

@@ -28,6 +28,7 @@ from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.records import Record
 from broker_core.types import TopicPartition
 from broker_core.coordination_store import CoordinationStore
+from faults.nodes import broker_id_of, broker_node
 
 CLIENT = "client"
 ZK = "zk"
@@ -108,7 +109,7 @@ class Cluster:
         return False
 
     def _open_session(self, broker: int) -> None:
-        sid = self.store.create_session(f"broker-{broker}", self.config.zookeeper_session_timeout_ms, self.now)
+        sid = self.store.create_session(broker_node(broker), self.config.zookeeper_session_timeout_ms, self.now)
         self.sessions[broker] = sid
         self._push(self.now + self.latency, broker, CoordSessionStarted(sid))
 
@@ -132,7 +133,7 @@ class Cluster:
         heapq.heappush(self._queue, _Item(at, self._seq, target, event, inc))
 
     def _notify(self, owner: str, event) -> None:
-        broker = int(owner.split("-")[1])
+        broker = broker_id_of(owner)
         if (ZK, broker) not in self.blocked:
             self._push(self.now + self.latency, broker, CoordWatchFired(event.path, event.kind))
 

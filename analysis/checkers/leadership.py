@@ -17,44 +17,12 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from analysis.trace import Event
+from faults import model as fm
+from faults.links import CuttingFault, cut_from_fields, cut_links
+from faults.nodes import broker_id_of, broker_node
 
 NO_LEADER = -1
 CLIENT_PREFIXES = ("producer-", "consumer-")
-NETWORK_FAULTS = ("isolate", "partition", "random_halves", "bridge", "cut")
-
-
-def broker_of(node: str) -> int | None:
-    if node.startswith("broker-"):
-        try:
-            return int(node[len("broker-"):])
-        except ValueError:
-            return None
-    return None
-
-
-def _blocks(fault: dict, a: str, b: str) -> bool:
-    """Whether an active network fault drops messages from a to b (the rules of
-    sim/network.py: isolate cuts its nodes from the rest, a split cuts listed nodes in
-    different groups, a bridge cuts the halves except through ``via``, a cut is one way)."""
-    kind = fault["fault"]
-    if "no_effect" in fault:  # it cut nothing (e.g. a role resolved into two groups)
-        return False
-    if kind == "isolate":
-        nodes = fault.get("targets") or fault.get("nodes") or []
-        return (a in nodes) != (b in nodes)
-    if kind in ("partition", "random_halves"):
-        groups = fault.get("targets") or fault.get("groups")
-        member = {n: i for i, group in enumerate(groups or []) for n in group}
-        return a in member and b in member and member[a] != member[b]
-    if kind == "bridge":
-        via = fault.get("via")
-        halves = fault.get("targets") or fault.get("halves") or [[], []]
-        left, right = set(halves[0]) - {via}, set(halves[1]) - {via}
-        return (a in left and b in right) or (a in right and b in left)
-    if kind == "cut":
-        sources, destinations = fault.get("targets") or [fault.get("sources", []), fault.get("destinations", [])]
-        return a in sources and b in destinations
-    return False
 
 
 class LeadershipReplay:
@@ -75,7 +43,8 @@ class LeadershipReplay:
         self.offline: set[str] = set()  # the controller's last election found no leader
         self.elected: dict[str, int] = {}  # partition -> the controller's last elected leader
         self.pauses: dict[int, list[int]] = {}  # pause fault id -> brokers
-        self.network: dict[int, dict] = {}  # active network fault id -> its fault_started fields
+        # active cutting fault id -> the fault as it resolved (None: it cut nothing)
+        self.network: dict[int, CuttingFault | None] = {}
         self.saw_leadership = False  # any became_leader at all (else the trace lacks these facts)
         self._handlers = {
             "broker_started": self._started, "broker_halted": self._stopped,
@@ -116,14 +85,14 @@ class LeadershipReplay:
 
     # -- handlers --------------------------------------------------------------------
     def _started(self, event: Event) -> None:
-        broker = broker_of(event.node)
+        broker = broker_id_of(event.node)
         if broker is not None:
             self.paused.discard(broker)
             self.running.add(broker)
             self.on_change(event.t_ms, self.leads.get(broker, ()))
 
     def _stopped(self, event: Event) -> None:
-        broker = broker_of(event.node)
+        broker = broker_id_of(event.node)
         if broker is not None:
             self._down(event.t_ms, broker)
 
@@ -137,7 +106,7 @@ class LeadershipReplay:
         self.on_change(t_ms, sorted(lost))
 
     def _became_leader(self, event: Event) -> None:
-        broker, partition = broker_of(event.node), event["partition"]
+        broker, partition = broker_id_of(event.node), event["partition"]
         if broker is None:
             return
         self.saw_leadership = True
@@ -146,7 +115,7 @@ class LeadershipReplay:
         self.on_change(event.t_ms, (partition,))
 
     def _became_follower(self, event: Event) -> None:
-        broker, partition = broker_of(event.node), event["partition"]
+        broker, partition = broker_id_of(event.node), event["partition"]
         if broker is None or broker not in self.claims.get(partition, {}):
             return
         del self.claims[partition][broker]
@@ -175,15 +144,16 @@ class LeadershipReplay:
             self._pause(event.t_ms, brokers, True)
         elif kind == "resume":
             self._pause(event.t_ms, [b for b in targets if isinstance(b, int)], False)
-        elif kind in NETWORK_FAULTS:
-            self.network[event["fault_id"]] = event.fields
+        elif kind in fm.CUTTING_KINDS:
+            self.network[event["fault_id"]] = cut_from_fields(event.fields)
             self._recompute_cut_off(event.t_ms)
 
     def _fault_ended(self, event: Event) -> None:
         fault_id = event.get("fault_id")
         if fault_id in self.pauses:
             self._pause(event.t_ms, self.pauses.pop(fault_id), False)
-        elif self.network.pop(fault_id, None) is not None:
+        elif fault_id in self.network:
+            del self.network[fault_id]
             self._recompute_cut_off(event.t_ms)
 
     def _pause(self, t_ms: int, brokers: list[int], paused: bool) -> None:
@@ -201,9 +171,14 @@ class LeadershipReplay:
         brokers = sorted(set(self.leads) | self.running)
         cut = set()
         if faults and self.clients:
+            nodes = self.clients + [broker_node(b) for b in brokers]
+            links: set[tuple[str, str]] = set()
+            for fault in faults:
+                if fault is not None:
+                    links |= cut_links(fault, nodes)
             for broker in brokers:
-                name = f"broker-{broker}"
-                if all(any(_blocks(f, c, name) or _blocks(f, name, c) for f in faults) for c in self.clients):
+                name = broker_node(broker)
+                if all((c, name) in links or (name, c) in links for c in self.clients):
                     cut.add(broker)
         changed = cut ^ self.cut_off
         self.cut_off = cut

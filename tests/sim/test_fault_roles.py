@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from analysis.history import load_history
+from faults.nodes import broker_id_of
 from scenarios.parse import parse_scenario
 from scenarios.runner import run_scenario
 
@@ -37,7 +38,7 @@ def started(history, kind: str):
 def leader_at(history, t_ms: int) -> int:
     """The broker that last became leader of t-0 before ``t_ms``."""
     became = [e for e in history.events if e.type == "became_leader" and e["partition"] == "t-0" and e.t_ms <= t_ms]
-    return int(became[-1].node.split("-")[1])
+    return broker_id_of(became[-1].node)
 
 
 def test_a_crash_of_the_leader_crashes_the_broker_that_leads_when_it_starts(tmp_path):

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 from analysis.history import load_history
+from faults.nodes import broker_id_of
 from scenarios.parse import parse_scenario
 from scenarios.runner import run_scenario
 
@@ -72,7 +73,7 @@ def test_crash_controller_resolves_the_current_controller(tmp_path):
     _, history = run(tmp_path, "  - {at: 3s, crash: controller}")
     first = events(history, "controller_elected")[0]
     crash = events(history, "fault_started", fault="crash")[0]
-    assert crash["targets"] == [int(first.node.split("-")[1])]
+    assert crash["targets"] == [broker_id_of(first.node)]
     assert crash["roles"] == {"controller": crash["targets"][0]}
     assert len(events(history, "controller_elected")) >= 2
 

@@ -1,7 +1,9 @@
 import simpy
 
-from sim.network import LinkSpec, Network
+from faults import model as fm
+from faults.links import cut_links
 from faults.rng import derive
+from sim.network import LinkSpec, Network
 
 
 def make(**link):
@@ -23,7 +25,7 @@ def test_links_are_fifo_despite_jitter():
 
 def test_isolate_split_and_heal():
     env, net, got = make(latency_ms=1, jitter_ms=0)
-    net.add_cuts(1, net.isolate_edges(["a"]))
+    net.add_cuts(1, cut_links(fm.Isolate(("a",)), net.nodes))
     net.send("a", "b", "waits")
     net.send("b", "c", "kept")
     net.send("a", "a", "loopback stays")
@@ -31,7 +33,7 @@ def test_isolate_split_and_heal():
     assert got["b"] == [] and [m for *_, m in got["c"]] == ["kept"]
     assert [m for *_, m in got["a"]] == ["loopback stays"]
     assert net.heal() == [1]
-    net.add_cuts(2, net.split_edges([["a", "b"], ["c"]]))
+    net.add_cuts(2, cut_links(fm.Split((("a", "b"), ("c",))), net.nodes))
     net.send("a", "b", 1)
     net.send("a", "c", 2)
     env.run(until=20)
@@ -41,20 +43,14 @@ def test_isolate_split_and_heal():
 
 def test_ending_one_fault_keeps_the_cuts_of_another():
     env, net, got = make(latency_ms=1, jitter_ms=0)
-    net.add_cuts(1, net.one_way_edges(["a"], ["b"]))
-    net.add_cuts(2, net.isolate_edges(["c"]))
+    net.add_cuts(1, cut_links(fm.Cut(("a",), ("b",)), net.nodes))
+    net.add_cuts(2, cut_links(fm.Isolate(("c",)), net.nodes))
     net.remove_cuts(2)
     assert net.cut_edges() == [("a", "b")]
     net.send("b", "a", "reply flows")
     net.send("a", "b", "request lost")
     env.run(until=5)
     assert [m for *_, m in got["a"]] == ["reply flows"] and got["b"] == []
-
-
-def test_bridge_keeps_the_bridge_node_connected_to_both_halves():
-    env, net, _ = make()
-    cuts = net.bridge_edges((["a", "b"], ["b", "c"]), "b")
-    assert cuts == {("a", "c"), ("c", "a")}
 
 
 def test_link_overrides_degrade_and_restore():
@@ -74,7 +70,7 @@ def test_messages_wait_on_a_cut_link_and_arrive_in_order_after_the_heal():
     env, net, got = make(latency_ms=10, jitter_ms=0)
     net.send("a", "b", "in flight")
     env.run(until=5)
-    net.add_cuts(1, net.isolate_edges(["b"]))
+    net.add_cuts(1, cut_links(fm.Isolate(("b",)), net.nodes))
     net.send("a", "b", "sent while cut")
     env.run(until=50)
     assert got["b"] == []
@@ -92,7 +88,7 @@ def test_a_message_held_longer_than_the_connection_lives_is_dropped():
     got = []
     net.add_node("a", lambda s, m: None)
     net.add_node("b", lambda s, m: got.append(m))
-    net.add_cuts(1, net.isolate_edges(["b"]))
+    net.add_cuts(1, cut_links(fm.Isolate(("b",)), net.nodes))
     net.send("a", "b", "old")
     env.run(until=2000)
     net.send("a", "b", "recent")
@@ -100,7 +96,7 @@ def test_a_message_held_longer_than_the_connection_lives_is_dropped():
     net.remove_cuts(1)
     env.run(until=2100)
     assert got == ["recent"] and restarts == restarts_before
-    net.add_cuts(2, net.isolate_edges(["b"]))
+    net.add_cuts(2, cut_links(fm.Isolate(("b",)), net.nodes))
     net.send("a", "b", "to a process that restarts")
     restarts["b"] += 1  # its connections died with it
     net.remove_cuts(2)
