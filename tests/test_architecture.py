@@ -1,4 +1,7 @@
-"""The layering rules of ARCHITECTURE.md, checked on the source."""
+"""The layering rules, checked on the source: imports point down only (isrlab, then
+spark_reports, scenarios, the two bindings, and broker_core, faults and analysis at the
+bottom); broker_core imports the standard library only; only a binding imports the
+libraries that tie code to one way of running; no two modules import each other."""
 import ast
 import sys
 from pathlib import Path
@@ -17,7 +20,7 @@ LAYERS = {  # package -> packages it must not import
 }
 
 # The libraries that tie code to one way of running: only their binding may import them
-# (ARCHITECTURE.md: the core and everything shared run under either binding).
+# (the core and everything shared run under either binding).
 ONLY_IN = {
     "simpy": "sim",
     "asyncio": "real_io", "socket": "real_io", "select": "real_io", "selectors": "real_io", "kazoo": "real_io",
