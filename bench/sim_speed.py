@@ -7,7 +7,7 @@ and the floor (bench/sim_floor.py): the same messages and trace lines with no br
 logic, which bounds what any implementation on CPython and simpy can reach. Each real
 run is followed by its floor (same partitioner, same linger) in the same process, and
 the table prints real / floor: the measure of the simulation's cost that does not
-depend on the machine (step 7's target: at most 2.5 at 10 ms linger).
+depend on the machine (the target: at most 2.5 at 10 ms linger).
 
 When `make compiled` has built the mypyc build (isrlab/compiled.py, docs/compiled.md),
 each real run is also made compiled, in a child process (a process holds one copy of
@@ -58,7 +58,7 @@ from sim.world import World
 
 ROOT = Path(__file__).resolve().parent.parent
 NEMESIS = ROOT / "scenarios" / "library" / "nemesis-safe.yaml"
-TARGET_RATIO = 2.5  # step 7: the real run at most 2.5 times slower than its floor
+TARGET_RATIO = 2.5  # the target: the real run at most 2.5 times slower than its floor
 
 SCENARIO = """
 name: bench-sim-speed

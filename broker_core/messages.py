@@ -1,8 +1,10 @@
 """Requests and responses between clients, brokers and the controller.
 
-They mirror Kafka's APIs (Produce, Fetch, Metadata, ListOffsets, OffsetsForLeaderEpoch,
-LeaderAndIsr, UpdateMetadata, StopReplica) with only the fields the model needs. The real binding
-translates the wire protocol to and from these.
+They mirror Kafka's APIs with only the fields the model needs: from clients, Produce,
+InitProducerId (the idempotent producer), Fetch, Metadata, CreateTopics, ListOffsets and
+OffsetsForLeaderEpoch (also a follower's); from the controller, LeaderAndIsr,
+UpdateMetadata and StopReplica; to the controller, ControlledShutdown and AlterIsr
+(KIP-497). The real binding translates the wire protocol to and from those it serves.
 """
 from __future__ import annotations
 

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
-from isrlab import compiled
+from isrlab import compiled, spark_commands
+from isrlab.usage import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds, positive_int
 from scenarios.runner import BINDINGS, KEEP_CHOICES, BindingError, SimulationFailed
 from scenarios.source import ScenarioError
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    pass
 
 
 def _progress_printer(stream, binding: str = "sim"):
@@ -35,34 +29,10 @@ def _usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return int(text)
-
-
 def _port(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
     return int(text)
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``7``, ``1-200`` or ``1,5,9-12``."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not match:
-            raise UsageError(f"--seeds: {text!r} is not a seed list such as 7, 1-200 or 1,5,9-12")
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if last < first:
-            raise UsageError(f"--seeds: {part.strip()!r} ends before it starts")
-        seeds.extend(range(first, last + 1))
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
-    if repeated:
-        raise UsageError(f"--seeds: seed {', '.join(map(str, repeated))} is listed more than once "
-                         "(each seed runs once, into its own folder)")
-    return seeds
 
 
 def _check_out(out: Path) -> None:
@@ -450,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", help="run many seeds, e.g. 1-200 or 1,5,9-12, and print a table of outcomes")
     run.add_argument("--out", help="output directory (default runs/NAME-seedN, or runs/NAME-seeds)")
     run.add_argument("--no-plot", action="store_true", help="skip the timeline PNGs of a single run")
-    run.add_argument("--jobs", type=_positive_int, metavar="N",
+    run.add_argument("--jobs", type=positive_int, metavar="N",
                      help="with --seeds: run N seeds at once in worker processes (default: one per CPU); "
                           "each seed's trace is the same whatever N is")
     run.add_argument("--plots", action="store_true",
@@ -486,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     zk.add_argument("action", choices=("start", "stop"))
     zk.add_argument("--dir", default="runs/zookeeper", help="the server's directory (default runs/zookeeper)")
     zk.add_argument("--port", type=_port, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
-    zk.add_argument("--tick-ms", type=_positive_int, default=2000,
+    zk.add_argument("--tick-ms", type=positive_int, default=2000,
                     help="ZooKeeper's tickTime (default 2000, as ZooKeeper's own); it grants session timeouts of "
                          "2 to 20 ticks only, so scenarios with a short zookeeper.session.timeout.ms need a "
                          "smaller tick (start only)")
@@ -503,9 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--trace", metavar="FILE", help="append the broker's trace events (JSONL) to FILE")
     srv.add_argument("--config", type=_config_pair, action="append", metavar="KEY=VALUE",
                      help="a broker config override with Kafka's name, e.g. num.partitions=3 (repeatable)")
-    srv.add_argument("--max-request-bytes", type=_positive_int, default=104857600, metavar="N",
+    srv.add_argument("--max-request-bytes", type=positive_int, default=104857600, metavar="N",
                      help="socket.request.max.bytes: larger frames close the connection (default 104857600)")
-    srv.add_argument("--connections-max-idle-ms", type=_positive_int, default=600000, metavar="MS",
+    srv.add_argument("--connections-max-idle-ms", type=positive_int, default=600000, metavar="MS",
                      help="connections.max.idle.ms: a connection without a whole request for this long is "
                           "closed (default 600000)")
     srv.add_argument("--clock-origin", type=float, metavar="SECONDS",
@@ -523,10 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     bld.add_argument("--out", type=Path, default=compiled.DEFAULT_DIR, help="build directory (default build/mypyc; "
                      "another one is used with ISRLAB_COMPILED=DIR)")
     bld.add_argument("--force", action="store_true", help="compile even when the build is up to date")
-    bld.add_argument("--jobs", type=_positive_int, metavar="N", help="C compilers at once (default: one per CPU)")
+    bld.add_argument("--jobs", type=positive_int, metavar="N", help="C compilers at once (default: one per CPU)")
     bld.set_defaults(func=cmd_build)
-    from isrlab.spark_commands import add_parsers
-    add_parsers(sub, _positive_int)
+    spark_commands.add_parsers(sub)
     return parser
 
 

@@ -5,12 +5,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from isrlab.usage import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds
 from scenarios.runner import KEEP_CHOICES
 
 DEFAULT_MASTER = "local[*]"
 
 
-def add_parsers(sub, positive_int) -> None:
+def add_parsers(sub) -> None:
     sweep = sub.add_parser("sweep", help="run many seeds, variants and settings as Spark tasks",
                            description="Run the seeds of a scenario for each variant and grid point as Spark tasks "
                                        "and write verdicts, client operations, cluster events and traces as Parquet "
@@ -40,7 +41,6 @@ def add_parsers(sub, positive_int) -> None:
 def _on_spark(job, bad_input: type[Exception]):
     """``job()``'s result, or None after one line on stderr when Spark could not run it
     (the caller exits 2); ``bad_input`` (the command's own error) becomes a UsageError."""
-    from isrlab.cli import UsageError
     from spark_reports.session import SparkUnavailable, one_line, spark_errors
     try:
         return job()
@@ -54,7 +54,6 @@ def _on_spark(job, bad_input: type[Exception]):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from isrlab.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, parse_seeds
     from spark_reports.session import check_master, spark_session
     from spark_reports.sweep import SweepError, check_out, plan_configs, print_progress, run_sweep
     seeds = parse_seeds(args.seeds)
@@ -99,7 +98,6 @@ def _print_sweep(result, configs, seeds: int) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from isrlab.cli import EXIT_BAD_INPUT, EXIT_OK
     from spark_reports.load import ReportError, read_manifest
     from spark_reports.session import spark_session
     folder = Path(args.folder)

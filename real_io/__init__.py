@@ -1,1 +1,1 @@
-"""The real binding: Kafka wire protocol, files and ZooKeeper (step 6 and 7)."""
+"""The real binding: the core on the Kafka wire protocol, real files and ZooKeeper."""

@@ -1,1 +1,1 @@
-"""PySpark reports and seed sweeps over many traces (step 8)."""
+"""PySpark reports and seed sweeps over many traces."""

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 from typing import Iterator, Sequence
 
+from analysis.checkers import MAPPING_CHECKERS, TIMED_ANOMALIES
 from analysis.history import build_history
 from analysis.trace import SCHEMA_VERSION, Event
 from scenarios.runner import RunResult
 from spark_reports.schemas import CLUSTER_EVENT_TYPES, CLUSTER_EVENTS, METRICS, OPERATIONS, TRACES, VERDICTS
 
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
-# The anomaly checkers whose first example says when the anomaly happened (its t_ms).
-TIMED_ANOMALIES = ("lost_writes", "duplicates", "inconsistent_offsets", "divergence", "consumer_non_monotonic",
-                   "consumer_skips", "consumer_truncated_reads", "hw_regressions", "failed_but_present")
 
 
 def _ordered(schema, row: dict) -> tuple:
@@ -39,12 +37,13 @@ def verdict_row(key: dict, result: RunResult, variant: str | None, grid: str, re
     row = {**key, "variant": variant, "grid": grid, "outcome": "PASS" if result.passed else "FAIL",
            "valid": verdict.valid, "why_failed": why_failed(result), "replay": replay, "events": result.events,
            "until_ms": unavailable.get("until_ms"),
-           "final_leader": {k: int(v) for k, v in verdict.value("final_leader").items()},
            "unavailable_per_partition_ms": {k: int(v) for k, v in unavailable.get("per_partition_ms", {}).items()},
            "first_anomaly_ms": first, "verdict_json": verdict.to_json()}
     for name in METRICS:
         value = verdict.value(name)
         row[name] = float(value) if isinstance(value, float) else int(value)
+    for name in MAPPING_CHECKERS:
+        row[name] = {k: int(v) for k, v in verdict.value(name).items()}
     return _ordered(VERDICTS, row)
 
 

@@ -2,9 +2,10 @@
 
 The columns come from the trace schema and the checkers of ``analysis/``
 (docs/trace-schema.md): a trace row carries the trace's common fields
-(``analysis.trace.COMMON_FIELDS``), a verdict row one column per checker
-(``analysis.checkers.CHECKER_NAMES``). Nothing is inferred when reading: a sweep folder
-whose files lack a column, or that was written by another version, is refused.
+(``analysis.trace.COMMON_FIELDS``), a verdict row one column per checker, typed by the
+checkers' registry (``analysis/checkers/registry.py``). Nothing is inferred when
+reading: a sweep folder whose files lack a column, or that was written by another
+version, is refused.
 docs/spark.md describes every column.
 """
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType, BooleanType, DataType, DoubleType, LongType, MapType, StringType, StructField, StructType)
 
-from analysis.checkers import CHECKER_NAMES, MAPPING_CHECKERS
+from analysis.checkers import CHECKER_NAMES, MAPPING_CHECKERS, RATE_CHECKERS
 from analysis.trace import COMMON_FIELDS, SCHEMA_VERSION
 
 SWEEP_FORMAT_VERSION = 1
 MANIFEST_FILE = "sweep.json"
 PARTITION_COLUMNS = ("scenario", "config")
-RATE_METRICS = ("produce_error_rate", "produce_timeout_rate")  # the checkers whose value is a fraction
+RATE_METRICS = RATE_CHECKERS  # the checkers whose value is a fraction
 METRICS = tuple(n for n in CHECKER_NAMES if n not in MAPPING_CHECKERS)
 
 _RUN_KEY = [StructField("scenario", StringType(), False), StructField("config", StringType(), False),
@@ -42,7 +43,7 @@ VERDICTS = StructType(_RUN_KEY + [
     StructField("events", LongType(), False),
     StructField("until_ms", LongType(), True),  # the end of the measured window (workload_stopped)
 ] + [StructField(name, _metric_type(name), False) for name in METRICS] + [
-    StructField("final_leader", MapType(StringType(), LongType()), False),
+    StructField(name, MapType(StringType(), LongType()), False) for name in MAPPING_CHECKERS] + [
     StructField("unavailable_per_partition_ms", MapType(StringType(), LongType()), False),
     StructField("first_anomaly_ms", MapType(StringType(), LongType()), False),
     StructField("verdict_json", StringType(), False),

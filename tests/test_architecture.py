@@ -1,4 +1,7 @@
-"""The layering rules of ARCHITECTURE.md, checked on the source."""
+"""The layering rules, checked on the source: imports point down only (isrlab, then
+spark_reports, scenarios, the two bindings, and broker_core, faults and analysis at the
+bottom); broker_core imports the standard library only; only a binding imports the
+libraries that tie code to one way of running; no two modules import each other."""
 import ast
 import sys
 from pathlib import Path
@@ -17,7 +20,7 @@ LAYERS = {  # package -> packages it must not import
 }
 
 # The libraries that tie code to one way of running: only their binding may import them
-# (ARCHITECTURE.md: the core and everything shared run under either binding).
+# (the core and everything shared run under either binding).
 ONLY_IN = {
     "simpy": "sim",
     "asyncio": "real_io", "socket": "real_io", "select": "real_io", "selectors": "real_io", "kazoo": "real_io",
@@ -74,7 +77,6 @@ def test_simpy_asyncio_sockets_kazoo_and_pyspark_are_imported_only_by_their_bind
     assert bad == []
 
 
-
 def test_the_two_bindings_never_import_each_other():
     bad = [f"{p.relative_to(ROOT)}:{line} imports {name}" for package, other in (("sim", "real_io"), ("real_io", "sim"))
            for p, line, name in imports_of(package) if name == other]
@@ -89,3 +91,70 @@ def test_the_product_imports_nothing_that_only_the_tests_install():
     offenders = [(str(path), line, module) for package in PACKAGES for path, line, module in imports_of(package)
                  if module in test_only]
     assert offenders == []
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """The project modules ``path`` imports when it runs, at the top or inside a function;
+    imports under ``if TYPE_CHECKING:`` are left out, since they never run (the controller's
+    helper modules name the controller's type that way)."""
+    tree = ast.parse(path.read_text(), str(path))
+    type_only = {id(inner) for node in ast.walk(tree)
+                 if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                 for statement in node.body for inner in ast.walk(statement)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in modules}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:  # `from pkg import module` names a module; `from module import name` does not
+                submodule = f"{node.module}.{alias.name}"
+                found |= {submodule} if submodule in modules else {node.module} & modules
+    return found - {module_name(path)}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import one another, directly or round a longer loop
+    (Tarjan's strongly connected components, larger than one module)."""
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        index[module] = lowest[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                lowest[module] = min(lowest[module], lowest[imported])
+            elif imported in stack:
+                lowest[module] = min(lowest[module], index[imported])
+        if lowest[module] == index[module]:
+            group = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_two_modules_import_each_other():
+    """A cycle (isrlab/cli.py and spark_commands.py had one) works only while the imports
+    stay inside functions, and ties both modules into one: what both need goes below them."""
+    paths = {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+    graph = {module: runtime_imports(path, set(paths)) for module, path in paths.items()}
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -18,8 +18,6 @@ from analysis.trace import Event
 # is the controller learning of a request_fenced already counted, so it is listed in
 # the details but not counted again.
 FENCING_EVENTS = ("request_fenced", "controller_fenced", "isr_update_conflict")
-FACT_NAMES = ("unclean_elections", "leader_elections", "fenced_requests", "isr_shrinks", "isr_expansions",
-              "final_leader")
 
 
 class _Tally:

@@ -10,11 +10,6 @@ from analysis.checkers.result import CheckResult
 from analysis.history import History
 from analysis.trace import Event
 
-HAPPENED_NAMES = ("faults_applied", "faults_without_effect", "triggers_never_fired", "produced", "acknowledged",
-                  "consumed")
-# Results that say the run tested nothing when invalid (the runner fails such a run
-# unless the scenario expects them).
-UNTESTED_NAMES = ("faults_without_effect", "triggers_never_fired", "acknowledged")
 _FAULT_FIELDS = ("targets", "brokers", "nodes", "groups", "roles", "line", "no_effect")
 
 

@@ -220,8 +220,8 @@ def test_encoding_a_misspelt_or_wrongly_typed_field_is_a_protocol_error():
 
 
 def test_the_codec_is_pure():
-    """ARCHITECTURE.md: only real_io touches sockets and event loops, and the codec needs
-    neither (nor the simulation): bytes in, values out."""
+    """Only real_io touches sockets and event loops (tests/test_architecture.py), and the
+    codec needs neither (nor the simulation): bytes in, values out."""
     from tests.test_architecture import imports_of
     forbidden = {"asyncio", "socket", "selectors", "select", "kazoo", "threading", "sim", "time", "random"}
     bad = [f"{path.name}:{line} imports {name}" for path, line, name in imports_of("real_io/protocol")
