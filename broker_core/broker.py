@@ -10,12 +10,12 @@ from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
 from broker_core.dynamic_config import CONFIG_CHANGES_PATH, UNCLEAN_KEY, TopicConfigListener, reconfigure_logs
-from broker_core.effects import Halt
+from broker_core.effects import Effect, Halt
 from broker_core.errors import ConfigError, CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
-    FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired)
+    FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
 from broker_core.log_manager import LogManager
 from broker_core.messages import (
@@ -80,7 +80,7 @@ class BrokerNode:
         return self.replicas.config_for(topic).unclean_leader_election_enable
 
     # -- the one entry point ---------------------------------------------------------
-    def handle(self, event: Any, now_ms: int) -> list:
+    def handle(self, event: Input, now_ms: int) -> list[Effect]:
         ctx = self.ctx
         if now_ms < 0:
             raise CoreError("time must not be negative")

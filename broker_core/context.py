@@ -5,7 +5,7 @@ from typing import Any, Hashable
 
 from broker_core.config import BrokerConfig
 from broker_core.coordination import TaskRunner
-from broker_core.effects import CancelTimer, Send, SetTimer, Trace
+from broker_core.effects import CancelTimer, Effect, Send, SetTimer, Trace
 
 
 class NodeContext:
@@ -13,7 +13,7 @@ class NodeContext:
         self.broker_id = broker_id
         self.config = config
         self.now_ms = 0
-        self.out: list[Any] = []
+        self.out: list[Effect] = []
         self.tasks = TaskRunner(self.emit, lambda: self.now_ms)
         self._correlation_id = 0
         self.replay_requested = False  # held requests may proceed once this input is done
@@ -21,7 +21,7 @@ class NodeContext:
     def request_replay(self) -> None:
         self.replay_requested = True
 
-    def emit(self, effect: Any) -> None:
+    def emit(self, effect: Effect) -> None:
         self.out.append(effect)
 
     def send(self, dst: Hashable, message: Any) -> None:

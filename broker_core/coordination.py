@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generator
 
-from broker_core.effects import CancelTimer, CoordRequest, SetTimer, Trace
+from broker_core.effects import CancelTimer, CoordRequest, Effect, SetTimer, Trace
 
 # Reply errors, named as in ZooKeeper.
 NO_NODE = "no_node"
@@ -168,7 +168,7 @@ def create_checked(op: Create, session_id: int | None):
 class TaskRunner:
     """Drives coordination tasks. ``emit`` receives the effects the tasks need."""
 
-    def __init__(self, emit: Callable[[Any], None], now: Callable[[], int]):
+    def __init__(self, emit: Callable[[Effect], None], now: Callable[[], int]):
         self._emit = emit
         self._now = now
         self._next_request_id = 1

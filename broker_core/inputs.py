@@ -1,20 +1,29 @@
-"""What a runtime hands to a node (past tense: things that happened)."""
+"""What a runtime hands to a node (past tense: things that happened).
+
+``Input`` is the union of them all: the type of ``BrokerNode.handle``'s event. The
+classes are ``@final`` so that mypy narrows ``type(event) is X`` both ways.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Hashable, final
+
+from broker_core.coordination import Reply
+from broker_core.storage import LogStorage
 
 
+@final
 @dataclass(slots=True)
 class Started:
     """The process started. ``storage`` is the read side of its data directory (the
     durable or page-cache bytes that survived), a broker_core.storage.LogStorage; the
     node keeps it to read stored batches it does not hold."""
-    storage: Any
+    storage: LogStorage
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
 # written __init__, while the one @dataclass generates stays interpreted (docs/compiled.md).
+@final
 @dataclass(slots=True, init=False)
 class MessageReceived:
     src: Hashable  # a broker id for brokers, an opaque address for clients
@@ -25,6 +34,7 @@ class MessageReceived:
         self.message = message
 
 
+@final
 @dataclass(slots=True, init=False)
 class TimerFired:
     key: tuple  # (kind, ...) as given to SetTimer
@@ -33,40 +43,52 @@ class TimerFired:
         self.key = key
 
 
+@final
 @dataclass(slots=True)
 class FsyncCompleted:
     path: str
     token: int
 
 
+@final
 @dataclass(slots=True)
 class DiskWriteFailed:
     path: str
     reason: str
 
 
+@final
 @dataclass(slots=True)
 class CoordSessionStarted:
     session_id: int
 
 
+@final
 @dataclass(slots=True)
 class CoordSessionExpired:
     session_id: int
 
 
+@final
 @dataclass(slots=True)
 class CoordReplied:
     request_id: int
-    reply: Any  # broker_core.coordination.Reply
+    reply: Reply
 
 
+@final
 @dataclass(slots=True)
 class CoordWatchFired:
     path: str
     kind: str  # "created" | "deleted" | "changed" | "children"
 
 
+@final
 @dataclass(slots=True)
 class ShutdownRequested:
     """An operator asked the broker to stop cleanly (controlled shutdown)."""
+
+
+# Every input; a new one goes here and in BrokerNode's table of handlers (a test compares them).
+Input = (Started | MessageReceived | TimerFired | FsyncCompleted | DiskWriteFailed | CoordSessionStarted
+         | CoordSessionExpired | CoordReplied | CoordWatchFired | ShutdownRequested)

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence, cast
 
-from broker_core.effects import DeleteFile, Fsync, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, Effect, Fsync, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
@@ -113,7 +113,7 @@ class PartitionLog:
             batch = RecordBatch(self.log_end_offset, leader_epoch, records)
         return batch, self._append(batch)
 
-    def append_as_follower(self, batch: Any) -> list:
+    def append_as_follower(self, batch: Any) -> list[Effect]:
         """Append a batch the leader sent: a RecordBatch (stored in the core's segment
         format, ``broker_core.segment_format``), or any other object with a batch's
         header fields and ``encode()`` (the real binding's wire batch)."""
@@ -121,8 +121,8 @@ class PartitionLog:
             raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
         return self._append(batch)
 
-    def _append(self, batch: Any) -> list:
-        effects: list[Any] = []
+    def _append(self, batch: Any) -> list[Effect]:
+        effects: list[Effect] = []
         # The core's own batches are written as BatchBytes: their length is exact, their
         # bytes are made only when something reads them (most simulated runs never do).
         # Their fields are read typed, once (any other batch's by name).
@@ -170,7 +170,7 @@ class PartitionLog:
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         return effects
 
-    def assign_epoch(self, epoch: int) -> list:
+    def assign_epoch(self, epoch: int) -> list[Effect]:
         """A new leader records that its epoch starts at the current log end (KIP-101)."""
         if self.epochs.assign(epoch, self.log_end_offset):
             return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
@@ -255,13 +255,13 @@ class PartitionLog:
         return batch if batch is not None and batch.base_offset <= offset else None
 
     # -- truncation ----------------------------------------------------------------
-    def truncate_to(self, offset: int) -> list:
+    def truncate_to(self, offset: int) -> list[Effect]:
         """Remove every batch that holds an offset >= ``offset`` (whole batches only)."""
         # The first batch that holds an offset >= ``offset``: a batch straddling it goes too.
         first = next(self._batches_from(offset), None)
         if first is None:
             return []
-        effects: list[Any] = []
+        effects: list[Effect] = []
         was_active = len(self.segments) - 1
         new_end, i, position = first.base_offset, first.segment, first.position
         for segment in self.segments[i + 1:]:
@@ -339,7 +339,7 @@ class PartitionLog:
         del self.active_batches[:drop]
         del self._active_bases[:drop]
 
-    def drop_epochs_at_log_end(self) -> list:
+    def drop_epochs_at_log_end(self) -> list[Effect]:
         """Forget epochs that start at the log end (Kafka 2.1+ Log.truncateTo past the end)."""
         if self.epochs.truncate_from_end(self.log_end_offset):
             return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
@@ -404,14 +404,14 @@ class PartitionLog:
         return [(b.base_offset + i, r) for b in self.load() for i, r in enumerate(b.records)]
 
     # -- durability ----------------------------------------------------------------
-    def flush(self, now_ms: int) -> list:
+    def flush(self, now_ms: int) -> list[Effect]:
         """Fsync every segment that holds unflushed data (Kafka's Log.flush())."""
         effects = self._fsync_up_to(self.log_end_offset)
         if effects:
             self.last_flush_ms = now_ms
         return effects
 
-    def _fsync_up_to(self, offset: int) -> list:
+    def _fsync_up_to(self, offset: int) -> list[Effect]:
         """Fsync the segments holding offsets from the durable offset up to ``offset``;
         the durable offset moves to ``offset`` when the last of them completes."""
         if self.durable_offset >= offset or not self.segments:

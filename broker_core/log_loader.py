@@ -8,9 +8,9 @@ itself (``broker_core.log``) only appends, reads, truncates and flushes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
-from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile
+from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.log import SEGMENT_SUFFIX, PartitionLog
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX
@@ -47,7 +47,7 @@ def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, rec
     prefix = log.directory + "/"
     paths = sorted(p for p in storage.paths() if p.startswith(prefix))
     segment_paths = [p for p in paths if p.endswith(SEGMENT_SUFFIX)]
-    effects: list[Any] = []
+    effects: list[Effect] = []
     deleted: list[str] = []
     truncated_bytes = 0
     reason: str | None = None
@@ -128,11 +128,11 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool,
     return reason, first
 
 
-def _recover_indexes(log: PartitionLog, paths: Sequence[str]) -> list:
+def _recover_indexes(log: PartitionLog, paths: Sequence[str]) -> list[Effect]:
     """Each sealed segment's index file as its scan rebuilt it (rewritten when
     missing or different); every other index file deleted (the active segment's,
     whose index lives in memory, and those of deleted segments or of none)."""
-    effects: list[Any] = []
+    effects: list[Effect] = []
     sealed = log.segments[:-1]
     for segment in sealed:
         expected = bytes(segment.held_index.data)
@@ -144,7 +144,7 @@ def _recover_indexes(log: PartitionLog, paths: Sequence[str]) -> list:
     return effects
 
 
-def _recover_epochs(log: PartitionLog) -> list:
+def _recover_epochs(log: PartitionLog) -> list[Effect]:
     """The leader-epoch checkpoint read back, without the epochs that start at or past the
     recovered log's end (2.7.0 Log: truncateFromEnd after loadSegments), rewritten
     when that dropped any."""

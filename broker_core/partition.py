@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any
 
 from broker_core.config import BrokerConfig
-from broker_core.effects import Trace
+from broker_core.effects import Effect, Trace
 from broker_core.errors import ErrorCode, InvariantViolation
 from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
@@ -98,7 +98,7 @@ class Partition:
         return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, self.zk_version)
 
     # -- role changes ----------------------------------------------------------------
-    def make_leader(self, state: PartitionState, now_ms: int) -> list:
+    def make_leader(self, state: PartitionState, now_ms: int) -> list[Effect]:
         """Partition.makeLeader. Every follower in the ISR counts as caught up now (or a
         new leader would evict them before they had a chance to fetch from it). 2.7.0
         forgets the followers' log end offsets only when this broker was not leading

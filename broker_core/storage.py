@@ -28,7 +28,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
-from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
 from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, RecordBatch, last_sequence
 from broker_core.segment_format import DecodeError, decode_batch, materialize
@@ -235,29 +235,28 @@ class MemoryFiles:
         self.files: dict[str, bytearray] = {p: bytearray(d) for p, d in (files or {}).items()}
         self.storage = BytesLogStorage(self.files.get, self.files.keys)
 
-    def apply(self, effect: Any) -> bool:
+    def apply(self, effect: Effect) -> bool:
         """Carry out a file effect; False for any other effect."""
-        kind = type(effect)
-        if kind is WriteBytes:
+        if type(effect) is WriteBytes:
             data = self.files.setdefault(effect.path, bytearray())
             if effect.position > len(data):
                 data.extend(b"\0" * (effect.position - len(data)))
             written = materialize(effect.data)
             data[effect.position:effect.position + len(written)] = written
             self.storage.remember(effect)
-        elif kind is TruncateFile:
+        elif type(effect) is TruncateFile:
             if effect.path in self.files:
                 del self.files[effect.path][effect.size:]
-        elif kind is DeleteFile:
+        elif type(effect) is DeleteFile:
             self.files.pop(effect.path, None)
             self.storage.forget(effect.path)
-        elif kind is ReplaceFile:
+        elif type(effect) is ReplaceFile:
             self.files[effect.path] = bytearray(effect.data)
         else:
             return False
         return True
 
-    def apply_all(self, effects: Iterable[Any]) -> None:
+    def apply_all(self, effects: Iterable[Effect]) -> None:
         for effect in effects:
             self.apply(effect)
 

@@ -152,6 +152,11 @@ class ZooKeeperCoordination:
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------
+    def set_wakeup(self, wakeup: Callable[[], None]) -> None:
+        """``wakeup`` is called (from any thread) whenever an input is ready for ``poll``:
+        a runtime that is built after this object gives its own here."""
+        self._wakeup = wakeup
+
     def start(self) -> None:
         """Connect in the background; the core hears CoordSessionStarted when connected."""
         self._client.add_listener(self._on_state)

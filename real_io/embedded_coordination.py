@@ -38,6 +38,11 @@ class EmbeddedCoordination:
         if self._snapshot is not None and self._snapshot.exists():
             load_snapshot(self.store, json.loads(self._snapshot.read_text()))
 
+    def set_wakeup(self, wakeup: Callable[[], None]) -> None:
+        """``wakeup`` is called (from any thread) whenever an input is ready for ``poll``:
+        a runtime that is built after this object gives its own here."""
+        self._wakeup = wakeup
+
     def start(self) -> None:
         self.session_id = self.store.create_session(_OWNER, 2**31, 0)
         self._inputs.append(CoordSessionStarted(self.session_id))

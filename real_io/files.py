@@ -37,7 +37,7 @@ import errno
 import os
 from pathlib import Path
 
-from broker_core.effects import DeleteFile, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, FileEffect, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect
 from broker_core.segment_format import DecodeError, materialize
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
@@ -146,21 +146,19 @@ class DataDir:
         return PinnedRegion(os.dup(self._descriptor(region.path)), region.position, region.size)
 
     # -- the write side ------------------------------------------------------------------
-    def carry_out(self, effect) -> None:
-        """One of the core's file effects (WriteBytes, TruncateFile, DeleteFile,
-        ReplaceFile); OSError when the disk refuses."""
-        kind = type(effect)
-        if kind is WriteBytes:
+    def carry_out(self, effect: FileEffect) -> None:
+        """One of the core's file effects; OSError when the disk refuses."""
+        if type(effect) is WriteBytes:
             # the core's own batches arrive as BatchBytes (their bytes made when read)
             self.write(effect.path, effect.position, materialize(effect.data))
-        elif kind is TruncateFile:
+        elif type(effect) is TruncateFile:
             self.truncate(effect.path, effect.size)
-        elif kind is DeleteFile:
+        elif type(effect) is DeleteFile:
             self.delete(effect.path)
-        elif kind is ReplaceFile:
+        elif type(effect) is ReplaceFile:
             self.replace(effect.path, effect.data)
         else:
-            raise TypeError(f"not a file effect: {kind.__name__}")
+            unhandled_effect(effect)
 
     def _descriptor(self, path: str) -> int:
         fd = self._handles.get(path)

@@ -18,23 +18,48 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Protocol
 
 from analysis.trace import TraceWriter
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, FileEffect, Fsync, Halt, ReplaceFile, Send,
+    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.messages import FetchResponse
 from faults.nodes import broker_node
 from real_io.protocol.primitives import Splice
-from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
+from broker_core.inputs import (
+    DiskWriteFailed, FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
 from real_io.files import DataDir
 
 
+class CoordinationPort(Protocol):
+    """The coordination service as the runtime drives it: it carries out the core's
+    ``CoordRequest`` effects and hands back the coordination inputs (``CoordReplied``,
+    ``CoordWatchFired``, ``CoordSessionStarted``, ``CoordSessionExpired``) in the order the
+    core must see them. ``ZooKeeperCoordination`` (real_io/coordination.py) and
+    ``EmbeddedCoordination`` (real_io/embedded_coordination.py) implement it; mypy checks
+    both where real_io/serve.py hands one to the runtime."""
+
+    def set_wakeup(self, wakeup: Callable[[], None]) -> None:
+        """``wakeup`` is called, from any thread, whenever an input is ready for ``poll``."""
+
+    def start(self) -> None:
+        """Open the session; the core hears ``CoordSessionStarted`` through ``poll``."""
+
+    def request(self, request_id: int, op: Any) -> None:
+        """Carry out one of the core's coordination ops (broker_core.coordination)."""
+
+    def poll(self, timeout_s: float | None = 0.0) -> Any | None:
+        """The next coordination input for the core, or None."""
+
+    def close(self) -> None:
+        """End the session cleanly (its ephemeral nodes go with it); nothing more is handed over."""
+
+
 class BrokerRuntime:
-    def __init__(self, broker_id: int, config: BrokerConfig, data_dir: DataDir, coordination: Any,
+    def __init__(self, broker_id: int, config: BrokerConfig, data_dir: DataDir, coordination: CoordinationPort,
                  trace: TraceWriter | None = None, topic_configs: dict[str, BrokerConfig] | None = None,
                  clock_origin: float | None = None):
         """``clock_origin``: the event loop's (monotonic) time that is 0 ms on the broker's
@@ -70,7 +95,7 @@ class BrokerRuntime:
         self.loop = asyncio.get_running_loop()
         self._origin = self.loop.time() if self._clock_origin is None else self._clock_origin
         self.halted = self.loop.create_future()
-        self.coordination._wakeup = self._wakeup_threadsafe
+        self.coordination.set_wakeup(self._wakeup_threadsafe)
         self.feed(Started(self.data_dir))
         self.coordination.start()
 
@@ -92,7 +117,7 @@ class BrokerRuntime:
         self.data_dir.close()
 
     # -- inputs ----------------------------------------------------------------------
-    def feed(self, event: Any) -> None:
+    def feed(self, event: Input) -> None:
         if not self.is_running and not isinstance(event, Started):
             return
         self.apply(self.node.handle(event, self.now_ms()))
@@ -132,36 +157,38 @@ class BrokerRuntime:
             self._draining = False
 
     # -- effects ---------------------------------------------------------------------
-    def apply(self, effects: list) -> None:
+    def apply(self, effects: list[Effect]) -> None:
         for effect in effects:
             if not self.is_running:
                 return  # the node halted part-way: the rest never happened
-            kind = type(effect)
-            if kind is Send:
+            # By exact class (final classes: mypy narrows each branch, and
+            # unhandled_effect fails mypy when a member of Effect has no branch).
+            if type(effect) is Send:
                 self._send(effect.dst, effect.message)
-            elif kind is Trace:
+            elif type(effect) is Trace:
                 self.trace(effect.type, effect.fields)
-            elif kind is SetTimer:
+            elif type(effect) is SetTimer:
                 self._set_timer(effect.key, effect.at_ms)
-            elif kind is CancelTimer:
+            elif type(effect) is CancelTimer:
                 handle = self._timers.pop(effect.key, None)
                 if handle is not None:
                     handle.cancel()
-            elif kind is CoordRequest:
+            elif type(effect) is CoordRequest:
                 self.coordination.request(effect.request_id, effect.op)
                 self.loop.call_soon(self._drain_coordination)
-            elif kind in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
+            elif (type(effect) is WriteBytes or type(effect) is TruncateFile or type(effect) is DeleteFile
+                  or type(effect) is ReplaceFile):
                 self._file_effect(effect)
-            elif kind is Fsync:
+            elif type(effect) is Fsync:
                 self._fsync(effect.path, effect.token)
-            elif kind is CloseConnection:
+            elif type(effect) is CloseConnection:
                 close = self._closers.get(effect.dst)
                 if close is not None:  # else the client is gone already
                     close()
-            elif kind is Halt:
+            elif type(effect) is Halt:
                 self._halt(effect)
             else:
-                raise TypeError(f"unknown effect {kind.__name__}")
+                unhandled_effect(effect)
 
     def trace(self, type_: str, fields: Any) -> None:
         if self.writer is not None:
@@ -192,7 +219,7 @@ class BrokerRuntime:
             if regions:
                 result.batches = Splice(sum(r.size for r in regions), [self.data_dir.pin(r) for r in regions])
 
-    def _file_effect(self, effect: Any) -> None:
+    def _file_effect(self, effect: FileEffect) -> None:
         try:
             self.data_dir.carry_out(effect)
         except OSError as error:

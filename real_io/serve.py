@@ -22,7 +22,7 @@ from broker_core.config import broker_config
 from real_io.embedded_coordination import SNAPSHOT_FILE, EmbeddedCoordination
 from real_io.files import DataDir
 from real_io.protocol.apis import DEFAULT_MAX_REQUEST_BYTES
-from real_io.runtime import BrokerRuntime
+from real_io.runtime import BrokerRuntime, CoordinationPort
 from real_io.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, KafkaServer
 
 LOCK_FILE = ".lock"
@@ -61,7 +61,7 @@ def lock_data_dir(root: Path) -> int:
     return fd
 
 
-def _coordination(options: ServeOptions, data_dir: DataDir, session_timeout_ms: int):
+def _coordination(options: ServeOptions, data_dir: DataDir, session_timeout_ms: int) -> CoordinationPort:
     if options.zk is None:
         return EmbeddedCoordination(data_dir.root / SNAPSHOT_FILE)
     from real_io.coordination import ZooKeeperCoordination

@@ -13,10 +13,11 @@ from simpy.events import NORMAL
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
+    TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.storage import BytesLogStorage, resolve_message
-from broker_core.inputs import DiskWriteFailed, FsyncCompleted, MessageReceived, ShutdownRequested, Started, TimerFired
+from broker_core.inputs import (
+    DiskWriteFailed, FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
 from faults.nodes import broker_id_of, broker_node
 from sim.coordination import SERVICE, CoordinationClient
 from sim.deadlines import has_simpy_internals
@@ -164,7 +165,7 @@ class BrokerHost:
         self._wake_at: float | None = None
         self._wake_token = 0
         self._waking = False
-        self._paused_inputs: list[Any] = []
+        self._paused_inputs: list[tuple[str, Any]] = []
         # what MessageReceived names each sender by (a broker id, or a client's address),
         # worked out once per sender instead of once per message
         self._senders: dict[str, Hashable] = {}
@@ -246,7 +247,7 @@ class BrokerHost:
             sender = self._senders[src] = broker if broker is not None else src
         self._input(MessageReceived(sender, message))
 
-    def _input(self, event: Any) -> None:
+    def _input(self, event: Input) -> None:
         node = self.node
         if node is None:
             return
@@ -255,59 +256,55 @@ class BrokerHost:
             return
         self._apply(node.handle(event, self.now_ms()))
 
-    def _apply(self, effects: list) -> None:
+    def _apply(self, effects: list[Effect]) -> None:
         incarnation = self.incarnation
         for effect in effects:
             if self.incarnation != incarnation:
                 return  # the process halted part-way: the rest never happened
-            # The typed locals let mypyc read the effects' fields directly (no lookup by name).
-            kind = type(effect)
-            if kind is Send:
-                send: Send = effect
-                dst: Any = send.dst
+            # By exact class, the most frequent first: mypy narrows ``effect`` in each
+            # branch (the classes are final), so mypyc reads its fields directly (no
+            # lookup by name), and the rest reach _apply_other as the union of the others.
+            if type(effect) is Send:
+                dst: Any = effect.dst
                 self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
-                                  resolve_message(send.message, self.storage))
-            elif kind is SetTimer:
-                timer: SetTimer = effect
-                self._set_timer(timer.key, timer.at_ms)
-            elif kind is CancelTimer:
-                cancel: CancelTimer = effect
-                self._timers.cancel(cancel.key)
-            elif kind is WriteBytes:
-                write: WriteBytes = effect
-                error = self.disk.write(write.path, write.position, write.data)
+                                  resolve_message(effect.message, self.storage))
+            elif type(effect) is SetTimer:
+                self._set_timer(effect.key, effect.at_ms)
+            elif type(effect) is CancelTimer:
+                self._timers.cancel(effect.key)
+            elif type(effect) is WriteBytes:
+                error = self.disk.write(effect.path, effect.position, effect.data)
                 if error is not None:
-                    self._disk_failed(write.path, error)
+                    self._disk_failed(effect.path, error)
                 else:
-                    self.storage.remember(write)
-            elif kind is Trace:
-                trace: Trace = effect
-                fields: Any = trace.fields  # a dict (NodeContext.trace builds it)
-                self._trace(self.name, trace.type, fields)
+                    self.storage.remember(effect)
+            elif type(effect) is Trace:
+                fields: Any = effect.fields  # a dict (NodeContext.trace builds it)
+                self._trace(self.name, effect.type, fields)
             else:
                 self._apply_other(effect)
 
-    def _apply_other(self, effect: Any) -> None:
-        kind = type(effect)
-        if kind is CoordRequest:
+    def _apply_other(self, effect: CoordRequest | Fsync | TruncateFile | DeleteFile | ReplaceFile | CloseConnection
+                     | Halt) -> None:
+        if type(effect) is CoordRequest:
             self.coord.request(effect.request_id, effect.op)
-        elif kind is Fsync:
+        elif type(effect) is Fsync:
             self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
-        elif kind is TruncateFile:
+        elif type(effect) is TruncateFile:
             self.disk.truncate(effect.path, effect.size)
-        elif kind is DeleteFile:
+        elif type(effect) is DeleteFile:
             self.disk.delete(effect.path)
             self.storage.forget(effect.path)
-        elif kind is ReplaceFile:
+        elif type(effect) is ReplaceFile:
             error = self.disk.replace(effect.path, effect.data)
             if error is not None:
                 self._disk_failed(effect.path, error)
-        elif kind is CloseConnection:
+        elif type(effect) is CloseConnection:
             # The client's end sees the connection reset after what was sent before it.
-            dst = effect.dst
-            self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
+            closed: Any = effect.dst  # a broker id or a client's address, as Send's dst
+            self.network.send(self.name, broker_name(closed) if isinstance(closed, int) else closed,
                               ConnectionReset(self.broker_id))
-        elif kind is Halt:
+        elif type(effect) is Halt:
             self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
             if effect.clean:
                 self.coord.close()
@@ -316,7 +313,7 @@ class BrokerHost:
                 self.exited = True
                 self.on_exit(self.broker_id)
         else:
-            raise TypeError(f"unknown effect {kind.__name__}")
+            unhandled_effect(effect)
 
     def _read_file(self, path: str) -> bytearray | None:
         f = self.disk.files.get(path)

@@ -17,8 +17,8 @@ from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
+    TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.errors import ErrorCode
 from broker_core.storage import MemoryFiles, resolve_message
 from broker_core.inputs import (
@@ -137,10 +137,11 @@ class Cluster:
         if (ZK, broker) not in self.blocked:
             self._push(self.now + self.latency, broker, CoordWatchFired(event.path, event.kind))
 
-    def _apply(self, broker: int, effects: list) -> None:
+    def _apply(self, broker: int, effects: list[Effect]) -> None:
         for e in effects:
-            kind = type(e)
-            if kind is Send:
+            # By exact class, as the bindings do; unhandled_effect makes a missing branch
+            # a mypy error and a loud one at run time.
+            if type(e) is Send:
                 if (broker, e.dst) in self.blocked:
                     continue
                 message = resolve_message(e.message, self.disks[broker].storage)
@@ -148,13 +149,13 @@ class Cluster:
                     self._push(self.now + self.latency, CLIENT, message)
                 else:
                     self._push(self.now + self.latency, e.dst, MessageReceived(broker, message))
-            elif kind is SetTimer:
+            elif type(e) is SetTimer:
                 self._seq += 1
                 self.timers[broker][e.key] = self._seq
                 self._push(max(e.at_ms, self.now), broker, ("timer", e.key, self._seq))
-            elif kind is CancelTimer:
+            elif type(e) is CancelTimer:
                 self.timers[broker].pop(e.key, None)
-            elif kind is CoordRequest:
+            elif type(e) is CoordRequest:
                 if (broker, ZK) in self.blocked:
                     self._lost.setdefault(broker, []).append(e.request_id)  # never reached the store
                     continue
@@ -168,25 +169,25 @@ class Cluster:
                     self._lost.setdefault(broker, []).append(e.request_id)  # applied, answer lost
                 else:
                     self._push(self.now + 2 * self.latency, broker, CoordReplied(e.request_id, reply))
-            elif kind is Halt:
+            elif type(e) is Halt:
                 self.traces.append((self.now, broker, "broker_halted", {"reason": e.reason, "clean": e.clean}))
                 sid = self.sessions.get(broker)
                 if e.clean and sid is not None:
                     self.store.expire(sid, reason="closed")
                 self.crash(broker)
                 return  # the process is gone: its remaining effects never happen
-            elif kind is CloseConnection:
+            elif type(e) is CloseConnection:
                 # The client has one connection per broker and nothing to cancel on it:
                 # the close is recorded for tests to check.
                 self.closed_connections.append((self.now, broker, e.dst))
-            elif kind in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
+            elif type(e) is WriteBytes or type(e) is TruncateFile or type(e) is DeleteFile or type(e) is ReplaceFile:
                 self.disks[broker].apply(e)
-            elif kind is Fsync:
+            elif type(e) is Fsync:
                 self._push(self.now + 1, broker, FsyncCompleted(e.path, e.token))
-            elif kind is Trace:
+            elif type(e) is Trace:
                 self.traces.append((self.now, broker, e.type, dict(e.fields)))
             else:
-                raise TypeError(kind)
+                unhandled_effect(e)
 
     # -- time ------------------------------------------------------------------------
     def run_for(self, ms: int) -> None:
