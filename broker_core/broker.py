@@ -3,6 +3,7 @@ effects to carry out. A crash throws the node away; a restart builds a new one t
 recovers from the bytes the runtime says survived."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
@@ -23,6 +24,7 @@ from broker_core.messages import (
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
     UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest)
+from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
 from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
@@ -440,6 +442,54 @@ class BrokerNode:
         self.replicas.maybe_flush(partition)
 
     # -- observation (no effects) ----------------------------------------------------
+    # What a runtime may read of a node: plain values and frozen records, never the
+    # objects behind them, so that the bindings depend on these methods only.
+    def has_partitions(self) -> bool:
+        """Whether this broker hosts a replica of any partition."""
+        return bool(self.replicas.partitions)
+
     def snapshot(self) -> dict[str, dict]:
         """The state of every hosted partition, for samplers and fault triggers."""
         return {str(tp): p.snapshot() for tp, p in sorted(self.replicas.partitions.items())}
+
+    def snapshot_json(self) -> str:
+        """``snapshot()`` as compact, key-sorted, ASCII-only JSON text, written from the
+        replicas' fields without building the dicts: the simulation's sampler writes it
+        for every broker at every sample."""
+        return snapshots_json(self.replicas.partitions)
+
+    def replica_log(self, tp: TopicPartition) -> ReplicaLog | None:
+        """The hosted replica of ``tp``'s offsets and every batch it stores from its log
+        start (read through the storage port); None when ``tp`` is not hosted here."""
+        partition = self.replicas.partitions.get(tp)
+        if partition is None:
+            return None
+        log = partition.log
+        return ReplicaLog(log.log_start_offset, log.log_end_offset, log.high_watermark,
+                          log.load(log.log_start_offset))
+
+    def active_controller_epoch(self) -> int | None:
+        """The controller epoch this broker won, while it is the active controller; None
+        when it is not (its session expired, or another broker controls)."""
+        return self.controller.epoch if self.controller.active else None
+
+    def live_brokers(self) -> tuple[int, ...]:
+        """The live brokers of the controller's last UpdateMetadata to this broker."""
+        return self.metadata_live
+
+    def has_topic(self, topic: str) -> bool:
+        """Whether the controller's last UpdateMetadata named a partition of ``topic``."""
+        return any(tp.topic == topic for tp in self.metadata)
+
+    def config_for_topic(self, topic: str) -> BrokerConfig:
+        """The config ``topic``'s logs run with: the broker's, overridden by the topic's."""
+        return self.replicas.config_for(topic)
+
+
+@dataclass(frozen=True)
+class ReplicaLog:
+    """One replica's log as the final phase digests it (``BrokerNode.replica_log``)."""
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    batches: tuple  # the stored batch objects, in offset order

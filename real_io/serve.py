@@ -134,7 +134,7 @@ def _open_trace(path: Path):
 async def _until_live(runtime: BrokerRuntime) -> None:
     """Wait for the controller's word that this broker is live, or for a halt."""
     deadline = runtime.loop.time() + READY_TIMEOUT_S
-    while runtime.broker_id not in runtime.node.metadata_live:
+    while runtime.broker_id not in runtime.node.live_brokers():
         if not runtime.is_running:
             raise ServeError(f"the broker stopped while starting: {runtime.halt_reason.reason}")
         if runtime.loop.time() > deadline:

@@ -164,9 +164,7 @@ class KafkaServer:
 
     def _topic_config(self, topic: str):
         node = self.runtime.node
-        if not any(tp.topic == topic for tp in node.metadata):
-            return None
-        return node.replicas.config_for(topic)
+        return node.config_for_topic(topic) if node.has_topic(topic) else None
 
     async def _through_core(self, address: str, key: int, version: int, body: dict) -> dict | None:
         cid = next(self._correlation)

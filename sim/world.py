@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from json.encoder import encode_basestring_ascii
 from typing import Any, Iterator
 
 from faults import model as fm
@@ -20,7 +19,6 @@ from analysis.trace import TraceWriter, run_started_fields
 from broker_core import coordination as coord
 from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.dynamic_config import encode_overrides, topic_config_path
-from broker_core.partition import Partition
 from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost, broker_name
 from sim.clients import SimReader
@@ -233,26 +231,24 @@ class World:
             committed = leaders[0]["high_watermark"] if len(leaders) == 1 else None
             for broker in sorted(self.hosts):
                 node = self.hosts[broker].node
-                partition = node.replicas.partitions.get(tp) if node else None
-                if partition is None:
+                log = node.replica_log(tp) if node else None
+                if log is None:
                     continue
-                log = partition.log
                 upto = log.high_watermark if committed is None else committed
                 self.trace(broker_name(broker), "replica_log", {
                     "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
                     "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
                     "chunk_size": REPLICA_DIGEST_CHUNK,
-                    "chunks": replica_digests(log.load(log.log_start_offset), log.log_start_offset, upto, memo)})
+                    "chunks": replica_digests(log.batches, log.log_start_offset, upto, memo)})
 
     # -- observation -----------------------------------------------------------------
     def controller(self) -> int | None:
         """The broker that is active controller with the highest controller epoch."""
         best = None
         for broker, host in sorted(self.hosts.items()):
-            node = host.node
-            if node is not None and node.controller.active:
-                if best is None or node.controller.epoch > best[1]:
-                    best = (broker, node.controller.epoch)
+            epoch = host.node.active_controller_epoch() if host.node is not None else None
+            if epoch is not None and (best is None or epoch > best[1]):
+                best = (broker, epoch)
         return best[0] if best else None
 
     def snapshots(self) -> dict[int, dict[str, dict]]:
@@ -287,11 +283,11 @@ class World:
     def _sampler(self):
         interval = self.scenario.sample_interval_ms
         while True:
-            for broker, host in sorted(self.hosts.items()):  # what snapshots() holds, written directly
+            for broker, host in sorted(self.hosts.items()):  # what snapshots() holds, as JSON text
                 node = host.node
-                if node is not None and node.replicas.partitions:
+                if node is not None and node.has_partitions():
                     self.writer.write_json(int(self.env.now), broker_name(broker), "replica_state",
-                                           '{"partitions":%s}' % replica_states_json(node.replicas.partitions))
+                                           '{"partitions":%s}' % node.snapshot_json())
             yield self.env.timeout(interval)
 
     def _writeback(self, interval_ms: int):
@@ -305,33 +301,3 @@ class World:
         while True:
             self.progress(self.env.now, duration_ms)
             yield self.env.timeout(step)
-
-
-# A replica's state in the sampler's replica_state lines: Partition.snapshot()'s fields,
-# keys sorted (tests/sim/test_replica_state_json.py holds the two equal)
-_REPLICA_STATE = ('%s:{"durable_offset":%d,"high_watermark":%d,"isr":[%s],"leader":%d,"leader_epoch":%d,'
-                  '"log_end_offset":%d,"log_start_offset":%d,"role":%s}')
-_NAMES: dict[TopicPartition, tuple[str, str]] = {}  # a partition's name, and as a JSON string
-
-
-def replica_states_json(partitions: dict[TopicPartition, Partition]) -> str:
-    """A broker's replicas as the trace writes BrokerNode.snapshot(), one %-format per
-    replica from its fields: a third of the cost of building each replica's dict and
-    having the encoder sort its eight keys, paid every sample for every replica."""
-    named = []
-    for tp in partitions:
-        names = _NAMES.get(tp)
-        if names is None:
-            text = str(tp)
-            names = _NAMES[tp] = (text, encode_basestring_ascii(text))
-        named.append((names, tp))
-    named.sort()  # as the encoder orders keys: by name, "t-10" before "t-2"
-    parts = []
-    for (_, name), tp in named:
-        partition = partitions[tp]
-        log = partition.log
-        parts.append(_REPLICA_STATE % (
-            name, log.durable_offset, log.high_watermark, ",".join([str(replica) for replica in partition.isr]),
-            partition.leader, partition.leader_epoch, log.log_end_offset, log.log_start_offset,
-            encode_basestring_ascii(partition.role.value)))
-    return "{" + ",".join(parts) + "}"

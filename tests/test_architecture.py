@@ -1,10 +1,13 @@
 """The layering rules, checked on the source: imports point down only (isrlab, then
 spark_reports, scenarios, the two bindings, and broker_core, faults and analysis at the
 bottom); broker_core imports the standard library only; only a binding imports the
-libraries that tie code to one way of running; no two modules import each other."""
+libraries that tie code to one way of running; no two modules import each other; the
+bindings read a BrokerNode through its public methods only."""
 import ast
 import sys
 from pathlib import Path
+
+from broker_core.broker import BrokerNode
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_CORE = {"simpy", "asyncio", "socket", "select", "selectors", "threading", "multiprocessing",
@@ -158,3 +161,66 @@ def test_no_two_modules_import_each_other():
 
 def test_the_cycle_check_finds_a_cycle():
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# What a binding may read of a BrokerNode: its public methods (handle and the read-only
+# queries). Its internals are for broker_core and the tests of the core.
+NODE_API = {name for name, value in vars(BrokerNode).items() if callable(value) and not name.startswith("_")}
+# Attributes of the node's parts (ReplicaManager, the fetchers, the controller, the log
+# manager, the context), and attributes only a node has: reading through one of these
+# reaches into the core, whatever the name the node is bound to.
+NODE_INTERNALS = {"replicas", "fetchers", "controller", "logs", "ctx"}
+NODE_ONLY = {"metadata", "metadata_live", "metadata_controller", "producer_ids", "config_listener"}
+# (path, line text) of the few reads a comment justifies; none today.
+NODE_READS_ALLOWED: set[tuple[str, str]] = set()
+OUTSIDE_THE_CORE = [p for p in PACKAGES if p != "broker_core"] + ["bench"]
+
+
+def is_a_node(expr: ast.expr) -> bool:
+    """``x.node`` (a host's or a runtime's node) or ``BrokerNode(...)``."""
+    return (isinstance(expr, ast.Attribute) and expr.attr == "node"
+            or isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "BrokerNode")
+
+
+def node_internal_reads(path: Path) -> list[str]:
+    """``x.node.<not a query>`` (and the same through a name bound to ``x.node`` or to
+    ``BrokerNode(...)``), ``x.<part>.<anything>`` and ``x.<node-only attribute>`` in one
+    file, as "path:line: text"."""
+    source = path.read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source, str(path))
+    names = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and is_a_node(node.value)
+             for target in node.targets if isinstance(target, ast.Name)}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        inner = node.value
+        through_node = (is_a_node(inner) or isinstance(inner, ast.Name) and inner.id in names) and node.attr not in NODE_API
+        into_part = isinstance(inner, ast.Attribute) and inner.attr in NODE_INTERNALS
+        if through_node or into_part or node.attr in NODE_ONLY:
+            found.append((str(path.relative_to(ROOT)), node.lineno, lines[node.lineno - 1].strip()))
+    return [f"{p}:{line}: {text}" for p, line, text in sorted(set(found)) if (p, text) not in NODE_READS_ALLOWED]
+
+
+def test_the_bindings_read_a_broker_node_only_through_its_queries():
+    """sim/, real_io/, faults/, scenarios/, spark_reports/ (and the rest outside the core)
+    read a node through BrokerNode's public methods, never its parts: the core's
+    internals can then change without touching a binding (issue 21)."""
+    bad = [found for package in OUTSIDE_THE_CORE for path in sorted((ROOT / package).rglob("*.py"))
+           for found in node_internal_reads(path)]
+    assert bad == []
+
+
+def test_the_node_read_check_finds_reads_of_the_internals():
+    sample = ROOT / "tests" / "_node_reads_sample.py"
+    sample.write_text("a = host.node.replicas\nb = world.x.controller.active\nc = runtime.node.metadata_live\n"
+                      "d = node.snapshot()\ne = self.replicas[tp]\nnode = host.node\nf = node.held\n"
+                      "fresh = BrokerNode(1, config)\ng = fresh.topics\nh = other.held\n")
+    try:
+        found = node_internal_reads(sample)
+    finally:
+        sample.unlink()
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "a = host.node.replicas", "b = world.x.controller.active", "c = runtime.node.metadata_live", "f = node.held",
+        "g = fresh.topics"]

@@ -1,19 +1,19 @@
-"""The sampler's replica_state lines (sim.world.replica_states_json): written by one
-%-format per replica from its fields, the very bytes the trace's encoder writes for the
-broker's snapshot (BrokerNode.snapshot, which fault triggers and the settle check read)."""
+"""BrokerNode.snapshot_json, which the simulation's sampler writes as replica_state lines:
+written by one %-format per replica from its fields, the very bytes the trace's encoder
+writes for the broker's snapshot (BrokerNode.snapshot, which fault triggers and the
+settle check read)."""
 import io
 
 from analysis.trace import TraceWriter
 from broker_core.partition import Partition, Role
 from broker_core.types import TopicPartition
-from sim.world import replica_states_json
 from tests.harness import Cluster
 
 
 def assert_written_as_the_snapshot(node) -> None:
     fast, encoded = io.StringIO(), io.StringIO()
     TraceWriter(fast, "run", 3, "sim").write_json(
-        100, "broker-1", "replica_state", '{"partitions":%s}' % replica_states_json(node.replicas.partitions))
+        100, "broker-1", "replica_state", '{"partitions":%s}' % node.snapshot_json())
     TraceWriter(encoded, "run", 3, "sim").write(100, "broker-1", "replica_state", {"partitions": node.snapshot()})
     assert fast.getvalue() == encoded.getvalue()
 
