@@ -44,8 +44,12 @@ GROUP = "isrlab_compiled"  # mypyc's shared library is GROUP__mypyc
 # class cannot extend a compiled one. sim.world (it relays every trace line) and
 # analysis.workload (every record's value) took off another 2 to 5% of the CPU time;
 # analysis.replica_digest (the final phase's digest of every replica's log) a little more.
+# analysis.read_records (the final read's records as JSON text) and analysis.client_history
+# (every history event's fields) hold what sim.clients and sim.producer did before the real
+# binding shared them: compiled, so that the simulation's hot loops stay compiled too.
 SIM_MODULES = ("sim.broker_host", "sim.network", "sim.producer", "sim.disk", "sim.clients", "sim.deadlines",
-               "sim.consumer", "sim.world", "analysis.workload", "analysis.replica_digest")
+               "sim.consumer", "sim.world", "analysis.workload", "analysis.replica_digest", "analysis.read_records",
+               "analysis.client_history")
 
 
 def modules() -> list[str]:

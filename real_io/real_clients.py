@@ -6,7 +6,8 @@ batch): ``invoke`` when the record is handed to the client, then ``ok`` with its
 from the delivery report, ``fail`` only when Kafka certainly did not append it, or
 ``info``. Values, keys, partitions and the rate come from the shared workload
 (analysis/workload.py, broker_core/partitioner.py), so a real run writes what a
-simulated one would.
+simulated one would; the events and their fields are analysis/client_history.py's, the
+final read's window rule analysis/read_records.py's, as in the simulation.
 
 How librdkafka's outcomes map (the fail / info line is the simulation's):
 
@@ -29,18 +30,18 @@ from typing import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
 
+from analysis.client_history import (
+    ACKS_0, CLIENT_TIMEOUT, CONNECTION_RESET, INFO, INVOKE, OK, OUTCOME_UNKNOWN, READER, RUN_ENDED, completion_of,
+    poll_invoke, poll_ok, read_gave_up, read_invoke, read_ok, send_completion, send_error_outcome, send_invoke)
+from analysis.read_records import RecordList
 from analysis.workload import RecordCredit, record_key, record_value
-from broker_core.errors import ErrorCode, is_definite_produce_failure
+from broker_core.errors import ErrorCode
 from broker_core.partitioner import make_partition_for_key, make_partitioner
 from broker_core.types import TopicPartition as PartitionName  # confluent_kafka's TopicPartition is the client's
 
 TraceFn = Callable[[str, str, dict], None]
 QUIET = {"log_level": 0, "error_cb": lambda _error: None}  # a down broker is expected, not news
 UNUSED_GROUP = "isrlab-unused"  # librdkafka wants a group id; assign() never joins it
-
-
-def _error_fields(code: int, name: str) -> dict:
-    return {"error": name, "error_code": code}
 
 
 class RealProducer:
@@ -111,19 +112,17 @@ class RealProducer:
                                   on_delivery=lambda error, message: self._delivered(op, where, error, message))
         except BufferError:
             return  # the client's queue is full: the record never existed for Kafka
-        self.trace(self.name, "invoke", {"f": "send", "op": op, "partition": where, "values": [value],
-                                         "acks": self.spec.acks})
+        self.trace(self.name, INVOKE, send_invoke(op, where, [value], self.spec.acks))
 
     def _delivered(self, op: int, partition: str, error: KafkaError | None, message) -> None:
-        fields = {"f": "send", "op": op, "partition": partition}
         if self.spec.acks == 0:
-            self.trace(self.name, "info", {**fields, "reason": "acks=0"})
+            self.trace(self.name, INFO, send_completion(op, partition, reason=ACKS_0))
             return
         if error is None:
-            self.trace(self.name, "ok", {**fields, "offset": message.offset()})
+            self.trace(self.name, OK, send_completion(op, partition, message.offset()))
             return
         outcome, extra = classify_send_error(error.code(), error.name(), self.spec.acks, self.spec.retries)
-        self.trace(self.name, outcome, {**fields, **extra})
+        self.trace(self.name, outcome, send_completion(op, partition, **extra))
 
     def finish(self, flush_s: float) -> None:
         """The end of the workload: wait up to ``flush_s`` for what is in flight, then give
@@ -134,27 +133,31 @@ class RealProducer:
         self.producer.flush(5.0)
 
 
+def _error(code: ErrorCode, reason: str, client_error: str) -> dict:
+    return {"error": code.name, "error_code": int(code), "reason": reason, "client_error": client_error}
+
+
 def classify_send_error(code: int, name: str, acks: int, retries: int) -> tuple[str, dict]:
-    """``(outcome, fields)`` of a failed delivery report: ``fail`` only when Kafka
-    certainly did not append the record."""
+    """``(outcome, fields)`` of a failed delivery report (the keyword arguments of
+    analysis.client_history.send_completion): ``fail`` only when Kafka certainly did not
+    append the record. With retries librdkafka may have retried after an attempt whose
+    outcome is unknown, as the simulated producer's batch.unknown records."""
     if code == KafkaError._TRANSPORT:
-        return "info", {**_error_fields(int(ErrorCode.NETWORK_EXCEPTION), "NETWORK_EXCEPTION"),
-                        "reason": "connection_reset", "client_error": name}
+        return INFO, _error(ErrorCode.NETWORK_EXCEPTION, CONNECTION_RESET, name)
     if code in (KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT):
-        return "info", {**_error_fields(int(ErrorCode.REQUEST_TIMED_OUT), "REQUEST_TIMED_OUT"),
-                        "reason": "client_timeout", "client_error": name}
+        return INFO, _error(ErrorCode.REQUEST_TIMED_OUT, CLIENT_TIMEOUT, name)
     if code in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
         never_sent = code == KafkaError._PURGE_QUEUE and retries == 0
-        return ("fail" if never_sent else "info"), {
-            **_error_fields(int(ErrorCode.REQUEST_TIMED_OUT), "REQUEST_TIMED_OUT"), "reason": "run_ended",
-            "client_error": name}
+        return completion_of(not never_sent), _error(ErrorCode.REQUEST_TIMED_OUT, RUN_ENDED, name)
     try:
         broker_error = ErrorCode(code)
     except ValueError:
-        return "info", {**_error_fields(code, name), "reason": "outcome_unknown"}
-    if retries == 0 and is_definite_produce_failure(broker_error, acks):
-        return "fail", _error_fields(code, broker_error.name)
-    return "info", {**_error_fields(code, broker_error.name), "reason": "outcome_unknown"}
+        return INFO, {"error": name, "error_code": code, "reason": OUTCOME_UNKNOWN}
+    outcome = send_error_outcome(broker_error, acks, unknown_before=retries > 0)
+    fields: dict = {"error": broker_error.name, "error_code": code}
+    if outcome == INFO:
+        fields["reason"] = OUTCOME_UNKNOWN
+    return outcome, fields
 
 
 class RealConsumer:
@@ -205,11 +208,8 @@ class RealConsumer:
         if not records and not errors:
             return
         self._op += 1
-        self.trace(self.name, "invoke", {"f": "poll", "op": self._op, "positions": positions})
-        fields = {"f": "poll", "op": self._op, "records": records, "high_watermarks": self._high_watermarks(records)}
-        if errors:
-            fields["errors"] = errors
-        self.trace(self.name, "ok", fields)
+        self.trace(self.name, INVOKE, poll_invoke(self._op, positions))
+        self.trace(self.name, OK, poll_ok(self._op, records, self._high_watermarks(records), errors))
 
     def _high_watermarks(self, records: dict[str, list]) -> dict[str, int]:
         """For the partitions that returned records: the high watermark of the latest fetch
@@ -235,42 +235,43 @@ def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: 
     records) for the partitions read completely."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": UNUSED_GROUP, "enable.auto.commit": False,
                          "reconnect.backoff.max.ms": 1000, **QUIET})
-    state = {}
+    ops = {}
     for op, name in enumerate(partitions, 1):
-        trace("reader", "invoke", {"f": "read", "op": op, "partition": name})
-        state[name] = {"op": op, "records": [], "ends": None}
+        trace(READER, INVOKE, read_invoke(op, name))
+        ops[name] = op
+    reads: dict[str, RecordList] = {}  # the partitions whose watermarks were found
     try:
         for name in partitions:
-            state[name]["ends"] = _watermarks(consumer, TopicPartition(*PartitionName.parse(name)), deadline)
-        wanted = [name for name in partitions if state[name]["ends"] and state[name]["ends"][1] > state[name]["ends"][0]]
+            ends = _watermarks(consumer, TopicPartition(*PartitionName.parse(name)), deadline)
+            if ends is not None:
+                reads[name] = RecordList(*ends)
+        wanted = [name for name in partitions if name in reads and not reads[name].complete]
         consumer.assign([TopicPartition(*PartitionName.parse(name), OFFSET_BEGINNING) for name in wanted])
-        while time.monotonic() < deadline and any(_position(state[n]) < state[n]["ends"][1] for n in wanted):
+        while time.monotonic() < deadline and not all(reads[name].complete for name in wanted):
             for message in consumer.consume(500, 0.2):
                 if message.error() is not None:
                     continue
-                name = str(PartitionName(message.topic(), message.partition()))
-                entry = state[name]
-                if entry["ends"] and _position(entry) <= message.offset() < entry["ends"][1]:
+                read = reads.get(str(PartitionName(message.topic(), message.partition())))
+                if read is not None:
                     value = message.value()
-                    entry["records"].append([message.offset(), None if value is None else value.decode()])
+                    read.add(message.offset(), None if value is None else value.decode())
     finally:
         consumer.close()
+    return _read_outcomes(partitions, ops, reads, trace)
+
+
+def _read_outcomes(partitions: list[str], ops: dict[str, int], reads: dict[str, RecordList],
+                   trace: TraceFn) -> dict[str, tuple]:
+    """Each partition's ``ok`` or ``info``; the complete ones' (log start, high watermark, records)."""
     done = {}
     for name in partitions:
-        entry = state[name]
-        if entry["ends"] is not None and _position(entry) >= entry["ends"][1]:
-            done[name] = (entry["ends"][0], entry["ends"][1], entry["records"])
-            trace("reader", "ok", {"f": "read", "op": entry["op"], "partition": name, "records": entry["records"],
-                                   "high_watermark": entry["ends"][1]})
+        read = reads.get(name)
+        if read is not None and read.complete:
+            done[name] = (read.log_start, read.end, read.records)
+            trace(READER, OK, read_ok(ops[name], name, read.records, read.end))
         else:
-            trace("reader", "info", {"f": "read", "op": entry["op"], "partition": name,
-                                     "reason": "final_read_timed_out", "records": entry["records"]})
+            trace(READER, INFO, read_gave_up(ops[name], name, read.records if read is not None else []))
     return done
-
-
-def _position(entry: dict) -> int:
-    records = entry["records"]
-    return records[-1][0] + 1 if records else entry["ends"][0]
 
 
 def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int] | None:

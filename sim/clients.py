@@ -9,19 +9,22 @@ acknowledges it: ``values`` lists the records, ``offset`` the first one's offset
 
 This module holds what every client shares (metadata, timeouts, the history writer)
 and the final read; the producer is in sim/producer.py, the consumer in sim/consumer.py.
+The history's vocabulary and events are analysis/client_history.py's, the final read's
+records and window rule analysis/read_records.py's: the real binding writes the same.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import simpy
 
-from analysis.trace import RawJson, dumps_compact
+from analysis.client_history import CLIENT_TIMEOUT, CONNECTION_REFUSED, CONNECTION_RESET, INFO, INVOKE, OK, \
+    read_gave_up, read_invoke, read_ok
+from analysis.read_records import ReadRecords, read_complete
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, FetchPartition, FetchRequest, ListOffsetsRequest,
     MetadataRequest, MetadataResponse)
-from broker_core.segment_format import is_plain_json_text
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.broker_host import broker_name
 from sim.deadlines import DeadlineQueue
@@ -120,7 +123,7 @@ class SimClient:
             if cid == self._metadata_in_flight:
                 self._metadata_in_flight = None
             elif context is not None:
-                self.on_timeout(context, reason="connection_reset")
+                self.on_timeout(context, reason=CONNECTION_RESET)
         self.refresh_metadata()
 
     def _connection_refused(self, broker: int, cid: int) -> None:
@@ -137,7 +140,7 @@ class SimClient:
             self.on_refused(context)
 
     def on_refused(self, context: Any) -> None:
-        self.on_timeout(context, reason="connection_refused")
+        self.on_timeout(context, reason=CONNECTION_REFUSED)
 
     def reachable(self, broker: int) -> bool:
         return self._backoff_until.get(broker, 0) <= self.env.now
@@ -160,7 +163,7 @@ class SimClient:
     def on_response(self, context: Any, message: Any) -> None:
         raise NotImplementedError
 
-    def on_timeout(self, context: Any, reason: str = "client_timeout") -> None:
+    def on_timeout(self, context: Any, reason: str = CLIENT_TIMEOUT) -> None:
         raise NotImplementedError
 
 
@@ -179,7 +182,7 @@ class SimReader(SimClient):
         """A simpy process: read everything, or give up at ``deadline_ms``."""
         for tp in self.partitions:
             op = self.new_op()
-            self.history("invoke", {"f": "read", "op": op, "partition": str(tp)})
+            self.history(INVOKE, read_invoke(op, str(tp)))
             self._state[tp] = {"op": op, "end": None, "position": 0, "records": ReadRecords(), "busy": False,
                                "done": False}
         self.refresh_metadata()
@@ -190,8 +193,7 @@ class SimReader(SimClient):
         for tp in self.partitions:
             state = self._state[tp]
             if not state["done"]:
-                self.history("info", {"f": "read", "op": state["op"], "partition": str(tp),
-                                      "reason": "final_read_timed_out", "records": state["records"].json()})
+                self.history(INFO, read_gave_up(state["op"], str(tp), state["records"].json()))
         self.running = False
 
     def _step(self, tp: TopicPartition) -> None:
@@ -232,100 +234,15 @@ class SimReader(SimClient):
                 state["position"] = records.next_offset
             if result.batches and state["position"] < result.batches[-1].next_offset:
                 state["position"] = min(result.batches[-1].next_offset, state["end"])
-        if state["position"] >= state["end"]:
+        if read_complete(state["position"], state["end"]):
             state["done"] = True
             self.results[tp] = state["records"]
-            self.history("ok", {"f": "read", "op": state["op"], "partition": str(tp),
-                                "records": state["records"].json(), "high_watermark": state["end"]})
+            self.history(OK, read_ok(state["op"], str(tp), state["records"].json(), state["end"]))
         else:
             self._step(tp)
 
-    def on_timeout(self, context, reason: str = "client_timeout") -> None:
+    def on_timeout(self, context, reason: str = CLIENT_TIMEOUT) -> None:
         _, tp = context
         self._state[tp]["busy"] = False
         self.leaders.pop(tp, None)
         self.refresh_metadata()
-
-
-_Window = tuple[int, tuple[str | None, ...], int, int]
-
-
-def _windows(batches: Sequence[Any], position: int, end: int | None) -> list[_Window]:
-    """``(base_offset, values, low, high)`` of each batch that has records at or after
-    ``position`` (and before ``end``): those are ``values[low:high]``."""
-    windows = []
-    for batch in batches:
-        base: int = batch.base_offset
-        values: tuple[str | None, ...] = batch.records.values
-        count = len(values)
-        low = position - base if position > base else 0
-        high = count if end is None or end - base > count else end - base
-        if high > low:
-            windows.append((base, values, low, high))
-    return windows
-
-
-def records_from(batches: Sequence[Any], position: int, end: int | None) -> list[tuple[int, str | None]]:
-    """``(offset, value)`` for every record of ``batches`` at or after ``position`` (and
-    before ``end``), in offset order; the trace writes each as ``[offset, value]``."""
-    got: list[tuple[int, str | None]] = []
-    for base, values, low, high in _windows(batches, position, end):
-        # a compiled loop: a third faster than extending by zip(range, slice)
-        for i in range(low, high):
-            got.append((base + i, values[i]))
-    return got
-
-
-# ',[%d,"%s"]' n times, by n: one %-format writes a batch's n [offset, value] pairs
-_PAIRS_FORMATS: dict[int, str] = {}
-
-
-class ReadRecords:
-    """What the final read got of one partition: the JSON text of its ``[[offset,
-    value], ...]``, written batch by batch as the fetches answer.
-
-    The read holds every record of the run (300,000 in the speed benchmark); building an
-    ``(offset, value)`` tuple per record for the trace's encoder to take apart again cost
-    7 to 8% of a compiled run. A batch whose values JSON writes as they are (no
-    nulls, no escapes) is written by one %-format; any other batch is encoded."""
-    __slots__ = ("_chunks", "next_offset")
-
-    def __init__(self) -> None:
-        self._chunks: list[str] = []
-        self.next_offset = 0  # the offset after the last record got (0 while none was)
-
-    def add(self, batches: Sequence[Any], position: int, end: int | None) -> bool:
-        """The records of ``batches`` at or after ``position`` (and before ``end``);
-        whether there were any."""
-        windows = _windows(batches, position, end)
-        for base, values, low, high in windows:
-            got = values if low == 0 and high == len(values) else values[low:high]
-            self._chunks.append(_pairs_json(base + low, got))
-            self.next_offset = base + high
-        return bool(windows)
-
-    def json(self) -> RawJson:
-        """The records as a trace field: the chunks are written one by one, never joined
-        (the read's text is megabytes: each copy of it costs fresh pages)."""
-        if not self._chunks:
-            return RawJson("[]")
-        chunks = self._chunks
-        return RawJson("[", chunks[0][1:], *chunks[1:], "]")  # each chunk starts with a comma
-
-
-def _pairs_json(first: int, values: tuple[str | None, ...]) -> str:
-    """``,[first,"v0"],[first+1,"v1"],...`` as compact JSON (each pair after a comma)."""
-    try:
-        plain = is_plain_json_text("".join(values))  # type: ignore[arg-type]
-    except TypeError:  # a null among them
-        plain = False
-    if not plain:
-        return "," + dumps_compact([[first + i, value] for i, value in enumerate(values)])[1:-1]
-    n = len(values)
-    form = _PAIRS_FORMATS.get(n)
-    if form is None:
-        form = _PAIRS_FORMATS[n] = ',[%d,"%s"]' * n
-    args: list[object] = [None] * (2 * n)
-    args[0::2] = range(first, first + n)
-    args[1::2] = values
-    return form % tuple(args)

@@ -11,15 +11,16 @@ consumer stops consuming that partition).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from analysis.client_history import CLIENT_TIMEOUT, INFO, INVOKE, OK, poll_info, poll_invoke, poll_ok
+from analysis.read_records import records_from
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchPartition, FetchRequest,
     FetchResponse, ListOffsetsRequest, ListOffsetsResponse, OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse)
 from broker_core.types import NO_LEADER, TopicPartition
-from sim.clients import SimClient, records_from
+from sim.clients import SimClient
 
 RESET_POLICIES = ("earliest", "latest", "none")
 _RESET_TIMESTAMPS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
@@ -197,7 +198,7 @@ class SimConsumer(SimClient):
         wanted = {tp: FetchPartition(states[tp].position, epoch(tp)) for tp in tps}
         op = self.new_op()
         if self.record_history:
-            self.history("invoke", {"f": "poll", "op": op, "positions": {str(tp): states[tp].position for tp in tps}})
+            self.history(INVOKE, poll_invoke(op, {str(tp): states[tp].position for tp in tps}))
         self._fetching.add(broker)
         self.request(broker, lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, self.max_wait_ms, 1, wanted),
                      ("fetch", broker, op, {tp: states[tp].position for tp in tps}))
@@ -288,21 +289,18 @@ class SimConsumer(SimClient):
                 self.leaders.pop(tp, None)
                 refresh = True
         if self.record_history:
-            fields: dict[str, Any] = {"f": "poll", "op": op, "records": records, "high_watermarks": high_watermarks}
-            if errors:
-                fields["errors"] = errors
-            self.history("ok", fields)
+            self.history(OK, poll_ok(op, records, high_watermarks, errors))
         if refresh:
             self.refresh_metadata()
         if records:
             self._poll()
 
-    def on_timeout(self, context, reason: str = "client_timeout") -> None:
+    def on_timeout(self, context, reason: str = CLIENT_TIMEOUT) -> None:
         broker = context[1]
         if context[0] == "fetch":
             self._fetching.discard(broker)
             if self.record_history:
-                self.history("info", {"f": "poll", "op": context[2], "reason": reason})
+                self.history(INFO, poll_info(context[2], reason))
         else:
             for tp in context[2]:
                 self.states[tp].busy = False

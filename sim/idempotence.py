@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.client_history import DUPLICATE_SEQUENCE_NUMBER, OK
 from broker_core.errors import ErrorCode
 from broker_core.messages import InitProducerIdRequest
 from broker_core.types import TopicPartition
@@ -287,4 +288,4 @@ class IdempotentSends:
         send succeeded, with no offset to report."""
         self.sequences.completed(batch)
         self.acknowledged += len(batch.values)
-        self._finish(batch, "ok", None, offset=-1, reason="duplicate_sequence_number")
+        self._finish(batch, OK, None, offset=-1, reason=DUPLICATE_SEQUENCE_NUMBER)

@@ -7,8 +7,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.client_history import (
+    ACKS_0, CLIENT_TIMEOUT, CONNECTION_RESET, DELIVERY_TIMEOUT, INFO, INVOKE, OK, OUTCOME_UNKNOWN, RUN_ENDED,
+    completion_of, may_have_appended, send_completion, send_invoke)
 from analysis.workload import RecordCredit, record_key, record_value, record_values
-from broker_core.errors import ErrorCode, is_definite_produce_failure
+from broker_core.errors import ErrorCode
 from broker_core.messages import ProduceRequest
 from broker_core.partitioner import StickyPartitioner, make_partition_for_key, make_partitioner
 from broker_core.records import RecordBatch, Records
@@ -192,8 +195,8 @@ class SimProducer(IdempotentSends, SimClient):
                 batch = queue.popleft()  # delivery.timeout.ms: give up; unknown if a try may have landed
                 if sequences is not None:
                     sequences.expired(batch)
-                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
-                             reason="delivery_timeout", expired=True)
+                self._finish(batch, completion_of(batch.unknown), ErrorCode.REQUEST_TIMED_OUT,
+                             reason=DELIVERY_TIMEOUT, expired=True)
             leader = self.leaders.get(tp, NO_LEADER)
             if queue and leader != NO_LEADER:
                 by_broker.setdefault(leader, [])
@@ -229,7 +232,7 @@ class SimProducer(IdempotentSends, SimClient):
             self.network.send(self.name, broker_name(broker),
                               ProduceRequest(0, 0, spec.request_timeout_ms, partitions))
             for batch in batches:
-                self._finish(batch, "info", None, reason="acks=0")
+                self._finish(batch, INFO, None, reason=ACKS_0)
             return
         self._in_flight[broker] = self._in_flight.get(broker, 0) + 1
         self.request(broker, lambda cid: ProduceRequest(cid, spec.acks, spec.request_timeout_ms, partitions),
@@ -252,27 +255,26 @@ class SimProducer(IdempotentSends, SimClient):
                 if self.sequences is not None:
                     self.sequences.completed(batch)
                 self.acknowledged += len(batch.values)
-                self._finish(batch, "ok", None, offset=result.base_offset)
+                self._finish(batch, OK, None, offset=result.base_offset)
                 continue
             if result.error is ErrorCode.DUPLICATE_SEQUENCE_NUMBER and self.sequences is not None:
                 self._duplicate_sequence(batch)
                 continue
             refresh = refresh or result.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
                                                   ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.FENCED_LEADER_EPOCH)
-            self._retry_or_finish(batch, result.error,
-                                  unknown=not is_definite_produce_failure(result.error, self.spec.acks))
+            self._retry_or_finish(batch, result.error, unknown=may_have_appended(result.error, self.spec.acks))
         if refresh:
             self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
             self.refresh_metadata()
 
-    def on_timeout(self, context, reason: str = "client_timeout") -> None:
+    def on_timeout(self, context, reason: str = CLIENT_TIMEOUT) -> None:
         if context == self.INIT_PRODUCER_ID:
             self._init_in_flight = False
             self._init_not_before = self.env.now + self.spec.retry_backoff_ms
             return
         broker, batches = context
         self._in_flight[broker] -= 1
-        error = ErrorCode.NETWORK_EXCEPTION if reason == "connection_reset" else ErrorCode.REQUEST_TIMED_OUT
+        error = ErrorCode.NETWORK_EXCEPTION if reason == CONNECTION_RESET else ErrorCode.REQUEST_TIMED_OUT
         for tp in sorted(batches):
             self._retry_or_finish(batches[tp], error, unknown=True, reason=reason)
         self.leaders = {tp: b for tp, b in self.leaders.items() if b != broker}
@@ -287,13 +289,12 @@ class SimProducer(IdempotentSends, SimClient):
             return
         if self.sequences is not None:
             self.sequences.failed(batch, error, adjust_sequences=batch.attempts <= self.spec.retries)
-        self._finish(batch, "info" if batch.unknown else "fail", error, reason=reason)
+        self._finish(batch, completion_of(batch.unknown), error, reason=reason)
 
     def _invoke(self, batch: PendingBatch) -> None:
         if not batch.invoked:
             batch.invoked = True
-            self.history("invoke", {"f": "send", "op": batch.op, "partition": str(batch.tp),
-                                    "values": batch.values, "acks": self.spec.acks})
+            self.history(INVOKE, send_invoke(batch.op, str(batch.tp), batch.values, self.spec.acks))
 
     def on_refused(self, context) -> None:
         if context == self.INIT_PRODUCER_ID:
@@ -311,17 +312,12 @@ class SimProducer(IdempotentSends, SimClient):
                 reason: str | None = None, expired: bool = False) -> None:
         if expired:
             self._invoke(batch)
-        fields: dict[str, Any] = {"f": "send", "op": batch.op, "partition": str(batch.tp)}
-        if offset is not None:
-            fields["offset"] = offset
-        if error is not None:
-            fields["error"] = error.name
-            fields["error_code"] = int(error)
-        if reason:
-            fields["reason"] = reason
-        if batch.unknown and outcome == "info" and error is not None and "reason" not in fields:
-            fields["reason"] = "outcome_unknown"
-        self.history(outcome, fields)
+        if error is None:
+            self.history(outcome, send_completion(batch.op, str(batch.tp), offset, reason=reason))
+            return
+        if not reason and batch.unknown and outcome == INFO:
+            reason = OUTCOME_UNKNOWN
+        self.history(outcome, send_completion(batch.op, str(batch.tp), offset, error.name, int(error), reason))
 
     @property
     def idle(self) -> bool:
@@ -335,5 +331,4 @@ class SimProducer(IdempotentSends, SimClient):
                 batch = self._ready[tp].popleft()
                 if not batch.invoked:
                     continue  # never sent: not part of the history
-                self._finish(batch, "info" if batch.unknown else "fail", ErrorCode.REQUEST_TIMED_OUT,
-                             reason="run_ended")
+                self._finish(batch, completion_of(batch.unknown), ErrorCode.REQUEST_TIMED_OUT, reason=RUN_ENDED)

@@ -1,4 +1,4 @@
-"""The final read's records as JSON text (sim.clients.ReadRecords): the same text the
+"""The final read's records as JSON text (analysis.read_records.ReadRecords): the same text the
 trace's encoder writes for the ``[offset, value]`` pairs, on the %-format path (plain
 values) and on the encoded path (nulls, quotes, backslashes, control and non-ASCII
 characters)."""
@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 
 from analysis.trace import dumps_compact
 from broker_core.records import RecordBatch, Records
-from sim.clients import ReadRecords
+from analysis.read_records import ReadRecords
 
 plain = st.text(st.characters(min_codepoint=32, max_codepoint=126, exclude_characters='"\\'), max_size=6)
 escaped = st.text(max_size=4).filter(lambda s: not s.isascii() or any(c in s for c in '"\\') or not s.isprintable())
