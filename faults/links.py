@@ -1,5 +1,5 @@
 """Which directed links a network fault cuts, written once: the simulation cuts them
-(sim/faults.py hands them to sim/network.py) and the leadership checker replays them
+(faults/executor.py computes them and sim/faults.py hands them to sim/network.py) and the leadership checker replays them
 from the trace (analysis/checkers/leadership.py), so both agree on who could reach whom.
 
 A link is a (source, destination) pair of node names (faults/nodes.py). Every pair of

@@ -1,8 +1,9 @@
 """The faults a scenario, a nemesis or a property test can ask for.
 
-Faults are plain frozen data naming their targets; the simulated executor
-(sim/faults.py) applies them to the simpy world and the real one
-(real_io/real_faults.py) to processes and connections. A target broker may be a role, resolved when the fault
+Faults are plain frozen data naming their targets; the executor (faults/executor.py)
+dispatches them by class and keeps their books, and each binding carries out its
+primitives: the simulation (sim/faults.py) on the simpy world, the real binding
+(real_io/real_faults.py) on processes. A target broker may be a role, resolved when the fault
 starts: ``controller``, ``random`` (one broker drawn from the seed), or a Role (the
 leader or a follower of a partition). Faults with a natural end (a crash ends with a
 restart, a partition with a heal) may carry a duration after which they are undone.

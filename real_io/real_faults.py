@@ -10,9 +10,10 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | heal | ``network``: there is no network fault to end; ``all``: resume and restart every broker |
 | expire_session | on ZooKeeper only (``--zk``): another client takes the broker's session over with its id and password (published by ``isrlab serve --zk-session-file``) and closes it, so ZooKeeper expires it as it does for a client that is gone |
 
-Everything else is refused before the run starts (``UNSUPPORTED``). Fault events carry
-the simulation's fields (faults/events.py), so the checkers read them alike; roles
-resolve with faults/roles.py on the view the runner reads from the broker's metadata.
+Everything else is refused before the run starts (``UNSUPPORTED``). The shared executor
+(faults/executor.py) keeps the books, writes the fault events and resolves roles (on the
+view the runner reads from the broker's metadata); this module carries its primitives
+out (faults/binding.py).
 """
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from faults import model as fm
-from faults.events import fault_ended_fields, fault_started_fields
-from faults.roles import resolve_role
+from faults.executor import FaultExecutor
 from real_io.broker_process import BrokerProcess
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
@@ -60,174 +60,122 @@ def nemesis_supported(on_zookeeper: bool) -> frozenset:
 TraceFn = Callable[[str, str, dict], None]
 
 
-class RealFaultExecutor:
-    def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict], role_rng,
-                 zk: str | None = None):
-        """``zk``: the ZooKeeper servers (HOST:PORT, no chroot) the brokers run on, if any."""
-        self.brokers = brokers
+class RealFaultBinding:
+    """The primitives on ``isrlab serve`` processes. Every other primitive is one that
+    ``refusal`` refuses before the executor gets to it: reaching one is a bug."""
+
+    def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict],
+                 zk: str | None = None) -> None:
+        self.processes = brokers
         self.zk = zk
         self.supported = supported(zk is not None)
-        self.trace = trace
-        self.view = view
-        self.role_rng = role_rng
-        self.active: dict[int, fm.Fault] = {}
-        self._down: dict[int, list[int]] = {}  # broker -> ids of the faults that keep it down
-        self._paused: dict[int, int] = {}
-        self._next_id = 0
-        self._lock = threading.RLock()  # the schedule, the nemesis and the final phase share it
+        self._trace = trace
+        self._view = view
 
-    # -- helpers ---------------------------------------------------------------------
-    def _resolve(self, fault: fm.Fault) -> tuple[dict, list[str]]:
-        roles, problems = {}, []
-        view = self.view() if fm.roles_of(fault) else None
-        for role in fm.roles_of(fault):
-            broker, why = resolve_role(role, view, sorted(self.brokers), self.role_rng)
-            roles[role] = broker
-            if broker is None:
-                problems.append(f"{role} resolved to no broker: {why}")
-        return roles, problems
-
-    def _targets(self, fault: fm.Fault, roles: dict) -> list[int]:
-        out = []
-        for ref in fm.brokers_of(fault):
-            broker = roles.get(ref) if fm.is_role(ref) else ref
-            if broker is not None and broker not in out:
-                out.append(broker)
-        return out
-
-    def _start(self, fault, step, roles, instant=False, no_effect=None, **extra) -> int:
-        self._next_id += 1
-        fault_id = self._next_id
-        self.trace("nemesis", "fault_started", fault_started_fields(fault_id, fault, step, roles, no_effect, **extra))
-        if instant:
-            self.trace("nemesis", "fault_ended", fault_ended_fields(fault_id, fault))
-        else:
-            self.active[fault_id] = fault
-        return fault_id
-
-    def _end(self, fault_id: int) -> None:
-        fault = self.active.pop(fault_id, None)
-        if fault is not None:
-            self.trace("nemesis", "fault_ended", fault_ended_fields(fault_id, fault))
-
-    # -- apply -----------------------------------------------------------------------
-    def apply(self, fault: fm.Fault, step=None) -> int | None:
-        """Start a fault (of the scenario's ``step``, if it is one); its id when it lasts."""
+    def refusal(self, fault: fm.Fault) -> str | None:
         kind = fm.kind_of(fault)
-        if kind not in self.supported:  # the runner refuses these before the run: a bug if one gets here
-            raise ValueError(f"the real binding cannot apply {kind}: {UNSUPPORTED.get(kind, 'unknown fault')}")
-        with self._lock:
-            roles, problems = self._resolve(fault)
-            if problems:
-                self._start(fault, step, roles, instant=True, no_effect="; ".join(problems), targets=[])
-                return None
-            return getattr(self, "_apply_" + kind)(fault, step, roles, self._targets(fault, roles))
+        if kind in self.supported:
+            return None
+        return f"the real binding cannot apply {kind}: {UNSUPPORTED.get(kind, 'unknown fault')}"
 
-    def _take_down(self, fault, step, roles, brokers: list[int], action) -> int | None:
-        fault_id = self._start(fault, step, roles, instant=not brokers, targets=brokers,
-                               no_effect=None if brokers else "no running broker to stop")
-        for broker in brokers:
-            action(self.brokers[broker])
-            paused_by = self._paused.pop(broker, None)
-            if paused_by is not None and paused_by not in self._paused.values():
-                self._end(paused_by)  # the frozen process is gone: its pause is over
-            self._down.setdefault(broker, []).append(fault_id)
-        return fault_id if brokers else None
+    def trace(self, node: str, type_: str, fields: dict) -> None:
+        self._trace(node, type_, fields)
 
-    def _apply_crash(self, fault, step, roles, targets) -> int | None:
-        running = [b for b in targets if self.brokers[b].alive]
-        return self._take_down(fault, step, roles, running, BrokerProcess.kill)
+    def cluster_view(self) -> dict:
+        return self._view()
 
-    def _apply_shutdown(self, fault, step, roles, targets) -> int | None:
-        running = [b for b in targets if self.brokers[b].alive]
-        return self._take_down(fault, step, roles, running, BrokerProcess.terminate)
+    def brokers(self) -> list[int]:
+        return sorted(self.processes)
 
-    def _apply_restart(self, fault, step, roles, targets) -> None:
-        self._start(fault, step, roles, instant=True, targets=targets)
-        for broker in targets:
-            self._restart(broker)
+    # -- processes -------------------------------------------------------------------
+    def is_alive(self, broker: int) -> bool:
+        return self.processes[broker].alive
 
-    def _restart(self, broker: int) -> None:
-        process = self.brokers[broker]
-        if process.alive and not self._down.get(broker):
-            return
+    def is_paused(self, broker: int) -> bool:
+        return self.processes[broker].paused
+
+    def crash(self, broker: int) -> None:
+        self.processes[broker].kill()
+
+    def shutdown(self, broker: int) -> None:
+        self.processes[broker].terminate()  # it continues a paused process first
+
+    def start(self, broker: int) -> bool:
+        process = self.processes[broker]
         if process.alive:  # a shutdown still under way: the restart waits for the exit
             if not process.wait_exit(30.0):
                 process.kill()
         process.start()
-        for fault_id in self._down.pop(broker, []):
-            if not any(fault_id in ids for ids in self._down.values()):
-                self._end(fault_id)
+        return True
 
-    def _apply_pause(self, fault, step, roles, targets) -> int | None:
-        running = [b for b in targets if self.brokers[b].alive and not self.brokers[b].paused]
-        fault_id = self._start(fault, step, roles, instant=not running, targets=running,
-                               no_effect=None if running else "no running broker to pause")
-        for broker in running:
-            self.brokers[broker].pause()
-            self._paused[broker] = fault_id
-        return fault_id if running else None
+    def pause(self, broker: int) -> None:
+        self.processes[broker].pause()
 
-    def _apply_resume(self, fault, step, roles, targets) -> None:
-        self._start(fault, step, roles, instant=True, targets=targets)
-        for broker in targets:
-            self._resume(broker)
+    def resume(self, broker: int) -> None:
+        self.processes[broker].resume()
 
-    def _resume(self, broker: int) -> None:
-        fault_id = self._paused.pop(broker, None)
-        self.brokers[broker].resume()
-        if fault_id is not None and fault_id not in self._paused.values():
-            self._end(fault_id)
+    # -- coordination ----------------------------------------------------------------
+    def expire_session(self, broker: int) -> Callable[[], None] | str:
+        """Expire the broker's ZooKeeper session now: only trying tells whether it had
+        one, so the take-over happens here and the action after ``fault_started`` is empty."""
+        process = self.processes[broker]
+        why = "it is not running" if not process.alive else _expire(self.zk, process.zk_session_file)
+        return why if why is not None else _nothing
 
-    def _apply_expire_session(self, fault, step, roles, targets) -> None:
-        """Expire each target's ZooKeeper session now (instant, as the simulation's
-        coordination service does it). A broker that is down, or whose session is
-        already gone, is named in ``no_effect``: the fault changed nothing there."""
-        expired, missed = [], []
-        for broker in targets:
-            process = self.brokers[broker]
-            why = "it is not running" if not process.alive else _expire(self.zk, process.zk_session_file)
-            if why is None:
-                expired.append(broker)
-            else:
-                missed.append(f"broker {broker}: {why}")
-        self._start(fault, step, roles, instant=True, targets=expired,
-                    no_effect="; ".join(missed) if not expired else None, **({"missed": missed} if missed else {}))
+    # -- refused before the run (UNSUPPORTED) ----------------------------------------
+    def heal_links(self) -> list[int]:
+        return []  # there is no network fault to end
 
-    def _apply_heal(self, fault, step, roles, targets) -> None:
-        self._start(fault, step, roles, instant=True, scope=fault.scope)
-        if fault.scope == "all":
-            self.heal_everything()
+    def power_loss(self, broker: int) -> None:
+        raise _refused("power_loss")
 
-    # -- undo and heal ---------------------------------------------------------------
-    def undo(self, fault_id: int | None) -> None:
-        """End a lasting fault early (a scenario's ``for:`` or the nemesis)."""
-        with self._lock:
-            fault = self.active.get(fault_id) if fault_id is not None else None
-            if isinstance(fault, (fm.Crash, fm.Shutdown)):
-                for broker, ids in sorted(self._down.items()):
-                    if fault_id in ids:
-                        self._restart(broker)
-            elif isinstance(fault, fm.Pause):
-                for broker, paused_by in sorted(self._paused.items()):
-                    if paused_by == fault_id:
-                        self._resume(broker)
+    def network_nodes(self) -> list[str]:
+        raise _refused("network faults")
 
-    def heal_everything(self) -> None:
-        """The final phase: every paused broker resumes and every stopped one restarts."""
-        with self._lock:
-            for broker in sorted(self._paused):
-                self._resume(broker)
-            for broker in sorted(self.brokers):
-                if not self.brokers[broker].alive or self._down.get(broker):
-                    self._restart(broker)
+    def cut_links(self, fault_id: int, links: set) -> None:
+        raise _refused("network faults")
 
-    def restart_all(self) -> None:
-        """``final.restart: all``: every broker is killed and started again."""
-        with self._lock:
-            for broker in sorted(self.brokers):
-                self.brokers[broker].kill()
-            self.apply(fm.Restart(tuple(sorted(self.brokers))))
+    def degrade_links(self, fault_id: int, links: set, changes: dict) -> None:
+        raise _refused("link")
+
+    def restore_links(self, fault_id: int) -> None:
+        raise _refused("network faults")
+
+    def degrade_disk(self, broker: int, fault) -> None:
+        raise _refused("disk faults")
+
+    def restore_disk(self, broker: int) -> None:
+        raise _refused("disk faults")
+
+    def flip_bit(self, broker: int, partition: str, rng) -> dict | None:
+        raise _refused("bit_flip")
+
+    def shift_clock(self, broker: int, delta_ms: int) -> None:
+        raise _refused("clock")
+
+    def request_preferred_election(self, partitions) -> tuple[list[str], bool]:
+        raise _refused("preferred_replica_election")
+
+    def change_topic_config(self, topic: str, config: dict) -> dict | None:
+        raise _refused("topic_config")
+
+
+class RealFaultExecutor(FaultExecutor):
+    """The shared executor on broker processes; the schedule, the nemesis and the final
+    phase run on different threads and share its lock."""
+
+    def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict], role_rng,
+                 zk: str | None = None) -> None:
+        """``zk``: the ZooKeeper servers (HOST:PORT, no chroot) the brokers run on, if any."""
+        super().__init__(RealFaultBinding(brokers, trace, view, zk), role_rng, lock=threading.RLock())
+
+
+def _nothing() -> None:
+    pass
+
+
+def _refused(what: str) -> NotImplementedError:
+    return NotImplementedError(f"the real binding has no {what}: the runner refuses it before the run")
 
 
 def _expire(zk: str | None, session_file: Path | None) -> str | None:
