@@ -14,9 +14,10 @@ import sys
 from isrlab.compiled import ROOT, modules, source_of
 
 # Clean modules beyond the compiled ones: the real binding's file layer and coordination
-# stores, and the in-test router. (real_io/runtime.py is not yet: its loop and halted
+# stores, the in-test router, and the final phase both bindings drive. (real_io/runtime.py is not yet: its loop and halted
 # future are Optional before start.)
-CHECKED = ("real_io/files.py", "real_io/coordination.py", "real_io/embedded_coordination.py", "tests/harness.py")
+CHECKED = ("real_io/files.py", "real_io/coordination.py", "real_io/embedded_coordination.py", "tests/harness.py",
+           "faults/final_phase.py")
 
 
 def test_mypy_passes_over_the_core_the_compiled_modules_and_the_effect_runtimes():
