@@ -14,8 +14,8 @@ import sys
 from isrlab.compiled import ROOT, modules, source_of
 
 # Clean modules beyond the compiled ones: the real binding's file layer and coordination
-# stores, the in-test router, and the final phase both bindings drive. (real_io/runtime.py is not yet: its loop and halted
-# future are Optional before start.)
+# stores, the in-test router, and the final phase both bindings drive. (real_io/runtime.py
+# is not yet: its loop and halted future are Optional before start.)
 CHECKED = ("real_io/files.py", "real_io/coordination.py", "real_io/embedded_coordination.py", "tests/harness.py",
            "faults/final_phase.py")
 
