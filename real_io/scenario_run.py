@@ -3,9 +3,10 @@ with real clients (confluent-kafka) as the workload and signals as the faults.
 
 The run: start the broker (its own trace file, on the run's clock), create the topics,
 run the producers and consumers and the fault schedule (and nemesis) for ``duration``,
-then the final phase as the simulation does it (stop the producers, wait for what is in
-flight, heal: resume and restart, wait until every partition has its leader, read every
-partition from the beginning, let the consumers catch up), stop the broker, and merge
+then the final phase in the simulation's order (faults/final_phase.py: stop the
+producers, wait for what is in flight, heal: resume and restart, wait until every
+partition has its leader, write the replica digests, read every partition from the
+beginning, let the consumers catch up), stop the broker, and merge
 the broker's events and the clients' into one ``trace.jsonl`` ordered by time (binding
 ``real``). The scenario's times count from the moment the broker is live and its topics
 exist. ``refusals`` lists what a scenario asks that this binding cannot do; the runner
@@ -31,6 +32,7 @@ from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
 from broker_core.config import broker_config, client_defaults
 from broker_core.types import TopicPartition
 from faults import model as fm
+from faults.final_phase import Lag, ReadEverything, StopProducers, Wait, final_phase_steps
 from faults.nodes import broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
@@ -42,7 +44,6 @@ from real_io.real_faults import UNSUPPORTED, RealFaultExecutor, nemesis_supporte
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs
 RECORD_BYTES = 100  # the scenarios' default record_bytes: the simulation's size model only
 READY_TIMEOUT_S = 60.0
-SETTLE_POLL_S = 0.2
 TRIGGER_POLL_MS = 50  # a metadata and a ListOffsets request per poll
 
 
@@ -153,9 +154,11 @@ class RealRun:
                                     zk=None if zk is None else zk + self.chroot,
                                     zk_session_file=None if zk is None else work_dir / f"broker-{self.broker_id}.zk-session")
         self.partitions = [str(TopicPartition(t.name, p)) for t in scenario.cluster.topics for p in range(t.partitions)]
+        self.brokers = {self.broker_id: self.broker}
         self.view = MetadataView(self.broker, self.partitions)
-        self.faults = RealFaultExecutor({self.broker_id: self.broker}, self.record, self.view,
-                                        derive(seed, "fault-roles"), zk)
+        self.faults = RealFaultExecutor(self.brokers, self.record, self.view, derive(seed, "fault-roles"), zk)
+        self.session_timeout_ms = broker_config(PROFILE, dict(scenario.cluster.config)).zookeeper_session_timeout_ms
+        self._final_started_ms: dict[int, float] = {}  # when the final phase last started each broker
         self.final_phase = False
         self.settled = False
         self._due_ms = 0.0  # the schedule's nominal time (now_ms)
@@ -174,7 +177,7 @@ class RealRun:
                                    f"{self.broker.stderr_path}")
             self._create_topics()
             self._workload_and_faults()
-            self._final()
+            self._final_phase()
             self.record("world", "run_finished", {"settled": self.settled})
         finally:
             self.view.close()
@@ -203,24 +206,14 @@ class RealRun:
         self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.broker.bootstrap,
                                        self.record) for i, w in enumerate(scenario.consumers)]
         over = lambda: time.monotonic() >= end  # noqa: E731
-        producing = [start_thread(p.run, start, over) for p in self.producers]
+        self._producing = [start_thread(p.run, start, over) for p in self.producers]
         self._consuming = [start_thread(c.run, start) for c in self.consumers]
-        schedule = start_thread(self._drive, start)
+        self._schedule = start_thread(self._drive, start)
+        self._workload_end = end
         while not over():
             if self.progress:
                 self.progress((time.monotonic() - start) * 1000, scenario.duration_ms)
             time.sleep(min(0.2, max(end - time.monotonic(), 0)))
-        self.record("world", "workload_stopped", {})
-        join_all(producing)
-        flush_s = max((w.request_timeout_ms for w in scenario.producers), default=0) / 1000.0
-        for producer in self.producers:
-            producer.finish(flush_s)
-        # what falls due by the end (the last trigger polls included) runs before the final phase
-        limit = scenario.duration_ms + 2 * TRIGGER_POLL_MS
-        while schedule.is_alive() and self._due_ms <= limit and time.monotonic() < end + 30:
-            time.sleep(0.01)
-        self.final_phase = True
-        join_all([schedule])
 
     def _drive(self, start: float) -> None:
         """The fault steps' and the nemesis's lives (faults/schedule.py) on one thread, in
@@ -264,26 +257,67 @@ class RealRun:
             time.sleep(min(0.02, left))
         return False
 
-    # -- the final phase -----------------------------------------------------------
-    def _final(self) -> None:
+    # -- the final phase (faults/final_phase.py) -----------------------------------
+    def _final_phase(self) -> None:
+        """Carry out the final phase's requests with blocking calls on the run's clock."""
         final = self.scenario.final
-        self.record("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms, "restart": final.restart})
-        self.faults.heal_everything()
-        if final.restart == "all":
-            self.faults.restart_all()
-        started = time.monotonic()
-        deadline = started + final.max_wait_ms / 1000.0
-        while time.monotonic() < deadline and not self._is_settled():
-            time.sleep(SETTLE_POLL_S)
-        self.settled = self._is_settled()
-        self.record("world", "cluster_settled" if self.settled else "cluster_not_settled",
-                    {"waited_ms": int((time.monotonic() - started) * 1000)})
-        read = final_read(self.broker.bootstrap, self.partitions, self.record,
-                          time.monotonic() + final.max_wait_ms / 1000.0)
-        self._replica_logs(read)
-        self._consumers_catch_up(read, time.monotonic() + final.max_wait_ms / 1000.0)
+        timeout_ms = max((w.request_timeout_ms for w in self.scenario.producers), default=0)
+        steps = final_phase_steps(self, final.max_wait_ms, final.restart, timeout_ms)
+        answer = None
+        while True:
+            try:
+                request = steps.send(answer)
+            except StopIteration as done:
+                self.settled = done.value
+                return
+            answer = None
+            if isinstance(request, Wait):
+                time.sleep(request.ms / 1000.0)
+            elif isinstance(request, StopProducers):
+                self._stop_producers(self._monotonic(request.deadline_ms))
+            elif isinstance(request, ReadEverything):
+                read = final_read(self.broker.bootstrap, self.partitions, self.record,
+                                  self._monotonic(request.deadline_ms))
+                answer = {p: entry[1] for p, entry in read.items()}
 
-    def _is_settled(self) -> bool:
+    def _monotonic(self, clock_ms: float) -> float:
+        return self.origin + clock_ms / 1000.0
+
+    def _stop_producers(self, deadline: float) -> None:
+        join_all(self._producing)  # their threads end with the workload's duration
+        for producer in self.producers:
+            producer.finish(max(deadline - time.monotonic(), 0.0))
+
+    def clock_ms(self) -> float:
+        return self.record.now_ms()
+
+    def end_fault_schedule(self) -> None:
+        # what falls due by the end (the last trigger polls included) runs before the final phase
+        limit = self.scenario.duration_ms + 2 * TRIGGER_POLL_MS
+        while self._schedule.is_alive() and self._due_ms <= limit and time.monotonic() < self._workload_end + 30:
+            time.sleep(0.01)
+        self.final_phase = True
+        join_all([self._schedule])
+
+    def heal_everything(self) -> None:
+        self.faults.heal_everything()
+        self._final_started_ms = {broker: self.clock_ms() for broker in self.brokers}
+
+    def restart_all(self) -> None:
+        self.faults.restart_all()
+        self._final_started_ms = {broker: self.clock_ms() for broker in self.brokers}
+
+    def restart_exited(self) -> None:
+        """A broker that exited on its own starts again, at most once per session timeout
+        (the simulation's rule: a 2.7 broker restarted while its old session still holds
+        its registration exits at once)."""
+        for broker, process in sorted(self.brokers.items()):
+            now = self.clock_ms()
+            if not process.alive and now - self._final_started_ms.get(broker, 0) >= self.session_timeout_ms:
+                self._final_started_ms[broker] = now
+                self.faults.apply(fm.Restart((broker,)))
+
+    def is_settled(self) -> bool:
         """The one broker is live and leads every partition with itself as the ISR (one
         replica: its high watermark is its log end once it leads)."""
         if not self.broker.ready:
@@ -292,9 +326,14 @@ class RealRun:
         return all(partitions[p]["leader"] == self.broker_id and partitions[p]["isr"] == [self.broker_id]
                    for p in self.partitions)
 
-    def _replica_logs(self, read: dict[str, tuple]) -> None:
-        """The one replica's digests, from what the final read fetched from it (below its
-        high watermark, which is its log end once settled)."""
+    def trace_replica_logs(self) -> None:
+        """The one replica's digests below its high watermark (its log end once settled).
+        The broker's log cannot be read from outside, so a read of its own fetches it, as
+        the final read will, but writes no history: the digests describe the replica,
+        before the reader's operations (the simulation's order)."""
+        quiet = lambda node, type_, fields: None  # noqa: E731
+        read = final_read(self.broker.bootstrap, self.partitions, quiet,
+                          time.monotonic() + self.scenario.final.max_wait_ms / 1000.0)
         for partition in self.partitions:
             if partition not in read:
                 continue
@@ -304,25 +343,19 @@ class RealRun:
                 "log_end_offset": high_watermark, "high_watermark": high_watermark,
                 "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, high_watermark)})
 
-    def _consumers_catch_up(self, read: dict[str, tuple], deadline: float) -> None:
-        ends = {p: entry[1] for p, entry in read.items()}
-        started = time.monotonic()
+    def has_consumers(self) -> bool:
+        return bool(self.consumers)
 
-        def behind():
-            return [(c.name, p) for c in self.consumers for p in self.partitions
-                    if TopicPartition.parse(p).topic == c.spec.topic and c.is_behind(p, ends.get(p, 0))]
-        while self.consumers and behind() and time.monotonic() < deadline:
-            time.sleep(SETTLE_POLL_S)
-        lagging = behind()
+    def lagging_consumers(self, ends: dict) -> list[Lag]:
+        return [Lag(c.name, p, False) for c in self.consumers for p in self.partitions
+                if TopicPartition.parse(p).topic == c.spec.topic and c.is_behind(p, ends.get(p, 0))]
+
+    def stop_consumers(self) -> None:
         for consumer in self.consumers:
             consumer.running = False
         join_all(self._consuming)
         for consumer in self.consumers:
             consumer.consumer.close()
-        if self.consumers:
-            self.record("world", "consumers_caught_up" if not lagging else "consumers_behind",
-                        {"waited_ms": int((time.monotonic() - started) * 1000),
-                         "behind": [list(x) for x in lagging[:20]]})
 
     # -- one trace -----------------------------------------------------------------
     def write_trace(self, writer: TraceWriter) -> None:

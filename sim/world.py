@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from faults import model as fm
+from faults.final_phase import SETTLE_POLL_MS, Lag, StopProducers, Wait, final_phase_steps
 from faults.schedule import nemesis_life, step_life
 from faults.nodes import broker_id_of
 from faults.triggers import cluster_view
@@ -30,7 +31,6 @@ from sim.faults import SimFaultExecutor
 from sim.network import LinkSpec, Network
 from faults.rng import derive
 
-SETTLE_POLL_MS = 100
 TRIGGER_POLL_MS = 5
 
 
@@ -153,33 +153,48 @@ class World:
             yield self.env.timeout(wait_ms)
 
     def _final_phase(self):
+        """Carry out the final phase's requests (faults/final_phase.py) on simulated time."""
         final = self.scenario.final
-        self.trace("world", "workload_stopped", {})
+        timeout_ms = max((p.spec.request_timeout_ms for p in self.producers), default=0)
+        steps = final_phase_steps(self, final.max_wait_ms, final.restart, timeout_ms)
+        answer = None
+        while True:
+            try:
+                request = steps.send(answer)
+            except StopIteration as done:
+                self.settled = done.value
+                return
+            answer = None
+            if isinstance(request, Wait):
+                yield self.env.timeout(request.ms)
+            elif isinstance(request, StopProducers):
+                yield from self._stop_producers(request.deadline_ms)
+            else:
+                yield from self.reader.run(request.deadline_ms)
+                answer = {tp: got.next_offset for tp, got in self.reader.results.items()}
+
+    def _stop_producers(self, deadline_ms: float):
         for producer in self.producers:
             producer.stop()
-        deadline = self.env.now + max((p.spec.request_timeout_ms for p in self.producers), default=0)
-        while self.env.now < deadline and not all(p.idle for p in self.producers):
+        while self.env.now < deadline_ms and not all(p.idle for p in self.producers):
             yield self.env.timeout(SETTLE_POLL_MS)
         for producer in self.producers:
             producer.drain()
+
+    # -- the final phase's primitives (faults/final_phase.py FinalPhaseRun) -----------
+    def clock_ms(self) -> float:
+        return self.env.now
+
+    def end_fault_schedule(self) -> None:
         self.final_phase = True
-        self.trace("world", "final_phase_started", {"max_wait_ms": final.max_wait_ms, "restart": final.restart})
+
+    def heal_everything(self) -> None:
         self.faults.heal_everything()
-        if final.restart == "all":  # every process restarts and recovers from its disk
-            for broker in sorted(self.hosts):
-                self.hosts[broker].crash()
-            self.faults.apply(fm.Restart(tuple(sorted(self.hosts))))
-        started = self.env.now
-        deadline = started + final.max_wait_ms
-        while self.env.now < deadline and not self.is_settled():
-            yield self.env.timeout(SETTLE_POLL_MS)
-            self._restart_exited()
-        self.settled = self.is_settled()
-        self.trace("world", "cluster_settled" if self.settled else "cluster_not_settled",
-                   {"waited_ms": int(self.env.now - started)})
-        self._trace_replica_logs()
-        yield from self.reader.run(self.env.now + final.max_wait_ms)
-        yield from self._consumers_catch_up(self.env.now + final.max_wait_ms)
+
+    def restart_all(self) -> None:
+        for broker in sorted(self.hosts):
+            self.hosts[broker].crash()
+        self.faults.apply(fm.Restart(tuple(sorted(self.hosts))))
 
     def _supervise(self, broker: int) -> None:
         """A process supervisor: a broker that exited on its own (a 2.7 broker whose
@@ -193,7 +208,7 @@ class World:
                 self.faults.apply(fm.Restart((broker,)))
         self.env.process(restart_later())
 
-    def _restart_exited(self) -> None:
+    def restart_exited(self) -> None:
         """The final phase restarts a broker that exited on its own, as a supervisor
         would, at most once per session timeout: a 2.7 broker restarted while its old
         session still held its registration fails startup and exits."""
@@ -202,25 +217,18 @@ class World:
             if not host.alive and self.env.now - host.started_at >= host.config.zookeeper_session_timeout_ms:
                 self.faults.apply(fm.Restart((broker,)))
 
-    def _consumers_catch_up(self, deadline: float):
-        """Consumers keep polling until they reach what the final read found, so that a
-        record no consumer saw is a real anomaly, not the end of the workload."""
-        ends = {tp: got.next_offset for tp, got in self.reader.results.items()}
-        started = self.env.now
+    def has_consumers(self) -> bool:
+        return bool(self.consumers)
 
-        def behind():
-            return [(c, tp) for c in self.consumers for tp in c.partitions if c.is_behind(tp, ends.get(tp, 0))]
-        # a partition a consumer gave up on (an exception without a reset policy) stays behind
-        while self.consumers and any(not c.has_given_up(tp) for c, tp in behind()) and self.env.now < deadline:
-            yield self.env.timeout(SETTLE_POLL_MS)
-        lagging = [(c.name, str(tp)) for c, tp in behind()]
+    def lagging_consumers(self, ends: dict) -> list[Lag]:
+        return [Lag(c.name, str(tp), c.has_given_up(tp))
+                for c in self.consumers for tp in c.partitions if c.is_behind(tp, ends.get(tp, 0))]
+
+    def stop_consumers(self) -> None:
         for consumer in self.consumers:
             consumer.stop()
-        if self.consumers:
-            self.trace("world", "consumers_caught_up" if not lagging else "consumers_behind",
-                       {"waited_ms": int(self.env.now - started), "behind": [list(x) for x in lagging[:20]]})
 
-    def _trace_replica_logs(self) -> None:
+    def trace_replica_logs(self) -> None:
         """What every replica holds below the leader's high watermark, as digests of
         fixed chunks of offsets, so that a checker can find replicas that diverge."""
         snaps = self.snapshots()

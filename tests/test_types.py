@@ -14,11 +14,13 @@ import sys
 from isrlab.compiled import ROOT, modules, source_of
 
 # Clean modules beyond the compiled ones: the real binding's file layer and coordination
-# stores, the in-test router, and the fault executor with both bindings' primitives
-# (mypy checks that each binding implements faults/binding.py's Protocol).
-# (real_io/runtime.py is not yet: its loop and halted future are Optional before start.)
+# stores, the in-test router, the fault executor with both bindings' primitives (mypy
+# checks that each binding implements faults/binding.py's Protocol), and the final phase
+# both bindings drive. (real_io/runtime.py is not yet: its loop and halted future are
+# Optional before start.)
 CHECKED = ("real_io/files.py", "real_io/coordination.py", "real_io/embedded_coordination.py", "tests/harness.py",
-           "faults/binding.py", "faults/executor.py", "sim/faults.py", "real_io/real_faults.py")
+           "faults/binding.py", "faults/executor.py", "sim/faults.py", "real_io/real_faults.py",
+           "faults/final_phase.py")
 
 
 def test_mypy_passes_over_the_core_the_compiled_modules_and_the_effect_runtimes():
