@@ -125,7 +125,12 @@ class Partition:
         return self.log.assign_epoch(lai.leader_epoch)
 
     def make_follower(self, state: PartitionState) -> None:
-        self._adopt(state, Role.FOLLOWER if state.leader_and_isr.leader != NO_LEADER else Role.OFFLINE)
+        """Follow a live leader. A LeaderAndIsr naming no live leader is not applied at all
+        (ReplicaManager._skip_become_follower, 2.7.0 makeFollowers), so leader -1 here is
+        a caller's bug; a replica stays offline until told of a live leader."""
+        if state.leader_and_isr.leader == NO_LEADER:
+            raise InvariantViolation(f"{self.tp} at broker {self.broker_id}: asked to follow no leader")
+        self._adopt(state, Role.FOLLOWER)
         self.followers = {}
         self.leader_epoch_start_offset = None
 
