@@ -23,7 +23,7 @@ Whatever is instantaneous is a call on ``run`` (:class:`FinalPhaseRun`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generator, Protocol, Union
+from typing import Any, Callable, Generator, Protocol, Union
 
 SETTLE_POLL_MS = 100  # how often the waits of steps 3 and 6 look again
 
@@ -119,6 +119,33 @@ def final_phase_steps(run: FinalPhaseRun, max_wait_ms: int, restart: str,
     ends = yield ReadEverything(run.clock_ms() + max_wait_ms)
     yield from _consumers_catch_up(run, ends, run.clock_ms() + max_wait_ms)
     return settled
+
+
+def carried_out(steps: Generator[Request, Any, bool],
+                carry_out: Callable[[Request], Generator[Any, Any, Any]]) -> Generator[Any, Any, bool]:
+    """Drive ``steps`` (final_phase_steps) through a binding: ``carry_out(request)`` is a
+    generator whose yields go to the binding's scheduler (simpy's events) and whose
+    return value answers the request. Returns whether the cluster settled."""
+    answer = None
+    while True:
+        try:
+            request = steps.send(answer)
+        except StopIteration as done:
+            return bool(done.value)
+        answer = yield from carry_out(request)
+
+
+def carried_out_blocking(steps: Generator[Request, Any, bool], carry_out: Callable[[Request], Any]) -> bool:
+    """``carried_out`` for a binding whose ``carry_out`` blocks and returns the answer."""
+    def at_once(request: Request) -> Generator[Any, Any, Any]:
+        return carry_out(request)
+        yield  # never reached: makes this a generator that yields nothing
+
+    try:
+        next(carried_out(steps, at_once))
+    except StopIteration as done:
+        return bool(done.value)
+    raise RuntimeError("a blocking final phase step yielded")
 
 
 def _consumers_catch_up(run: FinalPhaseRun, ends: dict, deadline_ms: float) -> Generator[Request, Any, None]:

@@ -32,7 +32,8 @@ from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
 from broker_core.config import broker_config, client_defaults
 from broker_core.types import TopicPartition
 from faults import model as fm
-from faults.final_phase import Lag, ReadEverything, StopProducers, Wait, final_phase_steps
+from faults.final_phase import (
+    Lag, ReadEverything, Request, StopProducers, Wait, carried_out_blocking, final_phase_steps)
 from faults.nodes import broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
@@ -263,22 +264,19 @@ class RealRun:
         final = self.scenario.final
         timeout_ms = max((w.request_timeout_ms for w in self.scenario.producers), default=0)
         steps = final_phase_steps(self, final.max_wait_ms, final.restart, timeout_ms)
-        answer = None
-        while True:
-            try:
-                request = steps.send(answer)
-            except StopIteration as done:
-                self.settled = done.value
-                return
-            answer = None
-            if isinstance(request, Wait):
-                time.sleep(request.ms / 1000.0)
-            elif isinstance(request, StopProducers):
-                self._stop_producers(self._monotonic(request.deadline_ms))
-            elif isinstance(request, ReadEverything):
-                read = final_read(self.broker.bootstrap, self.partitions, self.record,
-                                  self._monotonic(request.deadline_ms))
-                answer = {p: entry[1] for p, entry in read.items()}
+        self.settled = carried_out_blocking(steps, self._carry_out)
+
+    def _carry_out(self, request: Request) -> dict | None:
+        """One final-phase request, blocking on the run's clock; returns its answer."""
+        if isinstance(request, Wait):
+            time.sleep(request.ms / 1000.0)
+        elif isinstance(request, StopProducers):
+            self._stop_producers(self._monotonic(request.deadline_ms))
+        elif isinstance(request, ReadEverything):
+            read = final_read(self.broker.bootstrap, self.partitions, self.record,
+                              self._monotonic(request.deadline_ms))
+            return {p: entry[1] for p, entry in read.items()}
+        return None
 
     def _monotonic(self, clock_ms: float) -> float:
         return self.origin + clock_ms / 1000.0

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from faults import model as fm
-from faults.final_phase import SETTLE_POLL_MS, Lag, StopProducers, Wait, final_phase_steps
+from faults.final_phase import SETTLE_POLL_MS, Lag, StopProducers, Wait, carried_out, final_phase_steps
 from faults.schedule import nemesis_life, step_life
 from faults.nodes import broker_id_of
 from faults.triggers import cluster_view
@@ -157,21 +157,18 @@ class World:
         final = self.scenario.final
         timeout_ms = max((p.spec.request_timeout_ms for p in self.producers), default=0)
         steps = final_phase_steps(self, final.max_wait_ms, final.restart, timeout_ms)
-        answer = None
-        while True:
-            try:
-                request = steps.send(answer)
-            except StopIteration as done:
-                self.settled = done.value
-                return
-            answer = None
-            if isinstance(request, Wait):
-                yield self.env.timeout(request.ms)
-            elif isinstance(request, StopProducers):
-                yield from self._stop_producers(request.deadline_ms)
-            else:
-                yield from self.reader.run(request.deadline_ms)
-                answer = {tp: got.next_offset for tp, got in self.reader.results.items()}
+        self.settled = yield from carried_out(steps, self._carry_out)
+
+    def _carry_out(self, request):
+        """One final-phase request, on simulated time; returns its answer."""
+        if isinstance(request, Wait):
+            yield self.env.timeout(request.ms)
+        elif isinstance(request, StopProducers):
+            yield from self._stop_producers(request.deadline_ms)
+        else:
+            yield from self.reader.run(request.deadline_ms)
+            return {tp: got.next_offset for tp, got in self.reader.results.items()}
+        return None
 
     def _stop_producers(self, deadline_ms: float):
         for producer in self.producers:

@@ -2,7 +2,8 @@
 every call and carries out every request on a counter clock."""
 from __future__ import annotations
 
-from faults.final_phase import SETTLE_POLL_MS, Lag, ReadEverything, StopProducers, Wait, final_phase_steps
+from faults.final_phase import (
+    SETTLE_POLL_MS, Lag, ReadEverything, StopProducers, Wait, carried_out_blocking, final_phase_steps)
 
 
 class FakeRun:
@@ -49,18 +50,15 @@ class FakeRun:
 
     def drive(self, max_wait_ms=2000, restart="down", producer_timeout_ms=300):
         steps = final_phase_steps(self, max_wait_ms, restart, producer_timeout_ms)
-        answer = None
-        while True:
-            try:
-                request = steps.send(answer)
-            except StopIteration as done:
-                return done.value
-            answer = None
-            self.calls.append(("request", request))
-            if isinstance(request, Wait):
-                self.now += request.ms
-            elif isinstance(request, ReadEverything):
-                answer = {"t-0": 5}
+        return carried_out_blocking(steps, self.carry_out)
+
+    def carry_out(self, request):
+        self.calls.append(("request", request))
+        if isinstance(request, Wait):
+            self.now += request.ms
+        elif isinstance(request, ReadEverything):
+            return {"t-0": 5}
+        return None
 
 
 def test_the_steps_come_in_the_documented_order_and_the_digests_precede_the_read():
