@@ -1,0 +1,86 @@
+"""The real runner's cluster view (real_io/trace_view.py) follows each broker's own
+trace. A simulated run's trace has the same events, and samples of every broker's true
+state: between two samples, the events alone must bring the view to what the next
+sample says, in every field a trigger reads but a replica's log end offset (the one
+field no event brings forward, documented as lagging by a sample)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from faults.nodes import broker_id_of
+from real_io.trace_view import TraceClusterView, TraceTail
+from scenarios.parse import load_scenario
+from scenarios.runner import run_scenario
+
+LIBRARY = Path(__file__).resolve().parents[2] / "scenarios" / "library"
+
+
+def _compared(state: dict) -> dict:
+    """What the events must keep exact: a leader's whole view; a follower's role, leader
+    and epoch (its high watermark moves with fetch answers, which are not traced)."""
+    keep = ("role", "leader", "leader_epoch", "isr", "high_watermark") if state["role"] == "leader" else (
+        "role", "leader", "leader_epoch")
+    return {k: state[k] for k in keep}
+
+
+@pytest.mark.parametrize("filename, variant", [("jepsen-2013.yaml", "unclean"),
+                                               ("controller-and-leader-failover.yaml", None)])
+def test_events_keep_the_view_equal_to_the_next_sample(tmp_path, filename, variant):
+    scenario = load_scenario(LIBRARY / filename)
+    if variant is not None:
+        scenario = {v.variant: v for v in scenario.variants}[variant]
+    run_scenario(scenario, 3, tmp_path, judge=False)
+    tails: dict[int, TraceTail] = {}
+    compared = 0
+    for line in (tmp_path / "trace.jsonl").read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        broker = broker_id_of(event["node"])
+        if broker is None:
+            continue
+        tail = tails.setdefault(broker, TraceTail(broker, tmp_path / "unused"))
+        if event["type"] == "replica_state":
+            before = {p: _compared(s) for p, s in tail.partitions.items()}
+            after = {p: _compared(s) for p, s in event["partitions"].items()}
+            if before:  # the first sample of an incarnation has nothing before it
+                assert before == after, f"t={event['t_ms']} {event['node']}"
+                compared += 1
+        tail.apply(event)
+    assert compared > 100
+
+
+def test_a_tail_reads_whole_lines_as_they_are_written_and_skips_a_line_cut_short(tmp_path):
+    path = tmp_path / "broker-1-trace.jsonl"
+    tail = TraceTail(1, path)
+    tail.poll()  # no file yet: nothing
+    assert tail.partitions == {}
+    became = {"t_ms": 5, "node": "broker-1", "type": "became_leader", "partition": "t-0", "leader_epoch": 2,
+              "isr": [1, 2], "log_end_offset": 7, "high_watermark": 4}
+    text = json.dumps(became) + "\n"
+    with open(path, "w") as stream:
+        stream.write(text[:20])  # half a line: not judged yet
+    tail.poll()
+    assert tail.partitions == {}
+    with open(path, "a") as stream:
+        stream.write(text[20:])
+        stream.write('{"t_ms": 6, "node": "broker-1", "type": "isr_shr')  # a SIGKILL cut it here ...
+        stream.write("\n" + json.dumps({"t_ms": 9, "node": "broker-1", "type": "controller_elected",
+                                        "controller_epoch": 4}) + "\n")
+    tail.poll()
+    assert tail.partitions["t-0"]["role"] == "leader" and tail.partitions["t-0"]["leader"] == 1
+    assert tail.partitions["t-0"]["isr"] == [1, 2]  # ... so the cut line changed nothing
+    assert tail.controller_epoch == 4
+
+    view = TraceClusterView({1: path}, lambda broker: True, ["t-0", "t-1"])()
+    assert view["controller"] == 1
+    assert view["partitions"]["t-0"]["leader"] == 1 and view["partitions"]["t-0"]["high_watermark"] == 4
+    assert view["partitions"]["t-1"]["leader"] is None
+    # a broker the runner knows is down or paused shows nothing
+    down = TraceClusterView({1: path}, lambda broker: False, ["t-0"])()
+    assert down["controller"] is None and down["partitions"]["t-0"]["leader"] is None
+    with open(path, "a") as stream:
+        stream.write(json.dumps({"t_ms": 12, "node": "broker-1", "type": "broker_started"}) + "\n")
+    tail.poll()
+    assert tail.partitions == {} and tail.controller_epoch is None  # a new incarnation knows nothing yet
