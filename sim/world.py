@@ -17,9 +17,8 @@ import simpy
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, replica_digests
 from analysis.trace import TraceWriter, run_started_fields
-from broker_core import coordination as coord
 from broker_core.config import broker_config, client_defaults, topic_config
-from broker_core.dynamic_config import encode_overrides, topic_config_path
+from broker_core.admin_nodes import admin_topic_nodes
 from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost, broker_name
 from sim.clients import SimReader
@@ -72,11 +71,8 @@ class World:
             if cluster.supervisor_restart_ms is not None:
                 self.hosts[broker].on_exit = self._supervise
         for topic in cluster.topics:
-            assignment = {str(p): list(r) for p, r in sorted(topic.assignment.items())}
-            # kafka-topics.sh --create --config: the overrides first, then the assignment
-            # (2.7.0 AdminZkClient.createTopicWithAssignment)
-            self.service.store.put(topic_config_path(topic.name), encode_overrides(topic.config))
-            self.service.store.put(coord.topic_path(topic.name), coord.encode_data({"partitions": assignment}))
+            for path, data in admin_topic_nodes(topic.name, topic.assignment, topic.config):
+                self.service.store.put(path, data)
         self.partitions = [TopicPartition(t.name, p) for t in cluster.topics for p in range(t.partitions)]
         self.replicas = {TopicPartition(t.name, p): r for t in cluster.topics for p, r in t.assignment.items()}
         self._start_clients(scenario, seed)
