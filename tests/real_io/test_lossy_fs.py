@@ -322,3 +322,67 @@ def test_power_loss_keeps_what_the_simulated_disk_keeps(tmp_path_factory, initia
     disk.power_loss()
     assert (root / "f").read_bytes() == bytes(model.durable)
     disk.close()
+
+
+# -- a real broker on the mount ------------------------------------------------------------
+def _produce(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    """acks=1, one at a time: each value returned was acknowledged."""
+    from kafka import KafkaProducer
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0, request_timeout_ms=5000)
+    values = [f"{topic}-{i}".encode() for i in range(count)]
+    try:
+        for i, value in enumerate(values):
+            assert producer.send(topic, value).get(10).offset == i
+    finally:
+        producer.close(5)
+    return values
+
+
+def _recovered(trace: Path, partition: str) -> dict:
+    from analysis.trace import read_events
+    return [e for e in read_events(trace) if e.type == "log_recovered" and e["partition"] == partition][-1]
+
+
+@pytest.mark.slow
+def test_a_broker_on_the_mount_loses_only_what_it_never_fsynced(lossy, tmp_path):
+    """isrlab serve on the lossy mount. With Kafka's default (no flush by message count)
+    records acknowledged with acks=1 sit in the page cache: kill -9, power loss, restart,
+    and they may be gone, but the log recovers to a prefix of them and serves. With
+    flush.messages=1 every record acknowledged and then fsynced survives the same fault."""
+    from tests.real_io.serve_process import ServeProcess
+    from tests.real_io.test_serve_clients import kafka_python_read
+    data, trace = lossy.mount_point, tmp_path / "trace.jsonl"
+    broker = ServeProcess(data, trace=trace).start()
+    try:
+        unsynced = _produce(broker.bootstrap, "unsynced", 200)
+        broker.kill()
+        lost = lossy.power_loss()
+        assert lost["bytes_dropped"] > 0  # the segment's unsynced tail went
+        broker = ServeProcess(data, trace=trace).start()
+        recovered = _recovered(trace, "unsynced-0")
+        assert recovered["log_end_offset"] < len(unsynced)
+        records = kafka_python_read(broker.bootstrap, "unsynced", 1, recovered["log_end_offset"], timeout_s=5)
+        assert [r.value for r in records] == unsynced[:recovered["log_end_offset"]]  # a prefix, nothing else
+        after = _produce(broker.bootstrap, "unsynced", recovered["log_end_offset"] + 1)[-1:]
+        assert [r.value for r in kafka_python_read(broker.bootstrap, "unsynced", 1, recovered["log_end_offset"] + 1,
+                                                   timeout_s=5)][-1:] == after
+    finally:
+        broker.kill()
+    flushed = {"log.flush.interval.messages": 1}
+    broker = ServeProcess(data, trace=trace, config=flushed).start()
+    try:
+        synced = _produce(broker.bootstrap, "synced", 200)
+        # The answer to acks=1 does not wait for the fsync (it runs on the broker's fsync
+        # thread): wait until the mount has no unsynced bytes left, then crash.
+        deadline = time.monotonic() + 10
+        while lossy.status()["dirty_files"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        broker.kill()
+        lossy.power_loss()
+        broker = ServeProcess(data, trace=trace, config=flushed).start()
+        assert _recovered(trace, "synced-0")["log_end_offset"] == len(synced)
+        records = kafka_python_read(broker.bootstrap, "synced", 1, len(synced))
+        assert [r.value for r in records] == synced
+        assert [r.offset for r in records] == list(range(len(synced)))
+    finally:
+        assert broker.stop() == 0
