@@ -238,8 +238,10 @@ class LossyDisk:
         elif entry.change is Change.RMDIR:
             os.mkdir(self.full(entry.path), entry.mode)
         elif entry.change is Change.UNLINK:
+            assert entry.kept is not None  # an unlink always keeps what it removed
             os.rename(self.full(entry.kept), self.full(entry.path))
         elif entry.change is Change.RENAME:
+            assert entry.old_path is not None  # a rename always has its old name
             os.rename(self.full(entry.path), self.full(entry.old_path))
             if entry.kept is not None:
                 os.rename(self.full(entry.kept), self.full(entry.path))
