@@ -22,7 +22,7 @@ its own; undoing costs memory only for durable bytes that are overwritten or cut
   broker fsyncs the directory after it).
 
 Not modelled: permissions, owners and times (passed through, never reverted); hard and
-symbolic links (refused); torn writes (a write is lost or kept whole, per block only as
+symbolic links and device nodes (not implemented); torn writes (a write is lost or kept whole, per block only as
 far as the blocks saved go); and the state itself lives in the process that mounts, so a
 power loss after that process dies cannot be emulated any more (the backing directory
 then holds the page cache's view, as after a kill -9).
