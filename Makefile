@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 COMPILED_STAMP := $(VENV)/.installed-compiled
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast bench bench-spark install compiled zookeeper kcat chromium clean
+.PHONY: demo test test-fast bench bench-spark install compiled zookeeper kcat chromium lossyfs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,20 @@ chromium:
 		echo "no apt-get here: install Chromium by hand; the HTML report's test skips without it"; \
 	fi
 
+# Power loss on real files (real_io/lossy_fs.py) is a FUSE file system in Python: fusepy
+# (a project dependency, ctypes only: nothing to compile) loads Debian's libfuse 2, named
+# libfuse2t64 from Debian 13 on. Installed when missing. Without it (or without /dev/fuse)
+# power loss on a real cluster is refused with the reason, and its tests skip naming it.
+lossyfs:
+	@if $(PYTHON) -c "import ctypes.util, sys; sys.exit(ctypes.util.find_library('fuse') is None)"; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "installing Debian's libfuse 2 (the power-loss tests mount a FUSE file system)"; \
+		$(SUDO) apt-get update -q && { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q libfuse2t64 \
+			|| DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q libfuse2; }; \
+	else \
+		echo "no apt-get here: install libfuse 2 by hand; power loss on real files is refused without it"; \
+	fi
+
 # A known Kafka data-loss bug and the configuration that prevents it, side by side:
 # one file, two variants, one table (exit 0: each variant meets its own expectations).
 demo: $(STAMP)
@@ -86,7 +100,7 @@ demo: $(STAMP)
 
 # The suite tests the interpreted code; tests/test_compiled.py compares it with the
 # compiled build, which `compiled` makes first (or the test compiles one itself).
-test: $(TEST_STAMP) compiled zookeeper kcat chromium
+test: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
