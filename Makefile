@@ -104,7 +104,7 @@ test: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
 	$(PY) -m pytest -q
 
 # Everything but the suites marked slow (still part of `make test` and CI).
-test-fast: $(TEST_STAMP) compiled zookeeper kcat chromium
+test-fast: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
 	$(PY) -m pytest -q -m "not slow"
 
 # sim_speed runs the simulation interpreted and, with the build, compiled too.
