@@ -260,8 +260,9 @@ class Link:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = Connection(self, reader, writer)
         self.connections.add(connection)
-        connection.task = asyncio.current_task()
-        await connection.run()
+        # a task of its own that ``reset`` may cancel: asyncio logs a cancelled accept callback
+        connection.task = asyncio.ensure_future(connection.run())
+        await asyncio.wait([connection.task])
 
     def reset(self) -> int:
         """Reset every connection of the link; how many there were."""
@@ -438,8 +439,10 @@ async def answer(proxy: FaultProxy, line: bytes) -> dict:
         if asyncio.iscoroutine(result):
             result = await result
         return {"ok": True, **result}  # type: ignore[dict-item]
-    except (CommandError, KeyError, ValueError) as error:  # ValueError: bad JSON or UTF-8
-        return {"ok": False, "error": str(error).strip("'\"")}
+    except KeyError as error:  # no such link (str() would quote it)
+        return {"ok": False, "error": error.args[0]}
+    except (CommandError, ValueError) as error:  # ValueError: bad JSON or UTF-8, a link twice
+        return {"ok": False, "error": str(error)}
     except OSError as error:  # a port in use
         return {"ok": False, "error": f"{type(error).__name__}: {error}"}
 
