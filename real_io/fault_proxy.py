@@ -408,17 +408,37 @@ def _delay(proxy: FaultProxy, r: dict) -> dict:
     return {}
 
 
+def _block(proxy: FaultProxy, r: dict) -> dict:
+    proxy.faults.block(_pair(r))
+    return {}
+
+
+def _unblock(proxy: FaultProxy, r: dict) -> dict:
+    proxy.faults.unblock(_pair(r))
+    return {}
+
+
+def _set_cuts(proxy: FaultProxy, r: dict) -> dict:
+    proxy.faults.set_cuts(_fault_id(r), _links(r))
+    return {}
+
+
+def _set_delays(proxy: FaultProxy, r: dict) -> dict:
+    proxy.faults.set_delay(_fault_id(r), _links(r), _ms(r))
+    return {}
+
+
 Handler = Callable[[FaultProxy, dict], "dict | Awaitable[dict]"]
 COMMANDS: dict[str, Handler] = {
     "ping": lambda proxy, r: {},
     "add_link": _add_link,
     "remove_link": _remove_link,
     "state": lambda proxy, r: _state(proxy),
-    "block": lambda proxy, r: proxy.faults.block(_pair(r)) or {},
-    "unblock": lambda proxy, r: proxy.faults.unblock(_pair(r)) or {},
+    "block": _block,
+    "unblock": _unblock,
     "delay": _delay,
-    "set_cuts": lambda proxy, r: proxy.faults.set_cuts(_fault_id(r), _links(r)) or {},
-    "set_delays": lambda proxy, r: proxy.faults.set_delay(_fault_id(r), _links(r), _ms(r)) or {},
+    "set_cuts": _set_cuts,
+    "set_delays": _set_delays,
     "clear": lambda proxy, r: {"had": proxy.faults.clear(_fault_id(r))},
     "heal": lambda proxy, r: {"ended": proxy.faults.heal()},
     "reset": lambda proxy, r: {"connections": proxy.reset(*_pair(r))},
@@ -476,7 +496,7 @@ async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
         await asyncio.sleep(PARENT_POLL_S)
 
 
-async def serve(host: str, port: int) -> int:
+async def serve(host: str, port: int, parent: int) -> int:
     proxy = FaultProxy()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -484,7 +504,7 @@ async def serve(host: str, port: int) -> int:
         loop.add_signal_handler(signum, stop.set)
     control = await asyncio.start_server(partial(_control, proxy), host, port, limit=CONTROL_LINE_BYTES)
     bound_host, bound_port = control.sockets[0].getsockname()[:2]
-    watcher = asyncio.ensure_future(_watch_parent(os.getppid(), stop))
+    watcher = asyncio.ensure_future(_watch_parent(parent, stop))
     print(f"fault proxy control on {bound_host}:{bound_port}", flush=True)
     await stop.wait()
     watcher.cancel()
@@ -497,9 +517,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m real_io.fault_proxy", description=__doc__.split("\n")[0])
     parser.add_argument("--control-host", default="127.0.0.1")
     parser.add_argument("--control-port", type=int, default=0, help="0 (the default): any free port")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="exit once this process is no longer the parent (default: the parent at start; "
+                             "a launcher passes its own pid, so that dying before the proxy looks is noticed too)")
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(serve(args.control_host, args.control_port))
+        parent = os.getppid() if args.parent_pid is None else args.parent_pid
+        return asyncio.run(serve(args.control_host, args.control_port, parent))
     except OSError as error:
         print(f"fault proxy: cannot listen on {args.control_host}:{args.control_port}: {error}", file=sys.stderr)
         return 2

@@ -116,14 +116,14 @@ class FaultProxyProcess:
 
     def start(self, timeout_s: float = 10.0) -> FaultProxyClient:
         """Start the proxy, wait for its control address and connect to it."""
-        stderr = open(self.stderr_path, "ab") if self.stderr_path else subprocess.DEVNULL
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "real_io.fault_proxy", "--control-port", str(self.control_port)],
-                stdout=subprocess.PIPE, stderr=stderr, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        finally:
-            if self.stderr_path:
-                stderr.close()
+        args = [sys.executable, "-m", "real_io.fault_proxy", "--control-port", str(self.control_port),
+                "--parent-pid", str(os.getpid())]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if self.stderr_path is None:
+            self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        else:
+            with open(self.stderr_path, "ab") as stderr:
+                self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
         ready = _first_line(self.process, timeout_s)
         found = _READY.search(ready or "")
         if found is None:
@@ -154,7 +154,9 @@ def _first_line(process: subprocess.Popen, timeout_s: float) -> str | None:
     """The process's first stdout line, or None if none comes in time (a reader thread,
     since a pipe's readline cannot time out)."""
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
+    stdout = process.stdout
+    assert stdout is not None  # started with stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout_s)
     return lines[0] if lines else None
