@@ -12,8 +12,8 @@ Why these choices:
 
 - A blocked direction stops reading from its sender as well as forwarding, so the
   sender's kernel buffers fill and its writes stall (back-pressure): memory stays
-  bounded (one read chunk, ``QUEUE_CHUNKS`` queued chunks and asyncio's own buffers per
-  direction of a connection), and what was held flows in order when the direction heals,
+  bounded (``QUEUE_CHUNKS`` queued chunks, one read and one being written, and asyncio's
+  own buffers per direction of a connection), and what was held flows in order when the direction heals,
   as TCP delivers what it retransmits after a partition.
 - A connection accepted while either direction between its two nodes is blocked is not
   connected onwards until both are open again: a TCP handshake needs both directions.
@@ -53,7 +53,7 @@ Direction = tuple[str, str]
 MANUAL: Hashable = None  # the owner of block()/delay() without a fault id
 
 CHUNK_BYTES = 16 * 1024
-QUEUE_CHUNKS = 16  # per direction of a connection: at most 256 KiB read and not yet forwarded
+QUEUE_CHUNKS = 16  # per direction of a connection: with one chunk read and one being written, 288 KiB held
 READER_LIMIT_BYTES = 64 * 1024  # asyncio's StreamReader stops reading the socket past twice this
 CONNECT_TIMEOUT_S = 10.0
 _EOF = object()
@@ -250,6 +250,7 @@ class Link:
     def __init__(self, src: str, dst: str, target: tuple[str, int], faults: FaultState):
         self.src, self.dst, self.target, self.faults = src, dst, target, faults
         self.connections: set[Connection] = set()
+        self.handlers: set[asyncio.Task] = set()  # the accept callbacks, until they return
         self.listener: asyncio.AbstractServer | None = None
         self.port = 0
 
@@ -260,9 +261,15 @@ class Link:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = Connection(self, reader, writer)
         self.connections.add(connection)
+        handler = asyncio.current_task()
+        assert handler is not None
+        self.handlers.add(handler)
         # a task of its own that ``reset`` may cancel: asyncio logs a cancelled accept callback
         connection.task = asyncio.ensure_future(connection.run())
-        await asyncio.wait([connection.task])
+        try:
+            await asyncio.wait([connection.task])
+        finally:
+            self.handlers.discard(handler)
 
     def reset(self) -> int:
         """Reset every connection of the link; how many there were."""
@@ -274,9 +281,13 @@ class Link:
         return len(connections)
 
     async def close(self) -> None:
+        """Stop listening, reset every connection and wait until their callbacks have
+        returned (at the process's end asyncio.run would cancel them, and log it)."""
         if self.listener is not None:
             self.listener.close()
         self.reset()
+        if self.handlers:
+            await asyncio.wait(list(self.handlers))
         if self.listener is not None:
             await self.listener.wait_closed()
 

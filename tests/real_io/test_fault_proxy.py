@@ -329,38 +329,57 @@ def _rss_kb(pid: int) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
 
+class _Stream:
+    """A sender writing ``data`` as fast as the connection takes it and a receiver reading
+    it all, each counting as it goes."""
+
+    def __init__(self, client: socket.socket, server: socket.socket, data: bytes):
+        self.data, self.sent, self.received = data, 0, bytearray()
+        self.threads = [threading.Thread(target=self._send, args=(client,), daemon=True),
+                        threading.Thread(target=self._receive, args=(server,), daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def _send(self, sock: socket.socket) -> None:
+        for start in range(0, len(self.data), 65536):
+            sock.sendall(self.data[start:start + 65536])
+            self.sent = start + 65536
+
+    def _receive(self, sock: socket.socket) -> None:
+        sock.settimeout(30)
+        while len(self.received) < len(self.data) and (chunk := sock.recv(1 << 20)):
+            self.received += chunk
+
+    def counts(self) -> tuple[int, int]:
+        return self.sent, len(self.received)
+
+
 @pytest.mark.slow
-def test_a_blocked_fast_sender_is_held_back_with_bounded_memory(proxy, proxy_process, target):
+def test_a_fast_sender_blocked_mid_stream_is_held_back_with_bounded_memory(proxy, proxy_process, target):
     a, b = nodes()
     client, server = connect(proxy, a, b, target)
     rss_before = _rss_kb(proxy_process.process.pid)
-    proxy.block(a, b)
-    client.setblocking(False)
-    data = numbered(64_000)  # 64 MB: far more than the kernels' and the proxy's buffers
-    sent, samples = 0, []
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
-        select.select([], [client], [], 0.05)
-        try:
-            sent += client.send(data[sent:sent + 65536])
-        except BlockingIOError:
-            pass
-        if not samples and time.monotonic() > deadline - 1.0:
-            samples.append(sent)
-    samples.append(sent)
-    # back-pressure reached the sender: the kernels' buffers full, its writes stall (a few
-    # KiB may still trickle in as loopback's TCP autotuning grows a buffer)
-    assert samples[1] - samples[0] < 512 << 10, f"the sender went on: {samples}"
-    assert sent < 32 << 20
+    stream = _Stream(client, server, numbered(64_000))  # 64 MB: far more than every buffer on the way
+    deadline = time.monotonic() + 10
+    while stream.counts()[1] < 1 << 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proxy.block(a, b)  # while bytes flow: some are read and queued in the proxy
+    time.sleep(0.5)
     held = proxy.state()["links"][0]["held_bytes"]
-    assert held <= (fault_proxy.QUEUE_CHUNKS + 1) * fault_proxy.CHUNK_BYTES
+    before = stream.counts()
+    time.sleep(1.0)
+    after = stream.counts()
+    assert after[1] == before[1]  # nothing got through the block
+    # back-pressure reached the sender: the kernels' buffers are full and its writes stall
+    # (a few KiB may trickle in as loopback's TCP autotuning grows a buffer)
+    assert after[0] - before[0] < 512 << 10, f"the sender went on: {before} {after}"
+    assert after[0] - after[1] < 32 << 20
+    assert 0 < held <= (fault_proxy.QUEUE_CHUNKS + 2) * fault_proxy.CHUNK_BYTES
     assert _rss_kb(proxy_process.process.pid) - rss_before < 20_000
     proxy.unblock(a, b)
-    client.setblocking(True)
-    sender = threading.Thread(target=client.sendall, args=(data[sent:],), daemon=True)
-    sender.start()
-    assert receive(server, len(data), timeout_s=30) == data
-    sender.join(10)
+    for thread in stream.threads:
+        thread.join(30)
+    assert stream.received == stream.data
 
 
 def _gone(pid: int) -> bool:
