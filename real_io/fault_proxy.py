@@ -463,7 +463,8 @@ async def answer(proxy: FaultProxy, line: bytes) -> dict:
         request = json.loads(line)
         if not isinstance(request, dict):
             raise CommandError("a command is a JSON object")
-        handler = COMMANDS.get(request.get("op"))  # type: ignore[arg-type]
+        op = request.get("op")
+        handler = COMMANDS.get(op) if isinstance(op, str) else None
         if handler is None:
             raise CommandError(f"unknown op {request.get('op')!r}; known: {', '.join(sorted(COMMANDS))}")
         result = handler(proxy, request)
@@ -474,6 +475,8 @@ async def answer(proxy: FaultProxy, line: bytes) -> dict:
         return {"ok": False, "error": error.args[0]}
     except (CommandError, ValueError) as error:  # ValueError: bad JSON or UTF-8, a link twice
         return {"ok": False, "error": str(error)}
+    except RecursionError:  # JSON nested deeper than the parser goes
+        return {"ok": False, "error": "the command is nested too deeply"}
     except OSError as error:  # a port in use
         return {"ok": False, "error": f"{type(error).__name__}: {error}"}
 
