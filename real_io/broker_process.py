@@ -79,8 +79,6 @@ class BrokerProcess:
         self.port = port
         self.args = serve_arguments(broker_id, data_dir, port, trace, config, clock_origin, zk, zk_session_file,
                                     peers=peers, advertise=advertise, profile=profile)
-        if zk is not None and zk_session_file is not None:
-            zk_session_file.unlink(missing_ok=True)
         self.zk_session_file = zk_session_file
         self.stderr_path = stderr_path
         self.stdout_path = stdout_path if stdout_path is not None else stderr_path.with_suffix(".stdout")
@@ -111,6 +109,8 @@ class BrokerProcess:
         with self._lock:
             self._listening = False
             self.paused = False
+            if self.zk_session_file is not None:  # an earlier incarnation's session is not this one's
+                self.zk_session_file.unlink(missing_ok=True)
             self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.stderr_path, "ab") as stderr, open(self.stdout_path, "ab") as stdout:
                 self._stdout_offset = stdout.tell()

@@ -105,6 +105,10 @@ class LocalCluster:
     def broker_dir(self, broker: int) -> Path:
         return self.directory / f"broker-{broker}"
 
+    def serve_arguments(self, broker: int) -> list[str]:
+        """The command line ``broker`` is started with."""
+        return self._broker_process(broker).args
+
     def _broker_process(self, broker: int) -> BrokerProcess:
         node = broker_node(broker)
         listen = f"{HOST}:{self.ports[broker]}"
@@ -300,8 +304,12 @@ def recorded_processes(record: dict) -> list[tuple[str, dict]]:
 
 
 def running_processes(record: dict) -> list[str]:
-    return [name for name, entry in recorded_processes(record) if _identity(entry) is not None
-            and process_identity.is_running(_identity(entry))]
+    running = []
+    for name, entry in recorded_processes(record):
+        identity = _identity(entry)
+        if identity is not None and process_identity.is_running(identity):
+            running.append(name)
+    return running
 
 
 def refuse_running(directory: Path) -> None:
@@ -385,9 +393,10 @@ def _choose_ports(broker_ids: list[int], first: int | None) -> dict[int, int]:
 
 def _choose_zk_port(port: int | None, taken: set[int]) -> int:
     if port is None:
-        while (port := zk_server.free_port()) in taken:
-            pass
-        return port
+        chosen = zk_server.free_port()
+        while chosen in taken:
+            chosen = zk_server.free_port()
+        return chosen
     if port in taken or port_in_use(port):
         raise ClusterError(f"port {port} on {HOST} (ZooKeeper) is in use: choose another --zk-port, "
                            "or leave it out for a free port")

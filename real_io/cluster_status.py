@@ -169,7 +169,8 @@ def format_status(status: ClusterStatus) -> str:
              f"{'broker':>6}  {'state':<7}  {'pid':>7}  {'address':<21}  registered"]
     for b in status.brokers:
         registered = "?" if b.registered is None else "yes" if b.registered else "no"
-        lines.append(f"{b.broker_id:>6}  {b.state:<7}  {b.pid if b.pid and b.state != 'down' else '-':>7}  {b.address:<21}  {registered}")
+        pid = b.pid if b.pid and b.state != "down" else "-"
+        lines.append(f"{b.broker_id:>6}  {b.state:<7}  {pid:>7}  {b.address:<21}  {registered}")
     if status.partitions:
         lines += ["", f"{'partition':<24}  {'leader':>6}  {'epoch':>5}  {'replicas':<12}  {'isr':<12}  "
                       f"{'high_watermark':>14}  {'log_start':>9}"]
