@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from broker_core.config import broker_config
+from broker_core.coordination import BROKER_IDS_PATH
 from broker_core.errors import ConfigError
 from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
 from real_io import process_identity, zk_server
@@ -155,17 +156,21 @@ class LocalCluster:
     def _start(self, timeout_s: float) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._began = True
-        try:
-            self.zookeeper = zk_server.start(self.directory / "zookeeper", self.zk_port,
-                                             tick_time_ms=self.zk_tick_ms)
-        except zk_server.ZooKeeperError as error:
-            raise ClusterError(f"cannot start ZooKeeper: {error}") from None
-        self.zk_identity = process_identity.identify(self.zookeeper.pid)
-        self.write_record("starting")
-        for broker in self.broker_ids:
-            process = self.brokers[broker] = self._broker_process(broker)
-            process.start()
+        # ZooKeeper is known by its pid file only once it answers: an interruption
+        # waits for that (at most zk_server's own timeout).
+        with _uninterrupted():
+            try:
+                self.zookeeper = zk_server.start(self.directory / "zookeeper", self.zk_port,
+                                                 tick_time_ms=self.zk_tick_ms)
+            except zk_server.ZooKeeperError as error:
+                raise ClusterError(f"cannot start ZooKeeper: {error}") from None
+            self.zk_identity = process_identity.identify(self.zookeeper.pid)
             self.write_record("starting")
+        for broker in self.broker_ids:
+            with _uninterrupted():
+                process = self.brokers[broker] = self._broker_process(broker)
+                process.start()
+                self.write_record("starting")
         deadline = time.monotonic() + timeout_s
         for broker in self.broker_ids:
             process = self.brokers[broker]
@@ -220,13 +225,17 @@ class LocalCluster:
 
     def restart(self, broker: int, timeout_s: float = READY_TIMEOUT_S) -> bool:
         """A new incarnation on the same port, data directory and trace (after the
-        running one, if any, has stopped); True once it listens."""
+        running one, if any, has stopped); True once it listens. False when it exited
+        instead: as Kafka 2.7 does, a broker started while its killed incarnation's
+        session still holds /brokers/ids/<id> exits (``registered_brokers`` tells when
+        the old session is gone; the simulation's supervisor restarts it later)."""
         with self._lock:
             process = self.brokers[broker]
             if process.alive:
-                process.stop(STOP_TIMEOUT_S)
-            process.start()
-            self.write_record("running")
+                process.stop(self.stop_timeout_s)
+            with _uninterrupted():
+                process.start()
+                self.write_record("running")
         return process.wait_ready(timeout_s)
 
     def expire_zk_session(self, broker: int) -> str | None:
@@ -236,6 +245,23 @@ class LocalCluster:
         if not process.alive:
             return f"broker {broker} is not running"
         return _expire(self.zk_hosts, process.zk_session_file)
+
+    def registered_brokers(self, timeout_s: float = 10.0) -> list[int]:
+        """The brokers registered in ZooKeeper now (/brokers/ids)."""
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+        client = KazooClient(hosts=self.zk_hosts + CHROOT)
+        try:
+            client.start(timeout=timeout_s)
+            return sorted(int(child) for child in client.get_children(BROKER_IDS_PATH))
+        except NoNodeError:
+            return []
+        except KazooTimeoutError:
+            raise ClusterError(f"ZooKeeper at {self.zk_hosts} did not answer within {timeout_s:.0f}s") from None
+        finally:
+            client.stop()
+            client.close()
 
     def states(self) -> dict[int, str]:
         """Each broker: ``alive`` (listening), ``starting``, ``paused`` or ``down``."""
@@ -405,28 +431,63 @@ def _choose_zk_port(port: int | None, taken: set[int]) -> int:
 
 # -- signals -------------------------------------------------------------------------------
 _TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+_INTERRUPTING = (signal.SIGINT, *_TERMINATING)
+
+
+class _Deferred(threading.local):
+    depth = 0  # how many _uninterrupted blocks the main thread is in
+    pending: int | None = None  # a signal that arrived inside one
+
+
+_deferred = _Deferred()
 
 
 def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def _interrupt(signum: int) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+def _on_signal(signum, _frame) -> None:
+    if _deferred.depth:
+        _deferred.pending = signum
+        return
+    _interrupt(signum)
+
+
 @contextmanager
 def _raising_on_termination() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise SystemExit in the main thread, as Ctrl-C raises
-    KeyboardInterrupt, so that a terminated launcher unwinds and stops its cluster
-    (their default action would end it at once and leave the processes running)."""
+    """Ctrl-C raises KeyboardInterrupt and SIGTERM and SIGHUP raise SystemExit in the
+    main thread, so that a terminated launcher unwinds and stops its cluster (their
+    default action would end it at once and leave the processes running); inside an
+    ``_uninterrupted`` block they wait for its end."""
     if not _on_main_thread():
         yield
         return
-    def terminated(signum, _frame):
-        raise SystemExit(128 + signum)
-    previous = {signum: signal.signal(signum, terminated) for signum in _TERMINATING}
+    previous = {signum: signal.signal(signum, _on_signal) for signum in _INTERRUPTING}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Starting a process and recording it happen together or not at all: an exception
+    raised between the fork and the record would leave a process nobody knows of."""
+    _deferred.depth += 1
+    try:
+        yield
+    finally:
+        _deferred.depth -= 1
+        if _deferred.depth == 0 and _deferred.pending is not None:
+            signum, _deferred.pending = _deferred.pending, None
+            _interrupt(signum)
 
 
 @contextmanager
@@ -436,7 +497,7 @@ def _ignoring_termination() -> Iterator[None]:
     if not _on_main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, *_TERMINATING)}
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in _INTERRUPTING}
     try:
         yield
     finally:
