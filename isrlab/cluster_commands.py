@@ -12,6 +12,16 @@ from isrlab.usage import EXIT_OK, UsageError, config_pair, config_value, port_nu
 DEFAULT_DIR = "runs/cluster"
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from real_io.cluster import ClusterError, LocalCluster
     overrides = {key: config_value(value) for key, value in args.config or []}
@@ -100,7 +110,7 @@ def add_parsers(sub) -> None:
                     help="ZooKeeper's tickTime (default 2000): it grants sessions of 2 to 20 ticks")
     up.add_argument("--foreground", action="store_true",
                     help="stay in the foreground and stop everything on Ctrl-C or SIGTERM")
-    up.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    up.add_argument("--timeout", type=_seconds, default=30.0, metavar="S",
                     help="seconds a process has to stop after SIGTERM before SIGKILL "
                          "when the cluster stops: after Ctrl-C with --foreground, or after a failed start (default 30)")
     up.set_defaults(func=cmd_up)
@@ -115,7 +125,7 @@ def add_parsers(sub) -> None:
                               description="Stop the processes cluster.json names, brokers first (SIGTERM, SIGKILL "
                                           "after --timeout), ZooKeeper last; a pid that now names another process "
                                           "is left alone. Data stays in --dir.")
-    down.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    down.add_argument("--timeout", type=_seconds, default=30.0, metavar="S",
                       help="seconds a process has to stop after SIGTERM before SIGKILL (default 30)")
     down.set_defaults(func=cmd_down)
     for parser in (up, status, down):
