@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from isrlab import compiled, spark_commands
+from isrlab import cluster_commands, compiled, spark_commands
 from isrlab.usage import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds, positive_int
 from scenarios.runner import BINDINGS, KEEP_CHOICES, BindingError, SimulationFailed
 from scenarios.source import ScenarioError
@@ -496,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     bld.add_argument("--jobs", type=positive_int, metavar="N", help="C compilers at once (default: one per CPU)")
     bld.set_defaults(func=cmd_build)
     spark_commands.add_parsers(sub)
+    cluster_commands.add_parsers(sub)
     return parser
 
 

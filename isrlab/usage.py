@@ -35,3 +35,28 @@ def parse_seeds(text: str) -> list[int]:
         raise UsageError(f"--seeds: seed {', '.join(map(str, repeated))} is listed more than once "
                          "(each seed runs once, into its own folder)")
     return seeds
+
+
+def port_number(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def config_pair(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of a ``--config`` option."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def config_value(text: str):
+    """A config value as the core takes it: true/false, a whole number, or the text."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text

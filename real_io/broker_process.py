@@ -1,6 +1,7 @@
 """One ``isrlab serve`` child process of a real scenario run, and the signals a real
 machine can send it: SIGKILL (crash), SIGTERM (a clean shutdown), SIGSTOP/SIGCONT
-(pause, resume), and a start on the same port and data directory (restart).
+(pause, resume), and a start on the same port and data directory (restart). The
+launcher of a local cluster (real_io/cluster.py) starts its brokers through it too.
 
 Every incarnation writes its trace to the same file on the run's clock
 (``--clock-origin``), so the broker's events and the clients' share one time axis.
@@ -16,6 +17,9 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Mapping
+
+from real_io.process_identity import ProcessIdentity, identify
 
 _LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
 
@@ -37,28 +41,53 @@ def config_argument(key: str, value) -> str:
     return f"{key}={text}"
 
 
+def serve_arguments(broker_id: int, data_dir: Path, port: int, trace: Path, config: dict, clock_origin: float,
+                    zk: str | None = None, zk_session_file: Path | None = None, *,
+                    peers: Mapping[int, str] | None = None, advertise: Mapping[int, str] | None = None,
+                    profile: str | None = None) -> list[str]:
+    """The ``isrlab serve`` command line of one broker (see ``BrokerProcess``)."""
+    args = [sys.executable, "-m", "isrlab", "serve", "--broker-id", str(broker_id), "--data-dir", str(data_dir),
+            "--listen", f"127.0.0.1:{port}", "--trace", str(trace), "--clock-origin", repr(clock_origin)]
+    for key in sorted(config):
+        args += ["--config", config_argument(key, config[key])]
+    if zk is not None:
+        args += ["--zk", zk]
+        if zk_session_file is not None:
+            args += ["--zk-session-file", str(zk_session_file)]
+    for option, addresses in (("--peer", peers or {}), ("--advertise", advertise or {})):
+        args += [word for other in sorted(addresses) for word in (option, f"{other}={addresses[other]}")]
+    if profile is not None:
+        args += ["--profile", profile]
+    return args
+
+
 class BrokerProcess:
     def __init__(self, broker_id: int, data_dir: Path, port: int, trace: Path, config: dict,
-                 clock_origin: float, stderr_path: Path, zk: str | None = None, zk_session_file: Path | None = None):
+                 clock_origin: float, stderr_path: Path, zk: str | None = None, zk_session_file: Path | None = None,
+                 *, peers: Mapping[int, str] | None = None, advertise: Mapping[int, str] | None = None,
+                 profile: str | None = None, new_session: bool = False, stdout_path: Path | None = None):
         """``zk`` (HOST:PORT[/CHROOT]) runs the broker on ZooKeeper; it publishes each of
-        its sessions to ``zk_session_file`` (for expire_session)."""
+        its sessions to ``zk_session_file`` (for expire_session). ``peers`` (broker id ->
+        HOST:PORT where this broker reaches it), ``advertise`` (broker id -> what
+        Metadata names) and ``profile`` are passed only when given, so a one-broker run
+        needs no option an older ``serve`` lacks. ``new_session`` puts the process in a
+        session of its own: a Ctrl-C in the launcher's terminal does not reach it, and it
+        outlives a launcher that exits (``isrlab cluster up``). Its standard output goes to
+        ``stdout_path`` (default: beside ``stderr_path``), where ``ready`` looks for the
+        line saying it listens; a pipe would break once a detached launcher is gone."""
         self.broker_id = broker_id
         self.port = port
-        self.args = [sys.executable, "-m", "isrlab", "serve", "--broker-id", str(broker_id),
-                     "--data-dir", str(data_dir), "--listen", f"127.0.0.1:{port}", "--trace", str(trace),
-                     "--clock-origin", repr(clock_origin)]
-        for key in sorted(config):
-            self.args += ["--config", config_argument(key, config[key])]
-        if zk is not None:
-            self.args += ["--zk", zk]
-            if zk_session_file is not None:
-                self.args += ["--zk-session-file", str(zk_session_file)]
-                zk_session_file.unlink(missing_ok=True)
+        self.args = serve_arguments(broker_id, data_dir, port, trace, config, clock_origin, zk, zk_session_file,
+                                    peers=peers, advertise=advertise, profile=profile)
         self.zk_session_file = zk_session_file
         self.stderr_path = stderr_path
+        self.stdout_path = stdout_path if stdout_path is not None else stderr_path.with_suffix(".stdout")
+        self.new_session = new_session
         self.process: subprocess.Popen | None = None
+        self.identity: ProcessIdentity | None = None
         self.paused = False
-        self._ready = threading.Event()
+        self._stdout_offset = 0  # where this incarnation's output begins
+        self._listening = False
         self._lock = threading.Lock()
 
     @property
@@ -73,31 +102,43 @@ class BrokerProcess:
     @property
     def ready(self) -> bool:
         """Alive, not paused, and it said it listens."""
-        return self.alive and not self.paused and self._ready.is_set()
+        return self.alive and not self.paused and self._said_listening()
 
     def start(self) -> None:
         """Start an incarnation; returns at once (``wait_ready`` waits for it to listen)."""
         with self._lock:
-            self._ready.clear()
+            self._listening = False
             self.paused = False
-            with open(self.stderr_path, "ab") as stderr:
-                self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-            threading.Thread(target=self._watch, args=(self.process,), daemon=True).start()
+            if self.zk_session_file is not None:  # an earlier incarnation's session is not this one's
+                self.zk_session_file.unlink(missing_ok=True)
+            self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.stderr_path, "ab") as stderr, open(self.stdout_path, "ab") as stdout:
+                self._stdout_offset = stdout.tell()
+                self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                                start_new_session=self.new_session)
+            self.identity = identify(self.process.pid)
 
-    def _watch(self, process: subprocess.Popen) -> None:
-        for line in process.stdout:
-            if _LISTENING.search(line):
-                self._ready.set()
-        process.stdout.close()
+    def _said_listening(self) -> bool:
+        """This incarnation wrote its "listening on" line (read once more until it has)."""
+        if not self._listening:
+            try:
+                with open(self.stdout_path, "rb") as stdout:
+                    stdout.seek(self._stdout_offset)
+                    said = stdout.read(1 << 16).decode(errors="replace")
+            except OSError:
+                return False
+            self._listening = _LISTENING.search(said) is not None
+        return self._listening
 
     def wait_ready(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self._ready.wait(0.05):
+            if self._said_listening():
                 return True
             if not self.alive:
                 return False
+            time.sleep(0.05)
         return False
 
     def last_words(self) -> str | None:
