@@ -17,16 +17,25 @@ server takes it before the socket is read again. A frame is read no further than
 own end.
 
 A size prefix below zero or above ``socket.request.max.bytes`` is refused before
-anything is allocated (Kafka's InvalidReceiveException). A frame's buffer grows as its
-bytes arrive (first at most ``FIRST_ALLOCATION``, then doubling), so a client that
-announces a large frame and sends little costs little.
+anything is allocated (Kafka's InvalidReceiveException).
 
-A frame of up to ``FIRST_ALLOCATION`` bytes (a producer's request is at most about a
-megabyte) is received into a buffer of the listener's ``FramePool`` and handed to the
-server as a view of it; the buffer goes back to the pool when the server asks for the
-next frame, and is used again only once nothing holds a view of it any more. A fresh
-megabyte per request cost the broker its zeroing and its page faults, as much as the
-batch's CRC.
+Memory follows what arrived, not what was announced: a frame that continues past the
+staging buffer gets a buffer the size of what it has (at least ``MIN_FRAME_BUFFER``),
+doubled as it fills, up to ``UNRESERVED_BYTES``. Growing further needs the frame's
+whole size from the listener's ``MemoryPool`` (``queued.max.request.bytes``, KIP-72);
+when the pool refuses, the connection is not read (muted, as Kafka's Selector mutes a
+channel whose receive cannot get memory) until memory comes back. A client that
+announces 100 MB and sends two bytes costs a 4 KiB buffer (with one 1 MiB buffer per
+such frame, 1,500 of them took a broker from 34 MiB to 1.5 GiB). The reservation goes
+back to the pool when the server asks for the next frame, or when the connection
+closes.
+
+A reserved frame of up to ``FIRST_ALLOCATION`` bytes (a producer's request is at most
+about a megabyte) then moves into a buffer of the listener's ``FramePool`` and is handed
+to the server as a view of it; the buffer goes back to the pool when the server asks
+for the next frame, and is used again only once nothing holds a view of it any more. A
+fresh megabyte per request cost the broker its zeroing and its page faults, as much as
+the batch's CRC. A larger frame grows from ``FIRST_ALLOCATION`` by doubling.
 """
 from __future__ import annotations
 
@@ -34,12 +43,17 @@ import asyncio
 from collections import deque
 from typing import Callable
 
+from real_io.listener_limits import MemoryPool
 from real_io.protocol import apis
 from real_io.protocol.errors import ProtocolError
 
 STAGING_BYTES = 16384
 FIRST_ALLOCATION = 1 << 20
 POOLED_BUFFERS = 4
+MIN_FRAME_BUFFER = 4096  # a continued frame's first buffer: a few bytes sent cost no more
+UNRESERVED_BYTES = STAGING_BYTES  # how far a frame's buffer grows before it needs the memory pool
+
+Frame = bytearray | memoryview
 
 
 class FramePool:
@@ -76,20 +90,31 @@ def _unviewed(buffer: bytearray) -> bool:
     return True
 
 
+_NO_POOL = MemoryPool(0)
+
+
 class FrameConnection(asyncio.BufferedProtocol):
     def __init__(self, max_request_bytes: int, on_open: Callable[["FrameConnection"], None],
-                 pool: FramePool | None = None):
+                 pool: FramePool | None = None, memory: MemoryPool = _NO_POOL,
+                 on_lost: Callable[[], None] | None = None):
         self.max_request_bytes = max_request_bytes
         self._on_open = on_open
+        self._on_lost = on_lost
         self._pool = pool if pool is not None else FramePool()
-        self._pooled: list[bytearray] = []  # pool buffers of the frames read and not yet done with
+        self._memory = memory
         self.transport: asyncio.Transport | None = None
         self._staging: bytearray | None = None  # allocated for a read, dropped once empty
         self._staged = 0  # bytes in the staging buffer not yet taken into a frame
-        self._frame: bytearray | memoryview | None = None  # a frame read past the staging buffer
+        self._frame: Frame | None = None  # a frame read past the staging buffer
         self._frame_size = 0
         self._filled = 0
-        self._ready: deque[bytearray | memoryview] = deque()  # whole frames the server has not taken yet
+        self._reserved = 0  # what the frame being read holds of the memory pool
+        self._pooled: bytearray | None = None  # the FramePool buffer it is read into
+        self._awaiting_memory = False  # muted until the memory pool grants the frame its size
+        self._abandoned = False  # the connection was lost inside a frame
+        # whole frames the server has not taken yet, each with its reservation and pool buffer
+        self._ready: deque[tuple[Frame, int, bytearray | None]] = deque()
+        self._handed: list[tuple[int, bytearray | None]] = []  # those of frames the server holds
         self._error: Exception | None = None  # a refused size prefix: after the ready frames
         self._eof = False
         self._lost = False
@@ -107,19 +132,25 @@ class FrameConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         frame = self._frame
         if frame is not None:
-            if self._filled == len(frame):  # the frame's (own) buffer is full but the frame is not
-                frame.extend(bytes(min(self._frame_size, 2 * len(frame)) - len(frame)))  # type: ignore[union-attr]
-            return memoryview(frame)[self._filled:]
-        if self._staging is None:
+            if self._filled == len(frame):  # full, and reserved if it must be (or reading is muted)
+                self._grow()  # here: while buffer_updated runs, the read's view of the buffer is alive
+                frame = self._frame
+            return memoryview(frame)[self._filled:]  # type: ignore[arg-type]
+        staging = self._staging
+        if staging is None or len(staging) < STAGING_BYTES:  # none, or a partial size prefix kept small
             self._staging = bytearray(STAGING_BYTES)
+            if staging:
+                self._staging[:self._staged] = staging
         return memoryview(self._staging)[self._staged:]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._frame is not None:
             self._filled += nbytes
             if self._filled == self._frame_size:
-                self._ready.append(self._frame)
-                self._frame = None
+                self._ready.append((self._frame, self._reserved, self._pooled))
+                self._frame, self._reserved, self._pooled = None, 0, None
+            elif self._filled == len(self._frame):
+                self._make_room()
         else:
             self._staged += nbytes
             self._take_staged_frames()
@@ -142,25 +173,61 @@ class FrameConnection(asyncio.BufferedProtocol):
                 break
             start = position + 4
             if staged - start >= size:  # the whole frame is here
-                self._ready.append(staging[start:start + size])
+                self._ready.append((staging[start:start + size], 0, None))
                 position = start + size
                 continue
-            have = staged - start  # the frame continues in a buffer of its own
-            if size <= FIRST_ALLOCATION:
-                pooled = self._pool.take()
-                self._pooled.append(pooled)
-                frame = memoryview(pooled)[:size]
-            else:
-                frame = bytearray(max(FIRST_ALLOCATION, have))
+            have = staged - start  # the frame continues in a buffer of its own, as large as what came
+            frame = bytearray(min(size, max(have, MIN_FRAME_BUFFER)))
             frame[:have] = memoryview(staging)[start:staged]
             self._frame, self._frame_size, self._filled = frame, size, have
             position = staged
+            if have == len(frame):
+                self._make_room()
             break
-        if position:  # keep a partial size prefix at the front
-            staging[:staged - position] = staging[position:staged]
         self._staged = staged - position
-        if not self._staged:
-            self._staging = None  # an idle connection keeps no buffer
+        if not self._staged or self._error is not None:
+            self._staging, self._staged = None, 0  # an idle connection keeps no buffer
+        else:  # a partial size prefix, kept in a buffer its size
+            self._staging = staging[position:staged]
+
+    def _make_room(self) -> None:
+        """The frame's buffer is full and the frame is not: before it grows past
+        ``UNRESERVED_BYTES`` (at the next read), reserve the frame's size in the memory
+        pool; when the pool refuses, stop reading until it grants it."""
+        grown = 2 * len(self._frame)  # type: ignore[arg-type]
+        if not self._reserved and min(self._frame_size, grown) > UNRESERVED_BYTES:
+            if not self._memory.try_allocate(self._frame_size):
+                self._awaiting_memory = True
+                self.transport.pause_reading()
+                self._memory.wait(self._memory_granted)
+                return
+            self._reserved = self._frame_size
+
+    def _memory_granted(self) -> None:
+        """Called by the memory pool, in line, once memory came back."""
+        if self._frame is None or self._lost:
+            return
+        if not self._memory.try_allocate(self._frame_size):
+            self._memory.wait(self._memory_granted)
+            return
+        self._reserved = self._frame_size
+        self._awaiting_memory = False
+        if not self._ready and self._error is None:
+            self._unmute()
+
+    def _grow(self) -> None:
+        """Room for more of the frame: a buffer only a frame past ``UNRESERVED_BYTES``
+        has (a pool buffer, or ``FIRST_ALLOCATION`` and up) once it is reserved."""
+        frame, size, filled = self._frame, self._frame_size, self._filled
+        assert type(frame) is bytearray  # a pool buffer's view is the frame's full size
+        if self._reserved and size <= FIRST_ALLOCATION:  # into a pool buffer, used again afterwards
+            pooled = self._pool.take()
+            view = memoryview(pooled)[:size]
+            view[:filled] = frame[:filled]
+            self._frame, self._pooled = view, pooled
+            return
+        target = min(size, max(FIRST_ALLOCATION, 2 * len(frame)) if self._reserved else 2 * len(frame))
+        frame.extend(bytes(target - len(frame)))
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -169,6 +236,9 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        self._release_unfinished()  # a frame being read never finishes now
+        if self._on_lost is not None:
+            self._on_lost()
         self._wake()
         waiter = self._drain_waiter
         if waiter is not None and not waiter.done():
@@ -197,14 +267,16 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._give_back()
         while True:
             if self._ready:
-                frame = self._ready.popleft()
+                frame, reserved, pooled = self._ready.popleft()
+                if reserved or pooled is not None:
+                    self._handed.append((reserved, pooled))
                 if not self._ready and self._error is None:
                     self._unmute()
                 return frame
             if self._error is not None:
                 raise self._error
             if self._eof or self._lost:
-                if self._frame is not None or self._staged:
+                if self._frame is not None or self._staged or self._abandoned:
                     raise ProtocolError("the client closed the connection inside a frame")
                 return None
             self._unmute()
@@ -234,16 +306,38 @@ class FrameConnection(asyncio.BufferedProtocol):
             self._idle_timer = loop.call_at(self._wait_deadline, self._check_idle)
 
     def _give_back(self) -> None:
-        """The pool buffers of the frames handed out, back to the pool, but the one a
-        frame being read or waiting in ``_ready`` still fills."""
-        pooled = self._pooled
-        keep = (1 if self._frame is not None and type(self._frame) is memoryview else 0) + sum(
-            1 for frame in self._ready if type(frame) is memoryview)
-        while len(pooled) > keep:
-            self._pool.give(pooled.pop(0))
+        """The memory and pool buffers of the frames handed out, back to their pools."""
+        handed = self._handed
+        if handed:
+            for reserved, pooled in handed:
+                if pooled is not None:
+                    self._pool.give(pooled)
+                if reserved:
+                    self._memory.release(reserved)
+            handed.clear()
+
+    def _release_unfinished(self) -> None:
+        """What the frame being read holds, back: it will not be finished."""
+        if self._awaiting_memory:
+            self._awaiting_memory = False
+            self._memory.cancel(self._memory_granted)
+        if self._frame is not None:
+            if self._pooled is not None:
+                self._pool.give(self._pooled)
+            if self._reserved:
+                self._memory.release(self._reserved)
+            self._frame, self._reserved, self._pooled = None, 0, None
+            self._abandoned = True
+
+    def _release_all(self) -> None:
+        """Everything the connection holds, back: the server reads no more frames."""
+        self._release_unfinished()
+        self._handed.extend((reserved, pooled) for _, reserved, pooled in self._ready)
+        self._ready.clear()
+        self._give_back()
 
     def _unmute(self) -> None:
-        if not (self._eof or self._lost) and not self.transport.is_reading():
+        if not (self._eof or self._lost or self._awaiting_memory) and not self.transport.is_reading():
             self.transport.resume_reading()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
@@ -260,6 +354,7 @@ class FrameConnection(asyncio.BufferedProtocol):
                 self._drain_waiter = None
 
     def close(self) -> None:
+        self._release_all()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
