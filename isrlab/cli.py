@@ -384,10 +384,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from broker_core.errors import ConfigError
     from real_io import serve
     overrides = {key: _config_value(value) for key, value in args.config or []}
-    try:
-        broker_config(serve.PROFILE, overrides)
-    except ConfigError as exc:
-        raise UsageError(f"serve: {exc}") from None
     host, port = args.listen
     if args.broker_id < 0:
         raise UsageError("serve: --broker-id must not be negative")
@@ -395,6 +391,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                  Path(args.trace) if args.trace else None, overrides, args.max_request_bytes,
                                  args.connections_max_idle_ms, args.clock_origin,
                                  Path(args.zk_session_file) if args.zk_session_file else None)
+    try:  # the listener's keys (queued.max.request.bytes, max.connections...) are the binding's
+        core_overrides, _ = serve.listener_limits(options)
+        broker_config(serve.PROFILE, core_overrides)
+    except ConfigError as exc:
+        raise UsageError(f"serve: {exc}") from None
+    except serve.ServeError as exc:
+        raise UsageError(f"serve: {exc}") from None
     if options.zk_session_file is not None and options.zk is None:
         raise UsageError("serve: --zk-session-file needs --zk (the embedded store has no session to take over)")
     return serve.run(options)
@@ -472,7 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--zk", metavar="HOST:PORT[/CHROOT]", help="use this ZooKeeper instead of the embedded store")
     srv.add_argument("--trace", metavar="FILE", help="append the broker's trace events (JSONL) to FILE")
     srv.add_argument("--config", type=_config_pair, action="append", metavar="KEY=VALUE",
-                     help="a broker config override with Kafka's name, e.g. num.partitions=3 (repeatable)")
+                     help="a broker config override with Kafka's name, e.g. num.partitions=3 (repeatable); "
+                          "also the listener's queued.max.request.bytes (default: --max-request-bytes; -1: "
+                          "no pool), max.connections and max.connections.per.ip (default 2147483647)")
     srv.add_argument("--max-request-bytes", type=positive_int, default=104857600, metavar="N",
                      help="socket.request.max.bytes: larger frames close the connection (default 104857600)")
     srv.add_argument("--connections-max-idle-ms", type=positive_int, default=600000, metavar="MS",

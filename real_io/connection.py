@@ -4,8 +4,9 @@ and responses written with flow control.
 A request of a megabyte (a producer's batches) is received straight into the buffer
 that then holds it while it is decoded, validated and written to the segment file: the
 socket's bytes are copied once, by the kernel, where a stream reader would copy them
-into its own buffer and out again. Small frames (most requests but produce) arrive
-through a small staging buffer and are copied out of it whole.
+into its own buffer and out again. Other reads go into a scratch buffer the listener's
+connections share (a read's bytes are taken out of it before any other read), and the
+small frames (most requests but produce) are copied out of it whole.
 
 The channel is muted as in Kafka's SocketServer (2.7.0 Processor: a channel is muted
 from the moment a request is read until its response is sent): once a whole frame is
@@ -17,16 +18,25 @@ server takes it before the socket is read again. A frame is read no further than
 own end.
 
 A size prefix below zero or above ``socket.request.max.bytes`` is refused before
-anything is allocated (Kafka's InvalidReceiveException). A frame's buffer grows as its
-bytes arrive (first at most ``FIRST_ALLOCATION``, then doubling), so a client that
-announces a large frame and sends little costs little.
+anything is allocated (Kafka's InvalidReceiveException).
 
-A frame of up to ``FIRST_ALLOCATION`` bytes (a producer's request is at most about a
-megabyte) is received into a buffer of the listener's ``FramePool`` and handed to the
-server as a view of it; the buffer goes back to the pool when the server asks for the
-next frame, and is used again only once nothing holds a view of it any more. A fresh
-megabyte per request cost the broker its zeroing and its page faults, as much as the
-batch's CRC.
+Memory follows what arrived, not what was announced. The start of a frame shorter than
+``STAGING_BYTES`` is carried in a buffer of exactly its length until more of it comes;
+a longer one needs the frame's whole size from the listener's ``MemoryPool``
+(``queued.max.request.bytes``, KIP-72) before it gets a buffer of its own, and when the
+pool refuses, the connection is not read (muted, as Kafka's Selector mutes a channel
+whose receive cannot get memory) until memory comes back. A client that announces
+100 MB and sends two bytes costs six bytes (with one 1 MiB buffer per such frame, 1,500
+of them took a broker from 35 MiB to 1.5 GiB). The reservation goes back to the pool
+when the server asks for the next frame, or when the connection closes.
+
+A reserved frame of up to ``FIRST_ALLOCATION`` bytes (a producer's request is at most
+about a megabyte) is received into a buffer of the listener's ``FramePool`` and handed
+to the server as a view of it; the buffer goes back to the pool when the server asks
+for the next frame, and is used again only once nothing holds a view of it any more. A
+fresh megabyte per request cost the broker its zeroing and its page faults, as much as
+the batch's CRC. A larger frame's buffer starts at ``FIRST_ALLOCATION`` and doubles as
+its bytes come.
 """
 from __future__ import annotations
 
@@ -34,12 +44,16 @@ import asyncio
 from collections import deque
 from typing import Callable
 
+from real_io.listener_limits import MemoryPool
 from real_io.protocol import apis
 from real_io.protocol.errors import ProtocolError
 
-STAGING_BYTES = 16384
+STAGING_BYTES = 16384  # a frame's start is carried, unreserved, while it is shorter
+SCRATCH_BYTES = 2 * STAGING_BYTES  # what is carried, and room for a read of STAGING_BYTES at least
 FIRST_ALLOCATION = 1 << 20
 POOLED_BUFFERS = 4
+
+Frame = bytearray | memoryview
 
 
 class FramePool:
@@ -49,6 +63,9 @@ class FramePool:
     def __init__(self, limit: int = POOLED_BUFFERS):
         self.limit = limit
         self.free: list[bytearray] = []
+        # every connection's reads outside a frame's buffer: a read's bytes are taken out
+        # of it before the next read of any connection begins
+        self.scratch = bytearray(SCRATCH_BYTES)
 
     def take(self) -> bytearray:
         free = self.free
@@ -76,20 +93,32 @@ def _unviewed(buffer: bytearray) -> bool:
     return True
 
 
+_NO_POOL = MemoryPool(0)
+
+
 class FrameConnection(asyncio.BufferedProtocol):
     def __init__(self, max_request_bytes: int, on_open: Callable[["FrameConnection"], None],
-                 pool: FramePool | None = None):
+                 pool: FramePool | None = None, memory: MemoryPool = _NO_POOL,
+                 on_lost: Callable[[], None] | None = None):
         self.max_request_bytes = max_request_bytes
         self._on_open = on_open
+        self._on_lost = on_lost
         self._pool = pool if pool is not None else FramePool()
-        self._pooled: list[bytearray] = []  # pool buffers of the frames read and not yet done with
+        self._memory = memory
         self.transport: asyncio.Transport | None = None
-        self._staging: bytearray | None = None  # allocated for a read, dropped once empty
-        self._staged = 0  # bytes in the staging buffer not yet taken into a frame
-        self._frame: bytearray | memoryview | None = None  # a frame read past the staging buffer
+        # bytes read that are neither whole frames nor in a frame's buffer: a partial size
+        # prefix, or the start of a frame below STAGING_BYTES (or one waiting for memory)
+        self._carry: bytes | bytearray = b""
+        self._frame: Frame | None = None  # a reserved frame, read into a buffer of its own
         self._frame_size = 0
         self._filled = 0
-        self._ready: deque[bytearray | memoryview] = deque()  # whole frames the server has not taken yet
+        self._reserved = 0  # what the frame being read holds of the memory pool
+        self._pooled: bytearray | None = None  # the FramePool buffer it is read into
+        self._awaiting_memory = False  # muted until the memory pool grants the carried frame its size
+        self._abandoned = False  # the connection was lost inside a frame
+        # whole frames the server has not taken yet, each with its reservation and pool buffer
+        self._ready: deque[tuple[Frame, int, bytearray | None]] = deque()
+        self._handed: list[tuple[int, bytearray | None]] = []  # those of frames the server holds
         self._error: Exception | None = None  # a refused size prefix: after the ready frames
         self._eof = False
         self._lost = False
@@ -107,22 +136,23 @@ class FrameConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         frame = self._frame
         if frame is not None:
-            if self._filled == len(frame):  # the frame's (own) buffer is full but the frame is not
-                frame.extend(bytes(min(self._frame_size, 2 * len(frame)) - len(frame)))  # type: ignore[union-attr]
+            if self._filled == len(frame):  # a frame past FIRST_ALLOCATION, grown as its bytes come
+                assert type(frame) is bytearray  # (a pool buffer's view is its frame's full size)
+                frame.extend(bytes(min(self._frame_size, 2 * len(frame)) - len(frame)))
             return memoryview(frame)[self._filled:]
-        if self._staging is None:
-            self._staging = bytearray(STAGING_BYTES)
-        return memoryview(self._staging)[self._staged:]
+        scratch, carry = self._pool.scratch, self._carry
+        if carry:
+            scratch[:len(carry)] = carry
+        return memoryview(scratch)[len(carry):]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._frame is not None:
             self._filled += nbytes
             if self._filled == self._frame_size:
-                self._ready.append(self._frame)
-                self._frame = None
+                self._ready.append((self._frame, self._reserved, self._pooled))
+                self._frame, self._reserved, self._pooled = None, 0, None
         else:
-            self._staged += nbytes
-            self._take_staged_frames()
+            self._take_frames(len(self._carry) + nbytes)
         if self._ready or self._error is not None:
             waiter = self._waiter
             if waiter is None or waiter.done() or len(self._ready) > 1 or self._error is not None:
@@ -132,35 +162,64 @@ class FrameConnection(asyncio.BufferedProtocol):
             # to unmute it at once cost two epoll_ctl calls per request.
             self._wake()
 
-    def _take_staged_frames(self) -> None:
-        staging, staged, position = self._staging, self._staged, 0
+    def _take_frames(self, staged: int) -> None:
+        """The whole frames among the listener's scratch buffer's first ``staged`` bytes,
+        copied out; what follows them is carried (copied too: the scratch buffer serves
+        every connection's next read), or, a frame's start of ``STAGING_BYTES`` or more,
+        goes into a buffer of its own once the memory pool grants the frame's size."""
+        scratch, position = self._pool.scratch, 0
+        self._carry = b""
         while staged - position >= 4:
             try:
-                size = apis.frame_size(staging[position:position + 4], self.max_request_bytes)
+                size = apis.frame_size(scratch[position:position + 4], self.max_request_bytes)
             except ProtocolError as refused:
                 self._error = refused
-                break
+                return
             start = position + 4
             if staged - start >= size:  # the whole frame is here
-                self._ready.append(staging[start:start + size])
+                self._ready.append((scratch[start:start + size], 0, None))
                 position = start + size
                 continue
-            have = staged - start  # the frame continues in a buffer of its own
-            if size <= FIRST_ALLOCATION:
-                pooled = self._pool.take()
-                self._pooled.append(pooled)
-                frame = memoryview(pooled)[:size]
+            if staged - position < STAGING_BYTES:
+                break  # carried as it came, until more of it comes
+            self._frame_size = size
+            if self._memory.try_allocate(size):
+                self._start_frame(memoryview(scratch)[start:staged])
             else:
-                frame = bytearray(max(FIRST_ALLOCATION, have))
-            frame[:have] = memoryview(staging)[start:staged]
-            self._frame, self._frame_size, self._filled = frame, size, have
-            position = staged
-            break
-        if position:  # keep a partial size prefix at the front
-            staging[:staged - position] = staging[position:staged]
-        self._staged = staged - position
-        if not self._staged:
-            self._staging = None  # an idle connection keeps no buffer
+                self._carry = scratch[position:staged]
+                self._awaiting_memory = True
+                self.transport.pause_reading()
+                self._memory.wait(self._memory_granted)
+            return
+        if position < staged:
+            self._carry = scratch[position:staged]
+
+    def _start_frame(self, have: memoryview) -> None:
+        """The reserved frame's first bytes into its buffer: one of the pool's for a frame
+        of up to FIRST_ALLOCATION, else FIRST_ALLOCATION bytes that double as it comes."""
+        size = self._frame_size
+        self._reserved = size
+        frame: Frame
+        if size <= FIRST_ALLOCATION:
+            self._pooled = self._pool.take()
+            frame = memoryview(self._pooled)[:size]
+        else:
+            frame = bytearray(FIRST_ALLOCATION)
+        frame[:len(have)] = have
+        self._frame, self._filled = frame, len(have)
+
+    def _memory_granted(self) -> None:
+        """Called by the memory pool, in line, once memory came back."""
+        if not self._awaiting_memory or self._lost:
+            return
+        if not self._memory.try_allocate(self._frame_size):
+            self._memory.wait(self._memory_granted)
+            return
+        self._awaiting_memory = False
+        carry, self._carry = self._carry, b""
+        self._start_frame(memoryview(carry)[4:])
+        if not self._ready and self._error is None:
+            self._unmute()
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -169,6 +228,9 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        self._release_unfinished()  # a frame being read never finishes now
+        if self._on_lost is not None:
+            self._on_lost()
         self._wake()
         waiter = self._drain_waiter
         if waiter is not None and not waiter.done():
@@ -197,14 +259,16 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._give_back()
         while True:
             if self._ready:
-                frame = self._ready.popleft()
+                frame, reserved, pooled = self._ready.popleft()
+                if reserved or pooled is not None:
+                    self._handed.append((reserved, pooled))
                 if not self._ready and self._error is None:
                     self._unmute()
                 return frame
             if self._error is not None:
                 raise self._error
             if self._eof or self._lost:
-                if self._frame is not None or self._staged:
+                if self._frame is not None or self._carry or self._abandoned:
                     raise ProtocolError("the client closed the connection inside a frame")
                 return None
             self._unmute()
@@ -234,16 +298,39 @@ class FrameConnection(asyncio.BufferedProtocol):
             self._idle_timer = loop.call_at(self._wait_deadline, self._check_idle)
 
     def _give_back(self) -> None:
-        """The pool buffers of the frames handed out, back to the pool, but the one a
-        frame being read or waiting in ``_ready`` still fills."""
-        pooled = self._pooled
-        keep = (1 if self._frame is not None and type(self._frame) is memoryview else 0) + sum(
-            1 for frame in self._ready if type(frame) is memoryview)
-        while len(pooled) > keep:
-            self._pool.give(pooled.pop(0))
+        """The memory and pool buffers of the frames handed out, back to their pools."""
+        handed = self._handed
+        if handed:
+            for reserved, pooled in handed:
+                if pooled is not None:
+                    self._pool.give(pooled)
+                if reserved:
+                    self._memory.release(reserved)
+            handed.clear()
+
+    def _release_unfinished(self) -> None:
+        """What the frame being read holds, back: it will not be finished."""
+        if self._awaiting_memory:
+            self._awaiting_memory = False
+            self._memory.cancel(self._memory_granted)
+        if self._frame is not None:
+            if self._pooled is not None:
+                self._pool.give(self._pooled)
+            if self._reserved:
+                self._memory.release(self._reserved)
+            self._frame, self._reserved, self._pooled = None, 0, None
+            self._abandoned = True
+
+    def _release_all(self) -> None:
+        """Everything the connection holds, back: the server reads no more frames."""
+        self._release_unfinished()
+        self._carry = b""
+        self._handed.extend((reserved, pooled) for _, reserved, pooled in self._ready)
+        self._ready.clear()
+        self._give_back()
 
     def _unmute(self) -> None:
-        if not (self._eof or self._lost) and not self.transport.is_reading():
+        if not (self._eof or self._lost or self._awaiting_memory) and not self.transport.is_reading():
             self.transport.resume_reading()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
@@ -260,6 +347,7 @@ class FrameConnection(asyncio.BufferedProtocol):
                 self._drain_waiter = None
 
     def close(self) -> None:
+        self._release_all()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None

@@ -21,6 +21,7 @@ from analysis.trace import TraceWriter
 from broker_core.config import broker_config
 from real_io.embedded_coordination import SNAPSHOT_FILE, EmbeddedCoordination
 from real_io.files import DataDir
+from real_io.listener_limits import ListenerConfigError, ListenerLimits, split_config
 from real_io.protocol.apis import DEFAULT_MAX_REQUEST_BYTES
 from real_io.runtime import BrokerRuntime, CoordinationPort
 from real_io.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, KafkaServer
@@ -42,7 +43,7 @@ class ServeOptions:
     port: int = 9092
     zk: str | None = None
     trace: Path | None = None
-    config: dict = field(default_factory=dict)  # Kafka-named overrides
+    config: dict = field(default_factory=dict)  # Kafka-named overrides, the listener's keys among them
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS
     clock_origin: float | None = None  # CLOCK_MONOTONIC seconds that are t_ms 0; None: the start
@@ -88,8 +89,20 @@ def ensure_chroot(hosts: str, timeout_s: float = 10.0) -> None:
         client.close()
 
 
+def listener_limits(options: ServeOptions) -> tuple[dict, ListenerLimits]:
+    """The core's overrides and the listener's limits (real_io/listener_limits.py keys),
+    checked against ``socket.request.max.bytes``."""
+    try:
+        core, limits = split_config(options.config)
+        limits.pool_bytes(options.max_request_bytes)
+    except ListenerConfigError as error:
+        raise ServeError(str(error)) from None
+    return core, limits
+
+
 async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> int:
-    config = broker_config(PROFILE, options.config)
+    core_overrides, limits = listener_limits(options)
+    config = broker_config(PROFILE, core_overrides)
     try:
         lock = lock_data_dir(options.data_dir)
     except OSError as error:
@@ -101,7 +114,7 @@ async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> 
                                                                               config.zookeeper_session_timeout_ms),
                             writer, clock_origin=options.clock_origin)
     server = KafkaServer(runtime, options.host, options.port, options.max_request_bytes,
-                         options.connections_max_idle_ms)
+                         options.connections_max_idle_ms, limits)
     loop = asyncio.get_running_loop()
     try:
         runtime.start()

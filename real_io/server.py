@@ -14,16 +14,27 @@ client can pick another. None of this touches other
 connections. An idle connection costs one coroutine waiting on its socket, and is closed after
 ``connections.max.idle.ms`` without a whole request (Kafka's Selector closes idle
 connections too).
+
+The listener's bounds (real_io/listener_limits.py): the bytes of requests being
+received come from a ``MemoryPool`` of ``queued.max.request.bytes`` (a connection whose
+frame cannot get its size is not read until memory comes back); ``max.connections``
+makes the acceptor wait for a connection to close and ``max.connections.per.ip`` closes
+a connection from an address that has that many, as Kafka 2.7.0 SocketServer's
+Acceptor and ConnectionQuotas do. The listener accepts in a loop of its own (asyncio's
+server cannot be told to stop accepting for a while).
 """
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
+import socket
 import sys
 from typing import Any, Callable
 
 from real_io import kafka_api, local_apis
 from real_io.connection import FrameConnection, FramePool
+from real_io.listener_limits import ConnectionQuotas, ListenerLimits, MemoryPool
 from real_io.protocol import apis
 from real_io.protocol.primitives import Splice
 from real_io.protocol.apis import ApiKey
@@ -38,6 +49,9 @@ _LOCAL: dict[int, Callable[[dict], dict]] = {
 
 
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000  # Kafka's connections.max.idle.ms
+ACCEPT_BACKLOG = 4096
+ACCEPT_RETRY_S = 1.0  # after running out of descriptors or memory, as asyncio's own server waits
+_ACCEPT_RESOURCE_ERRORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
 class ConnectionClosed(Exception):
@@ -49,13 +63,17 @@ class ConnectionClosed(Exception):
 class KafkaServer:
     def __init__(self, runtime: BrokerRuntime, host: str, port: int,
                  max_request_bytes: int = apis.DEFAULT_MAX_REQUEST_BYTES,
-                 connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS):
+                 connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+                 limits: ListenerLimits = ListenerLimits()):
         self.runtime = runtime
         self.host = host
         self.port = port
         self.max_request_bytes = max_request_bytes
         self.idle_s = connections_max_idle_ms / 1000.0
-        self._server: asyncio.AbstractServer | None = None
+        self._listener: socket.socket | None = None
+        self._acceptor: asyncio.Task | None = None
+        self.memory = MemoryPool(limits.pool_bytes(max_request_bytes))  # queued.max.request.bytes
+        self.quotas = ConnectionQuotas(limits.max_connections, limits.max_connections_per_ip)
         self._connections = itertools.count(1)
         self._correlation = itertools.count(1)
         self._waiting: dict[int, asyncio.Future] = {}  # the core's correlation id -> its answer
@@ -68,11 +86,55 @@ class KafkaServer:
         return {self.runtime.broker_id: (self.host, self.port)}
 
     async def start(self) -> None:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        self._listener = socket.create_server((self.host, self.port), family=family, backlog=ACCEPT_BACKLOG)
+        self._listener.setblocking(False)
+        self.port = self._listener.getsockname()[1]
+        self._acceptor = asyncio.get_running_loop().create_task(self._accept_loop(self._listener))
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        """Kafka 2.7.0 SocketServer Acceptor.accept with ConnectionQuotas.inc: accept,
+        wait while ``max.connections`` are open, then close the connection at once if
+        its address already has ``max.connections.per.ip``."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: FrameConnection(self.max_request_bytes, self._opened, self._pool), self.host, self.port,
-            backlog=4096)
-        self.port = self._server.sockets[0].getsockname()[1]
+        while True:
+            try:
+                sock, peer = await loop.sock_accept(listener)
+            except OSError as error:
+                if error.errno in _ACCEPT_RESOURCE_ERRORS:
+                    print(f"isrlab serve: cannot accept connections for now: {error.strerror}", file=sys.stderr)
+                    await asyncio.sleep(ACCEPT_RETRY_S)
+                continue  # otherwise the connection went away before it was accepted (ECONNABORTED)
+            await self.quotas.wait_for_slot()
+            address = peer[0]
+            if not self.quotas.inc(address):
+                sock.close()  # TooManyConnectionsException: the client sees its connection closed
+                continue
+            uncount = self._uncounter(address)
+            try:
+                # Acceptor.accept sets both; asyncio sets TCP_NODELAY only on sockets made with
+                # proto IPPROTO_TCP, which socket.create_server's are not (Nagle's algorithm
+                # held responses back: produce throughput halved)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                await loop.connect_accepted_socket(
+                    lambda: FrameConnection(self.max_request_bytes, self._opened, self._pool, self.memory,
+                                            on_lost=uncount), sock)
+            except Exception as error:  # one connection's failure must not stop the acceptor
+                sock.close()
+                uncount()
+                if not isinstance(error, OSError):
+                    print(f"isrlab serve: accepting {address}: {type(error).__name__}: {error}", file=sys.stderr)
+
+    def _uncounter(self, address: str) -> Callable[[], None]:
+        """The connection's count taken back, once, whichever of its ends comes first."""
+        counted = [True]
+
+        def uncount() -> None:
+            if counted[0]:
+                counted[0] = False
+                self.quotas.dec(address)
+        return uncount
 
     def _opened(self, connection: FrameConnection) -> None:
         task = asyncio.get_running_loop().create_task(self._serve(connection))
@@ -80,8 +142,11 @@ class KafkaServer:
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._acceptor is not None:
+            self._acceptor.cancel()
+            await asyncio.gather(self._acceptor, return_exceptions=True)
+        if self._listener is not None:
+            self._listener.close()
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ConnectionClosed())
