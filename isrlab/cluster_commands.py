@@ -27,7 +27,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     overrides = {key: config_value(value) for key, value in args.config or []}
     try:
         cluster = LocalCluster(args.dir, args.brokers, args.profile, overrides, port=args.port,
-                               zk_port=args.zk_port, zk_tick_ms=args.zk_tick_ms, stop_timeout_s=args.timeout)
+                               zk_port=args.zk_port, zk_tick_ms=args.zk_tick_ms, stop_timeout_s=args.timeout,
+                               proxy=not args.no_proxy, proxy_with_launcher=args.foreground)
         if args.foreground:
             return _foreground(cluster)
         cluster.start()
@@ -45,6 +46,9 @@ def _print_started(cluster) -> None:
     print(f"cluster of {brokers} broker{'s' if brokers > 1 else ''} up; files in {cluster.directory}")
     print(f"  bootstrap: {cluster.bootstrap}")
     print(f"  zookeeper: {cluster.zk_hosts}{CHROOT}")
+    if cluster.proxy is not None:
+        host, port = cluster.proxy.address
+        print(f"  fault proxy control: {host}:{port} (every link goes through it; docs/real-io.md)")
 
 
 def _foreground(cluster) -> int:
@@ -108,6 +112,9 @@ def add_parsers(sub) -> None:
     up.add_argument("--zk-port", type=port_number, metavar="PORT", help="ZooKeeper's port (default: a free one)")
     up.add_argument("--zk-tick-ms", type=positive_int, default=2000, metavar="MS",
                     help="ZooKeeper's tickTime (default 2000): it grants sessions of 2 to 20 ticks")
+    up.add_argument("--no-proxy", action="store_true",
+                    help="connect the nodes directly, without the fault proxy on every link (faster; no network "
+                         "faults)")
     up.add_argument("--foreground", action="store_true",
                     help="stay in the foreground and stop everything on Ctrl-C or SIGTERM")
     up.add_argument("--timeout", type=_seconds, default=30.0, metavar="S",

@@ -31,6 +31,7 @@ from broker_core.errors import ConfigError
 from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
 from real_io import process_identity, zk_server
 from real_io.broker_process import BrokerProcess, free_port
+from real_io.fault_proxy_client import FaultProxyClient, FaultProxyError, FaultProxyProcess
 from real_io.process_identity import ProcessIdentity
 from real_io.real_faults import _expire
 
@@ -52,11 +53,18 @@ class ClusterError(Exception):
 class LocalCluster:
     def __init__(self, directory: Path | str, brokers: int = 3, profile: str | None = None,
                  config: dict | None = None, *, port: int | None = None, zk_port: int | None = None,
-                 zk_tick_ms: int = ZK_TICK_MS, stop_timeout_s: float = STOP_TIMEOUT_S):
+                 zk_tick_ms: int = ZK_TICK_MS, stop_timeout_s: float = STOP_TIMEOUT_S,
+                 broker_ids: list[int] | None = None, proxy: bool = False, proxy_with_launcher: bool = True,
+                 sample_interval_ms: int | None = None):
         """``brokers`` brokers with ids 1..N; ``profile`` and ``config`` (Kafka-named
         overrides) go to every broker; ``port`` is the first broker's port (the others
         follow it) and ``zk_port`` ZooKeeper's, both free ports by default;
-        ``stop_timeout_s``: how long a process has after SIGTERM before SIGKILL."""
+        ``stop_timeout_s``: how long a process has after SIGTERM before SIGKILL;
+        ``broker_ids`` instead of 1..N (a scenario's); ``proxy``: every link through a
+        fault proxy (real_io/fault_proxy.py), which exits with this process unless
+        ``proxy_with_launcher`` is False (a detached ``isrlab cluster up``);
+        ``sample_interval_ms``: the brokers write replica_state samples to their traces
+        (real_io/sampler.py; the real scenario runner reads its view from them)."""
         if brokers < 1:
             raise ClusterError(f"a cluster needs at least one broker, not {brokers}")
         self.config = dict(config or {})
@@ -65,7 +73,14 @@ class LocalCluster:
         except ConfigError as error:
             raise ClusterError(str(error)) from None
         self.directory = Path(directory).resolve()
-        self.broker_ids = list(range(1, brokers + 1))
+        self.broker_ids = sorted(broker_ids) if broker_ids is not None else list(range(1, brokers + 1))
+        self.proxy_wanted = proxy
+        self.proxy_with_launcher = proxy_with_launcher
+        self.proxy_process: FaultProxyProcess | None = None
+        self.proxy: FaultProxyClient | None = None
+        self.proxy_identity: ProcessIdentity | None = None
+        self._proxied: dict[tuple[str, str], str] = {}  # link -> the proxy's address for it
+        self.sample_interval_ms = sample_interval_ms
         self.profile = profile
         self.zk_tick_ms = zk_tick_ms
         self.origin = time.monotonic()  # every broker's trace clock: 0 ms is the launch
@@ -83,7 +98,20 @@ class LocalCluster:
     # -- addresses ---------------------------------------------------------------------
     def link_address(self, src: str, dst: str) -> str:
         """Where node ``src`` connects to reach node ``dst`` (faults/nodes.py names).
-        The one place a link's address is decided: today the destination's own port."""
+        The one place a link's address is decided: the destination's own port, or with
+        a proxy the port the proxy listens on for this link (added on first use)."""
+        direct = self.direct_address(dst)
+        if self.proxy is None:
+            return direct
+        with self._lock:
+            address = self._proxied.get((src, dst))
+            if address is None:
+                port = self.proxy.add_link(src, dst, direct)
+                address = self._proxied[(src, dst)] = f"{HOST}:{port}"
+        return address
+
+    def direct_address(self, dst: str) -> str:
+        """Node ``dst``'s own address, behind any proxy."""
         if dst == SERVICE_NODE:
             return f"{HOST}:{self.zk_port}"
         broker = broker_id_of(dst)
@@ -166,6 +194,16 @@ class LocalCluster:
                 raise ClusterError(f"cannot start ZooKeeper: {error}") from None
             self.zk_identity = process_identity.identify(self.zookeeper.pid)
             self.write_record("starting")
+        if self.proxy_wanted:
+            with _uninterrupted():
+                self.proxy_process = FaultProxyProcess(stderr_path=self.directory / "proxy.stderr",
+                                                       with_parent=self.proxy_with_launcher)
+                try:
+                    self.proxy = self.proxy_process.start()
+                except FaultProxyError as error:
+                    raise ClusterError(f"cannot start the fault proxy: {error}") from None
+                self.proxy_identity = process_identity.identify(self.proxy_process.process.pid)
+                self.write_record("starting")
         for broker in self.broker_ids:
             with _uninterrupted():
                 process = self.brokers[broker] = self._broker_process(broker)
@@ -203,6 +241,9 @@ class LocalCluster:
             said = stop_recorded(self.record("stopping"), self.stop_timeout_s if timeout_s is None else timeout_s)
             for process in self.brokers.values():
                 process.wait_exit(0)  # reap: the Popen learns its child is gone
+            if self.proxy_process is not None:
+                self.proxy_process.stop()  # stopped already by its pid: this closes the client and reaps it
+                self.proxy = None
             self.stopped = True
             self.stop_report = said
             self.write_record("stopped")
@@ -293,8 +334,14 @@ class LocalCluster:
                 "stderr": str(process.stderr_path), "trace": str(self.broker_dir(broker) / "trace.jsonl"),
                 "zk_session_file": str(process.zk_session_file), "argv": process.args,
                 **(process.identity.to_data() if process.identity else {})}
+        proxy = None
+        if self.proxy_identity is not None and self.proxy is not None:
+            host, port = self.proxy.address
+            proxy = {"control": f"{host}:{port}", **self.proxy_identity.to_data(),
+                     "links": {f"{src}->{dst}": address for (src, dst), address in sorted(self._proxied.items())}}
         return {"format": FORMAT, "state": state, "directory": str(self.directory), "profile": self.profile,
                 "config": self.config, "bootstrap": self.bootstrap, "zookeeper": zookeeper, "brokers": brokers,
+                "proxy": proxy,
                 "launcher": {"pid": os.getpid()}, "written_at": time.time()}
 
     def write_record(self, state: str) -> None:
@@ -324,6 +371,8 @@ def recorded_processes(record: dict) -> list[tuple[str, dict]]:
     """(name, entry) of every process the record names: brokers by id, ZooKeeper last."""
     named = [(f"broker {b}", entry) for b, entry in sorted((record.get("brokers") or {}).items(),
                                                            key=lambda item: int(item[0]))]
+    if record.get("proxy"):  # after the brokers (their last words pass through it), before ZooKeeper
+        named.append(("fault proxy", record["proxy"]))
     if record.get("zookeeper"):
         named.append(("ZooKeeper", record["zookeeper"]))
     return named
@@ -354,7 +403,7 @@ def stop_recorded(record: dict, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
     said = []
     for name, entry in recorded_processes(record):
         identity = _identity(entry)
-        where = entry.get("listen") or entry.get("hosts") or "?"
+        where = entry.get("listen") or entry.get("hosts") or entry.get("control") or "?"
         if identity is None:
             said.append(f"{name} ({where}): never started")
             continue

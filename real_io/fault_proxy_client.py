@@ -108,22 +108,32 @@ class FaultProxyProcess:
     """``python -m real_io.fault_proxy`` as a child of this process: it exits when this
     process dies, even by SIGKILL, and on ``stop``."""
 
-    def __init__(self, control_port: int = 0, stderr_path: Path | None = None):
+    def __init__(self, control_port: int = 0, stderr_path: Path | None = None, with_parent: bool = True):
+        """``with_parent``: the proxy exits when this process dies (a run's proxy); False
+        for a cluster that outlives its launcher (``isrlab cluster up``), which
+        ``isrlab cluster down`` stops by the pid the launcher recorded."""
         self.control_port = control_port
         self.stderr_path = stderr_path
+        self.with_parent = with_parent
         self.process: subprocess.Popen | None = None
         self.client: FaultProxyClient | None = None
 
     def start(self, timeout_s: float = 10.0) -> FaultProxyClient:
         """Start the proxy, wait for its control address and connect to it."""
-        args = [sys.executable, "-m", "real_io.fault_proxy", "--control-port", str(self.control_port),
-                "--parent-pid", str(os.getpid())]
+        args = [sys.executable, "-m", "real_io.fault_proxy", "--control-port", str(self.control_port)]
+        if self.with_parent:
+            args += ["--parent-pid", str(os.getpid())]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # A proxy that outlives its launcher is in a session of its own: a Ctrl-C in the
+        # launcher's terminal does not reach it.
+        detached = not self.with_parent
         if self.stderr_path is None:
-            self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                                            start_new_session=detached)
         else:
             with open(self.stderr_path, "ab") as stderr:
-                self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+                self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                                                start_new_session=detached)
         ready = _first_line(self.process, timeout_s)
         found = _READY.search(ready or "")
         if found is None:
