@@ -35,6 +35,7 @@ from broker_core.messages import (
     ControlledShutdownResponse, EpochEndOffset, FetchPartitionResult, FetchRequest, FetchResponse, LeaderAndIsr,
     LeaderAndIsrRequest, LeaderAndIsrResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionState, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse)
+from broker_core.topic_admin import TopicCreationError, validate_topic_name
 from broker_core.types import TopicPartition
 from real_io import kafka_api
 from real_io.protocol import record_batch
@@ -68,6 +69,20 @@ def error_code(code: int) -> ErrorCode:
 
 def _grouped(partitions: Mapping[TopicPartition, Any]) -> dict[str, list]:
     return kafka_api.tp_sorted(partitions)
+
+
+def _hosted(topic: str, partition: int) -> TopicPartition:
+    """A partition a controller request may create or stop: a legal topic name
+    (2.7.0 Topic.validate) and an index from 0. Kafka's broker trusts its controller;
+    here any client can send these requests, and a name like ``../x`` must not become a
+    log directory: such a request does not parse (the connection closes)."""
+    try:
+        validate_topic_name(topic)
+    except TopicCreationError as error:
+        raise ProtocolError(f"partition state for an illegal topic name: {error}") from None
+    if partition < 0:
+        raise ProtocolError(f"partition state for partition {partition} of {topic}")
+    return TopicPartition(topic, partition)
 
 
 def _endpoint(endpoints: Endpoints, broker: int) -> tuple[str, int]:
@@ -106,7 +121,7 @@ def _states_from(body: dict, grouped_from: int, version: int) -> dict[TopicParti
         rows = [(t["topic_name"], s) for t in body["topic_states"] for s in t["partition_states"]]
     else:
         rows = [(s["topic_name"], s) for s in body["ungrouped_partition_states"]]
-    return {TopicPartition(topic, s["partition_index"]): PartitionState(
+    return {_hosted(topic, s["partition_index"]): PartitionState(
         LeaderAndIsr(s["leader"], s["leader_epoch"], tuple(s["isr"]), s["controller_epoch"], s["zk_version"]),
         tuple(s["replicas"])) for topic, s in rows}
 
@@ -189,14 +204,14 @@ def stop_replica_request(correlation_id: int, version: int, body: dict) -> StopR
     """Before v3 no leader epochs: NO_LEADER_EPOCH, which the core does not check."""
     if version >= 3:
         states = [(t["topic_name"], s) for t in body["topic_states"] for s in t["partition_states"]]
-        partitions = {TopicPartition(t, s["partition_index"]): s["leader_epoch"] for t, s in states}
+        partitions = {_hosted(t, s["partition_index"]): s["leader_epoch"] for t, s in states}
         delete = any(s["delete_partition"] for _, s in states)
     else:
         if version >= 1:
             names = [(t["name"], p) for t in body["topics"] for p in t["partition_indexes"]]
         else:
             names = [(p["topic_name"], p["partition_index"]) for p in body["ungrouped_partitions"]]
-        partitions = {TopicPartition(t, p): NO_LEADER_EPOCH for t, p in names}
+        partitions = {_hosted(t, p): NO_LEADER_EPOCH for t, p in names}
         delete = bool(body["delete_partitions"])
     return StopReplicaRequest(correlation_id, body["controller_id"], body["controller_epoch"], delete, partitions)
 

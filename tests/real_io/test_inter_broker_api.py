@@ -23,6 +23,7 @@ from real_io import inter_broker_api as iba
 from real_io import kafka_api
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey
+from real_io.protocol.errors import ProtocolError
 from real_io.protocol.record_batch import encode_batch
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
@@ -223,6 +224,18 @@ def test_offsets_for_leader_epoch_round_trips(version):
         response = OffsetsForLeaderEpochResponse(31, {tp: dataclasses.replace(r, leader_epoch=-1)
                                                       for tp, r in response.partitions.items()})
     assert got == response
+
+
+@pytest.mark.parametrize("topic, partition", [("../x", 0), ("", 0), ("a", -1), ("a" * 250, 0)])
+def test_a_controller_request_naming_an_illegal_partition_does_not_parse(topic, partition):
+    """Topic.validate (2.7.0): such a name never becomes a log directory."""
+    states = {TopicPartition(topic, partition): PartitionState(LeaderAndIsr(1, 1, (1,), 1, 0), (1,))}
+    for request in (LeaderAndIsrRequest(1, 1, 1, states, (1,)), UpdateMetadataRequest(1, 1, 1, (1,), states),
+                    StopReplicaRequest(1, 1, 1, False, {TopicPartition(topic, partition): 1})):
+        key, _, encode = iba.OUTBOUND[type(request)]
+        for version in _versions(key):
+            with pytest.raises(ProtocolError):
+                iba.INBOUND[key][0](1, version, encode(request, ENDPOINTS))
 
 
 def test_an_error_code_the_core_does_not_name_is_unknown_server_error():
