@@ -39,9 +39,13 @@ def config_argument(key: str, value) -> str:
 
 class BrokerProcess:
     def __init__(self, broker_id: int, data_dir: Path, port: int, trace: Path, config: dict,
-                 clock_origin: float, stderr_path: Path, zk: str | None = None, zk_session_file: Path | None = None):
+                 clock_origin: float, stderr_path: Path, zk: str | None = None, zk_session_file: Path | None = None,
+                 peers: dict[int, str] | None = None, advertise: dict[int, str] | None = None,
+                 profile: str | None = None):
         """``zk`` (HOST:PORT[/CHROOT]) runs the broker on ZooKeeper; it publishes each of
-        its sessions to ``zk_session_file`` (for expire_session)."""
+        its sessions to ``zk_session_file`` (for expire_session). ``peers`` and
+        ``advertise`` (broker id -> "HOST:PORT") and ``profile`` are serve's --peer,
+        --advertise and --profile: a broker of a cluster."""
         self.broker_id = broker_id
         self.port = port
         self.args = [sys.executable, "-m", "isrlab", "serve", "--broker-id", str(broker_id),
@@ -54,6 +58,11 @@ class BrokerProcess:
             if zk_session_file is not None:
                 self.args += ["--zk-session-file", str(zk_session_file)]
                 zk_session_file.unlink(missing_ok=True)
+        for option, addresses in (("--peer", peers), ("--advertise", advertise)):
+            for peer in sorted(addresses or {}):
+                self.args += [option, f"{peer}={addresses[peer]}"]
+        if profile is not None:
+            self.args += ["--profile", profile]
         self.zk_session_file = zk_session_file
         self.stderr_path = stderr_path
         self.process: subprocess.Popen | None = None
