@@ -45,14 +45,15 @@ class _InFlight:
     api_key: int
     version: int
     message: Any  # the core's request: its correlation id and type name
-    sent_at: float
 
 
 class _Channel:
     """One connection to one broker for one purpose."""
 
-    def __init__(self, owner: "PeerChannels", broker: int, purpose: str, timeout_ms: int):
+    def __init__(self, owner: "PeerChannels", broker: int, purpose: str, timeout_ms: int,
+                 loop: asyncio.AbstractEventLoop):
         self.owner = owner
+        self.loop = loop
         self.broker = broker
         self.purpose = purpose
         self.timeout_s = timeout_ms / 1000.0
@@ -66,7 +67,7 @@ class _Channel:
         self.generation = 0  # which connection a timeout check belongs to
 
     def send(self, frame: bytes, correlation_id: int, entry: _InFlight) -> None:
-        loop = self.owner.loop
+        loop = self.loop
         if self.writer is not None:
             self._write(frame, correlation_id, entry)
         elif self.connecting is not None:
@@ -80,10 +81,9 @@ class _Channel:
 
     def _write(self, frame: bytes, correlation_id: int, entry: _InFlight) -> None:
         assert self.writer is not None
-        entry.sent_at = self.owner.loop.time()
         self.in_flight[correlation_id] = entry
         self.writer.write(frame)
-        self.owner.loop.call_later(self.timeout_s, self._check_timeout, self.generation, correlation_id)
+        self.loop.call_later(self.timeout_s, self._check_timeout, self.generation, correlation_id)
 
     async def _connect(self) -> None:
         host, port = self.owner.peers[self.broker]
@@ -92,7 +92,7 @@ class _Channel:
         except (OSError, asyncio.TimeoutError) as error:
             self.connecting = None
             self.backoff_ms = min(max(self.backoff_ms * 2, RECONNECT_BACKOFF_MS), RECONNECT_BACKOFF_MAX_MS)
-            self.retry_at = self.owner.loop.time() + self.backoff_ms / 1000.0
+            self.retry_at = self.loop.time() + self.backoff_ms / 1000.0
             queued, self.queued = self.queued, []
             reason = f"cannot connect to broker {self.broker} at {host}:{port} ({self.purpose}): " \
                      f"{type(error).__name__} {getattr(error, 'strerror', None) or error}"
@@ -103,7 +103,7 @@ class _Channel:
         self.backoff_ms = 0
         self.generation += 1
         self.writer = writer
-        self.reading = self.owner.loop.create_task(self._read(reader, self.generation))
+        self.reading = self.loop.create_task(self._read(reader, self.generation))
         queued, self.queued = self.queued, []
         for frame, correlation_id, entry in queued:
             self._write(frame, correlation_id, entry)
@@ -191,7 +191,6 @@ class PeerChannels:
         self.deliver = deliver
         self.trace = trace
         self.timeouts_ms = dict(timeouts_ms)
-        self.loop: asyncio.AbstractEventLoop | None = None
         self._channels: dict[tuple[int, str], _Channel] = {}
         self._correlation = itertools.count(1)
 
@@ -204,8 +203,6 @@ class PeerChannels:
         if broker not in self.peers:
             self.dropped(broker, message, f"no address for broker {broker} (--peer)")
             return
-        if self.loop is None:
-            self.loop = asyncio.get_running_loop()
         api_key, purpose, encode = route
         version = inter_broker_api.SEND_VERSIONS[api_key]
         correlation_id = next(self._correlation) & 0x7FFFFFFF
@@ -218,9 +215,9 @@ class PeerChannels:
             return
         channel = self._channels.get((broker, purpose))
         if channel is None:
-            channel = _Channel(self, broker, purpose, self.timeouts_ms[purpose])
+            channel = _Channel(self, broker, purpose, self.timeouts_ms[purpose], asyncio.get_running_loop())
             self._channels[(broker, purpose)] = channel
-        channel.send(frame, correlation_id, _InFlight(api_key, version, message, 0.0))
+        channel.send(frame, correlation_id, _InFlight(api_key, version, message))
 
     def dropped(self, broker: int, message: Any, reason: str) -> None:
         self.trace("message_dropped", {"dst": broker, "message": type(message).__name__, "reason": reason})
