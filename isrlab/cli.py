@@ -362,6 +362,30 @@ def _listen(text: str) -> tuple[str, int]:
     return host, 0 if port == "0" else _port(port)
 
 
+def _broker_address(text: str) -> tuple[int, tuple[str, int]]:
+    """ID=HOST:PORT (--peer, --advertise)."""
+    broker, sep, address = text.partition("=")
+    try:
+        broker_id = int(broker)
+    except ValueError:
+        broker_id = -1
+    if not sep or broker_id < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not ID=HOST:PORT (a broker id from 0)")
+    host, colon, port = address.rpartition(":")
+    if not colon or not host:
+        raise argparse.ArgumentTypeError(f"{text!r} is not ID=HOST:PORT")
+    return broker_id, (host, _port(port))
+
+
+def _broker_addresses(pairs, option: str) -> dict[int, tuple[str, int]]:
+    addresses: dict[int, tuple[str, int]] = {}
+    for broker_id, address in pairs or []:
+        if broker_id in addresses and addresses[broker_id] != address:
+            raise UsageError(f"serve: {option} names broker {broker_id} twice")
+        addresses[broker_id] = address
+    return addresses
+
+
 def _config_pair(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -387,19 +411,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, port = args.listen
     if args.broker_id < 0:
         raise UsageError("serve: --broker-id must not be negative")
+    peers = _broker_addresses(args.peer, "--peer")
+    if args.broker_id in peers:
+        raise UsageError(f"serve: --peer names this broker ({args.broker_id}); it reaches itself without a connection")
     options = serve.ServeOptions(args.broker_id, Path(args.data_dir), host, port, args.zk,
                                  Path(args.trace) if args.trace else None, overrides, args.max_request_bytes,
                                  args.connections_max_idle_ms, args.clock_origin,
-                                 Path(args.zk_session_file) if args.zk_session_file else None)
+                                 Path(args.zk_session_file) if args.zk_session_file else None,
+                                 peers, _broker_addresses(args.advertise, "--advertise"), args.profile,
+                                 args.sample_interval_ms)
     try:  # the listener's keys (queued.max.request.bytes, max.connections...) are the binding's
         core_overrides, _ = serve.listener_limits(options)
-        broker_config(serve.PROFILE, core_overrides)
+        broker_config(args.profile, core_overrides)
     except ConfigError as exc:
         raise UsageError(f"serve: {exc}") from None
     except serve.ServeError as exc:
         raise UsageError(f"serve: {exc}") from None
     if options.zk_session_file is not None and options.zk is None:
         raise UsageError("serve: --zk-session-file needs --zk (the embedded store has no session to take over)")
+    if args.sample_interval_ms < 0:
+        raise UsageError("serve: --sample-interval-ms must not be negative")
+    if peers and options.zk is None:
+        raise UsageError("serve: --peer needs --zk (brokers of one cluster share their metadata in ZooKeeper; "
+                         "the embedded store is one broker's)")
     return serve.run(options)
 
 
@@ -489,6 +523,19 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--zk-session-file", metavar="FILE",
                      help="with --zk: write each ZooKeeper session's id and password to FILE (mode 0600), so a "
                           "fault injector can expire the session; isrlab run --binding real --zk uses it")
+    srv.add_argument("--peer", type=_broker_address, action="append", metavar="ID=HOST:PORT",
+                     help="where this broker connects to reach broker ID (repeatable; needs --zk): the core's "
+                          "replica fetches and controller requests to ID go there")
+    srv.add_argument("--advertise", type=_broker_address, action="append", metavar="ID=HOST:PORT",
+                     help="the address Metadata answers name for broker ID (repeatable; default: its --peer "
+                          "address, and the --listen address for this broker)")
+    from broker_core.config import PROFILES
+    srv.add_argument("--profile", choices=sorted(PROFILES), default="kafka-2.7",
+                     help="the Kafka behaviour profile of the broker's core (default kafka-2.7)")
+    srv.add_argument("--sample-interval-ms", type=int, default=0, metavar="MS",
+                     help="with --trace: write every replica's state (replica_state, as the simulation's sampler) "
+                          "every MS milliseconds; isrlab run --binding real reads the cluster's state from them "
+                          "(default 0: none)")
     srv.set_defaults(func=cmd_serve)
     bld = sub.add_parser("build", help="compile the simulation's hot modules with mypyc (optional, faster runs)",
                          description="Compile broker_core and the simulation's hot modules with mypyc into "

@@ -44,7 +44,7 @@ def config_argument(key: str, value) -> str:
 def serve_arguments(broker_id: int, data_dir: Path, port: int, trace: Path, config: dict, clock_origin: float,
                     zk: str | None = None, zk_session_file: Path | None = None, *,
                     peers: Mapping[int, str] | None = None, advertise: Mapping[int, str] | None = None,
-                    profile: str | None = None) -> list[str]:
+                    profile: str | None = None, sample_interval_ms: int | None = None) -> list[str]:
     """The ``isrlab serve`` command line of one broker (see ``BrokerProcess``)."""
     args = [sys.executable, "-m", "isrlab", "serve", "--broker-id", str(broker_id), "--data-dir", str(data_dir),
             "--listen", f"127.0.0.1:{port}", "--trace", str(trace), "--clock-origin", repr(clock_origin)]
@@ -58,6 +58,8 @@ def serve_arguments(broker_id: int, data_dir: Path, port: int, trace: Path, conf
         args += [word for other in sorted(addresses) for word in (option, f"{other}={addresses[other]}")]
     if profile is not None:
         args += ["--profile", profile]
+    if sample_interval_ms is not None:
+        args += ["--sample-interval-ms", str(sample_interval_ms)]
     return args
 
 
@@ -65,7 +67,8 @@ class BrokerProcess:
     def __init__(self, broker_id: int, data_dir: Path, port: int, trace: Path, config: dict,
                  clock_origin: float, stderr_path: Path, zk: str | None = None, zk_session_file: Path | None = None,
                  *, peers: Mapping[int, str] | None = None, advertise: Mapping[int, str] | None = None,
-                 profile: str | None = None, new_session: bool = False, stdout_path: Path | None = None):
+                 profile: str | None = None, new_session: bool = False, stdout_path: Path | None = None,
+                 sample_interval_ms: int | None = None):
         """``zk`` (HOST:PORT[/CHROOT]) runs the broker on ZooKeeper; it publishes each of
         its sessions to ``zk_session_file`` (for expire_session). ``peers`` (broker id ->
         HOST:PORT where this broker reaches it), ``advertise`` (broker id -> what
@@ -78,7 +81,8 @@ class BrokerProcess:
         self.broker_id = broker_id
         self.port = port
         self.args = serve_arguments(broker_id, data_dir, port, trace, config, clock_origin, zk, zk_session_file,
-                                    peers=peers, advertise=advertise, profile=profile)
+                                    peers=peers, advertise=advertise, profile=profile,
+                                    sample_interval_ms=sample_interval_ms)
         self.zk_session_file = zk_session_file
         self.stderr_path = stderr_path
         self.stdout_path = stdout_path if stdout_path is not None else stderr_path.with_suffix(".stdout")

@@ -151,7 +151,7 @@ class LocalCluster:
                              self.origin, folder / "stderr.log", zk=self.zk_connect(broker),
                              zk_session_file=folder / "zk-session.json", peers=peers or None,
                              advertise=advertise or None, profile=self.profile, new_session=True,
-                             stdout_path=folder / "stdout.log")
+                             stdout_path=folder / "stdout.log", sample_interval_ms=self.sample_interval_ms)
 
     # -- starting and stopping ---------------------------------------------------------
     def __enter__(self) -> "LocalCluster":

@@ -30,7 +30,7 @@ INVALID_RECORD = 87
 CLUSTER_ID = "isrlab-cluster"
 
 
-def _tp_sorted(partitions: Mapping[TopicPartition, object]) -> dict[str, list]:
+def tp_sorted(partitions: Mapping[TopicPartition, object]) -> dict[str, list]:
     """topic -> [(partition, value)] in partition order, topics in name order."""
     grouped: dict[str, list] = {}
     for tp in sorted(partitions):
@@ -70,7 +70,7 @@ def produce_response(response: ProduceResponse | None, local_errors: Mapping[Top
     return {"responses": [{"name": topic, "partitions": [
         {"partition_index": p, "error_code": code, "base_offset": offset, "log_append_time_ms": -1,
          "log_start_offset": -1, "record_errors": [], "error_message": None} for p, (code, offset) in parts]}
-        for topic, parts in _tp_sorted(results).items()],
+        for topic, parts in tp_sorted(results).items()],
         "throttle_time_ms": response.throttle_time_ms if response is not None else 0}
 
 
@@ -91,21 +91,30 @@ def fetch_request(correlation_id: int, body: dict) -> FetchRequest:
 def fetch_records(result: FetchPartitionResult) -> bytes | Splice:
     """A partition's fetched records: the Splice of pinned file regions the runtime made
     of the core's regions (real_io/runtime.py), which the server sends with sendfile;
+    or batches as objects (a follower's decoded WireBatch, in tests), their bytes joined;
     empty when there is nothing to read."""
-    return result.batches if result.batches else b""
+    batches = result.batches
+    if not batches:
+        return b""
+    if type(batches) is Splice:
+        return batches
+    return b"".join(bytes(batch.encode()) for batch in batches)
 
 
-def fetch_response(response: FetchResponse) -> dict:
+def fetch_response(response: FetchResponse, replica: bool = False) -> dict:
     """Fetch sessions (KIP-227) are not kept: session_id 0 tells the client every
-    response is a full one."""
+    response is a full one. ``replica``: the answer to a follower's fetch, whose
+    LastStableOffset carries the leader's log end offset (real_io/inter_broker_api.py);
+    a consumer's is the high watermark (no transactions)."""
     return {"throttle_time_ms": response.throttle_time_ms, "error_code": 0, "session_id": 0, "responses": [
         {"topic": topic, "partition_responses": [
             {"partition": p, "error_code": int(r.error), "high_watermark": r.high_watermark,
-             "last_stable_offset": r.high_watermark, "log_start_offset": r.log_start_offset,
+             "last_stable_offset": r.log_end_offset if replica else r.high_watermark,
+             "log_start_offset": r.log_start_offset,
              "aborted_transactions": None, "preferred_read_replica": -1, "record_set": fetch_records(r),
              "diverging_epoch": {"epoch": r.diverging_epoch, "end_offset": r.diverging_end_offset}}
             for p, r in parts]}
-        for topic, parts in _tp_sorted(response.partitions).items()]}
+        for topic, parts in tp_sorted(response.partitions).items()]}
 
 
 # -- ListOffsets -----------------------------------------------------------------------
@@ -137,7 +146,7 @@ def list_offsets_response(response: ListOffsetsResponse | None, local_errors: Ma
             results[tp] = (int(error), result.offset, result.leader_epoch)
     return {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
         {"partition_index": p, "error_code": code, "old_style_offsets": [], "timestamp": -1, "offset": offset,
-         "leader_epoch": epoch} for p, (code, offset, epoch) in parts]} for topic, parts in _tp_sorted(results).items()]}
+         "leader_epoch": epoch} for p, (code, offset, epoch) in parts]} for topic, parts in tp_sorted(results).items()]}
 
 
 # -- Metadata --------------------------------------------------------------------------
@@ -158,7 +167,7 @@ def metadata_response(response: MetadataResponse, endpoints: Mapping[int, tuple[
                "partitions": [{"error_code": int(m.error), "partition_index": p, "leader_id": m.leader,
                                "leader_epoch": m.leader_epoch, "replica_nodes": list(m.replicas),
                                "isr_nodes": list(m.isr), "offline_replicas": []} for p, m in parts]}
-              for topic, parts in _tp_sorted(response.partitions).items()]
+              for topic, parts in tp_sorted(response.partitions).items()]
     topics += [{"error_code": int(error), "name": topic, "is_internal": False, "partitions": [],
                 "topic_authorized_operations": -2147483648} for topic, error in sorted(response.topic_errors.items())]
     return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": CLUSTER_ID,
@@ -186,7 +195,7 @@ def offset_for_leader_epoch_request(correlation_id: int, body: dict) -> OffsetsF
 def offset_for_leader_epoch_response(response: OffsetsForLeaderEpochResponse) -> dict:
     return {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
         {"error_code": int(r.error), "partition_index": p, "leader_epoch": r.leader_epoch, "end_offset": r.end_offset}
-        for p, r in parts]} for topic, parts in _tp_sorted(response.partitions).items()]}
+        for p, r in parts]} for topic, parts in tp_sorted(response.partitions).items()]}
 
 
 def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopicsRequest, dict[str, tuple[int, str]]]:

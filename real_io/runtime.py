@@ -3,7 +3,9 @@
 The runtime hands the node one input at a time with a monotonic millisecond clock and
 carries out the effects it answers: messages to clients go to their connection (the
 server registers each as an address), messages to itself (a controller's requests to
-its own broker) come back as inputs on the next loop turn, file effects go to the data
+its own broker) come back as inputs on the next loop turn, requests to another broker
+go over the wire (real_io/peer_channels.py) and their answers come back as inputs from
+that broker, file effects go to the data
 directory (fsync on a worker thread, answered by ``FsyncCompleted``), timers are
 ``loop.call_at`` handles, coordination requests go to the embedded store or ZooKeeper,
 and trace effects to the trace writer with the simulation's schema (binding ``real``).
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Hashable, Protocol
+from typing import Any, Callable, Hashable, Mapping, Protocol
 
 from analysis.trace import TraceWriter
 from broker_core.broker import BrokerNode
@@ -32,6 +34,8 @@ from real_io.protocol.primitives import Splice
 from broker_core.inputs import (
     DiskWriteFailed, FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
 from real_io.files import DataDir
+from real_io.inter_broker_api import CONTROLLER, FETCHER, TO_CONTROLLER
+from real_io.peer_channels import Address, PeerChannels
 
 
 class CoordinationPort(Protocol):
@@ -61,10 +65,14 @@ class CoordinationPort(Protocol):
 class BrokerRuntime:
     def __init__(self, broker_id: int, config: BrokerConfig, data_dir: DataDir, coordination: CoordinationPort,
                  trace: TraceWriter | None = None, topic_configs: dict[str, BrokerConfig] | None = None,
-                 clock_origin: float | None = None):
+                 clock_origin: float | None = None, peers: Mapping[int, Address] | None = None,
+                 advertised: Mapping[int, Address] | None = None):
         """``clock_origin``: the event loop's (monotonic) time that is 0 ms on the broker's
         clock; None: when it starts. A scenario run passes its own start, so that every
-        incarnation of the broker and the run's clients write one clock."""
+        incarnation of the broker and the run's clients write one clock. ``peers``: where
+        to connect to reach each other broker; ``advertised``: the address clients are
+        told for each broker (Metadata, and the controller's requests), this broker's own
+        added by serve.py once it listens."""
         self.broker_id = broker_id
         self.name = broker_node(broker_id)
         self.config = config
@@ -83,6 +91,9 @@ class BrokerRuntime:
         self.halt_reason: Halt | None = None
         self._draining = False
         self._fsync_thread = ThreadPoolExecutor(1, thread_name_prefix="fsync")
+        self.advertised: dict[int, Address] = dict(advertised or {})
+        self.peers = PeerChannels(broker_id, peers or {}, lambda: self.advertised, self._answered_by_peer,
+                                  self.trace, _request_timeouts_ms(config))
 
     # -- clock -----------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -109,6 +120,7 @@ class BrokerRuntime:
         return self.halted is not None and not self.halted.done()
 
     def close(self) -> None:
+        self.peers.close()
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -206,8 +218,10 @@ class BrokerRuntime:
         elif not isinstance(dst, int):
             return  # the client's connection closed: its answer goes nowhere, as on a socket
         else:
-            self.trace("message_dropped", {"dst": dst, "message": type(message).__name__,
-                                           "reason": "no connection to other brokers yet"})
+            self.peers.send(dst, message)
+
+    def _answered_by_peer(self, broker: int, response: Any) -> None:
+        self.feed(MessageReceived(broker, response))
 
     def _pin_regions(self, response: FetchResponse) -> None:
         """Each partition's regions become one Splice of pinned regions, which the server
@@ -260,3 +274,14 @@ class BrokerRuntime:
             handle.cancel()
         self._timers.clear()
         self.halted.set_result(effect)
+
+
+def _request_timeouts_ms(config: BrokerConfig) -> dict[str, int]:
+    """How long a connection to another broker waits for an answer before it closes
+    (NetworkClient's request timeout): replica.socket.timeout.ms for the fetcher, which
+    is below the core's own fetch timeout (that plus replica.fetch.wait.max.ms);
+    controller.socket.timeout.ms for the others, less 50 ms, so that the connection is
+    closed before the core's timer at that same timeout sends again, and the new request
+    goes on a new connection instead of being lost with the old one."""
+    controller = max(config.controller_socket_timeout_ms - 50, 1)
+    return {FETCHER: max(config.replica_socket_timeout_ms, 1), CONTROLLER: controller, TO_CONTROLLER: controller}

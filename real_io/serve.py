@@ -1,10 +1,18 @@
 """``isrlab serve``: one broker process on real sockets, files and coordination.
 
 It locks the data directory, builds the node over the embedded coordination store (or
-ZooKeeper with ``zk``), starts it, and opens the listener once the broker knows itself
-live (the controller's first UpdateMetadata), so a client's first Metadata request
-already names it. SIGTERM or SIGINT asks the core for a controlled shutdown; after it
-halts, every file written is fsynced and the process exits 0.
+ZooKeeper with ``zk``), opens the listener, starts the node, and says it listens once the
+broker knows itself live (the controller's first UpdateMetadata), so a client's first
+Metadata request already names it. The listener is open before the broker registers,
+as Kafka's SocketServer is bound before KafkaServer.startup registers the broker:
+the controller's first requests to it come through it. SIGTERM or SIGINT asks the core
+for a controlled shutdown; after it halts, every file written is fsynced and the
+process exits 0.
+
+Several such processes on one ZooKeeper are a cluster: ``peers`` says where each other
+broker is reached (the core's requests to it go there, real_io/peer_channels.py) and
+``advertise`` what address clients are told for each broker (by default its peer
+address, and this broker's own listener for itself).
 """
 from __future__ import annotations
 
@@ -24,11 +32,12 @@ from real_io.files import DataDir
 from real_io.listener_limits import ListenerConfigError, ListenerLimits, split_config
 from real_io.protocol.apis import DEFAULT_MAX_REQUEST_BYTES
 from real_io.runtime import BrokerRuntime, CoordinationPort
+from real_io.sampler import start_sampler
 from real_io.server import DEFAULT_CONNECTIONS_MAX_IDLE_MS, KafkaServer
 
 LOCK_FILE = ".lock"
 READY_TIMEOUT_S = 60.0
-PROFILE = "kafka-2.7"
+PROFILE = "kafka-2.7"  # the default behaviour profile
 
 
 class ServeError(Exception):
@@ -48,6 +57,15 @@ class ServeOptions:
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS
     clock_origin: float | None = None  # CLOCK_MONOTONIC seconds that are t_ms 0; None: the start
     zk_session_file: Path | None = None  # where to publish each ZooKeeper session (fault injection)
+    peers: dict[int, tuple[str, int]] = field(default_factory=dict)  # broker id -> where to connect to it
+    advertise: dict[int, tuple[str, int]] = field(default_factory=dict)  # broker id -> the address clients get
+    profile: str = PROFILE  # the core's behaviour profile (broker_core.config.PROFILES)
+    sample_interval_ms: int = 0  # replica_state samples to the trace every this often (real_io/sampler.py); 0: none
+
+    def advertised(self) -> dict[int, tuple[str, int]]:
+        """Each broker's advertised address: --advertise, else its --peer address (this
+        broker's own listener is added once it listens)."""
+        return {**self.peers, **self.advertise}
 
 
 def lock_data_dir(root: Path) -> int:
@@ -102,7 +120,7 @@ def listener_limits(options: ServeOptions) -> tuple[dict, ListenerLimits]:
 
 async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> int:
     core_overrides, limits = listener_limits(options)
-    config = broker_config(PROFILE, core_overrides)
+    config = broker_config(options.profile, core_overrides)
     try:
         lock = lock_data_dir(options.data_dir)
     except OSError as error:
@@ -112,17 +130,20 @@ async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> 
     writer = TraceWriter(trace_stream, f"serve-broker-{options.broker_id}", 0, "real") if trace_stream else None
     runtime = BrokerRuntime(options.broker_id, config, data_dir, _coordination(options, data_dir,
                                                                               config.zookeeper_session_timeout_ms),
-                            writer, clock_origin=options.clock_origin)
+                            writer, clock_origin=options.clock_origin, peers=options.peers,
+                            advertised=options.advertised())
     server = KafkaServer(runtime, options.host, options.port, options.max_request_bytes,
                          options.connections_max_idle_ms, limits)
     loop = asyncio.get_running_loop()
     try:
-        runtime.start()
-        await _until_live(runtime)
         try:
             await server.start()
         except OSError as error:
             raise ServeError(f"cannot listen on {options.host}:{options.port}: {error.strerror or error}") from None
+        runtime.advertised.setdefault(options.broker_id, (server.host, server.port))
+        runtime.start()  # a request read before this is answered by closing its connection (server._ask)
+        start_sampler(runtime, options.sample_interval_ms)
+        await _until_live(runtime)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, runtime.shutdown)
         on_ready(server.host, server.port)

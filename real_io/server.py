@@ -32,7 +32,7 @@ import socket
 import sys
 from typing import Any, Callable
 
-from real_io import kafka_api, local_apis
+from real_io import inter_broker_api, kafka_api, local_apis
 from real_io.connection import FrameConnection, FramePool
 from real_io.listener_limits import ConnectionQuotas, ListenerLimits, MemoryPool
 from real_io.protocol import apis
@@ -83,7 +83,11 @@ class KafkaServer:
 
     @property
     def endpoints(self) -> dict[int, tuple[str, int]]:
-        return {self.runtime.broker_id: (self.host, self.port)}
+        """What Metadata names: every broker's advertised address (--advertise, else its
+        --peer address), this broker's own listener unless it advertises another."""
+        endpoints = dict(self.runtime.advertised)
+        endpoints.setdefault(self.runtime.broker_id, (self.host, self.port))
+        return endpoints
 
     async def start(self) -> None:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
@@ -243,8 +247,9 @@ class KafkaServer:
                 return None  # acks=0: the producer expects no answer at all
             answer = await self._ask(address, message) if message.partitions else None
             return kafka_api.produce_response(answer, errors)
-        if key == ApiKey.FETCH:
-            return kafka_api.fetch_response(await self._ask(address, kafka_api.fetch_request(cid, body)))
+        if key == ApiKey.FETCH:  # a follower's fetch names its replica id; its answer carries the log end
+            return kafka_api.fetch_response(await self._ask(address, kafka_api.fetch_request(cid, body)),
+                                            replica=body["replica_id"] >= 0)
         if key == ApiKey.METADATA:
             answer = await self._ask(address, kafka_api.metadata_request(cid, version, body))
             return kafka_api.metadata_response(answer, self.endpoints)
@@ -262,6 +267,10 @@ class KafkaServer:
             message, errors = kafka_api.create_topics_request(cid, body)
             answer = await self._ask(address, message) if message.topics else None
             return kafka_api.create_topics_response(answer, errors)
+        inter_broker = inter_broker_api.INBOUND.get(key)
+        if inter_broker is not None:  # the controller's requests, and those to the controller
+            to_core, to_wire = inter_broker
+            return to_wire(await self._ask(address, to_core(cid, version, body)))
         raise ProtocolError(f"API key {key} has no handler")
 
     async def _ask(self, address: str, message: Any) -> Any:

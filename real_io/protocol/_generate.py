@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 MESSAGES = ("ApiVersions", "Metadata", "Produce", "Fetch", "ListOffset", "CreateTopics", "DeleteTopics",
-            "InitProducerId", "OffsetForLeaderEpoch", "DescribeConfigs", "FindCoordinator")
+            "InitProducerId", "OffsetForLeaderEpoch", "DescribeConfigs", "FindCoordinator",
+            "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr")
 
 
 def _snake(name: str) -> str:

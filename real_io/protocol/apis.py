@@ -3,12 +3,21 @@
 ``SUPPORTED`` is the one table of offered versions; the ApiVersions response is built
 from it (``api_versions_response``). The ranges, and why:
 
-- Produce 3-8, Fetch 4-11, ListOffsets 1-5: the versions that carry record batch v2
-  (magic 2) and leader epochs; older ones need the legacy message formats. Fetch 12
-  (flexible, diverging epochs) is left for later.
+- Produce 3-8, Fetch 4-12, ListOffsets 1-5: the versions that carry record batch v2
+  (magic 2) and leader epochs; older ones need the legacy message formats. Fetch 12 is
+  what a 2.7.0 follower sends at inter.broker.protocol.version 2.7 (ReplicaFetcherThread
+  .fetchRequestVersion), and the only version with LastFetchedEpoch / DivergingEpoch,
+  which the kafka-3.0 profile's followers truncate by; clients may use it too.
 - ApiVersions 0-3, Metadata 0-9, CreateTopics 0-6, DeleteTopics 0-5, InitProducerId 0-4,
   OffsetForLeaderEpoch 0-3, DescribeConfigs 0-3, FindCoordinator 0-3: every version of
   Kafka 2.7.0's definitions, which the generic codec handles alike.
+- The inter-broker APIs the core's controller and replicas send each other
+  (real_io/inter_broker_api.py maps every one of these versions): LeaderAndIsr 0-4,
+  StopReplica 0-3, UpdateMetadata 0-6, AlterIsr 0 -- every version of 2.7.0's
+  definitions; the sender uses the newest, as a 2.7.0 broker at IBP 2.7 does.
+  ControlledShutdown 1-3: v0 alone has the header without a client id (request header
+  v0), which nothing sends since Kafka 0.10; it is not offered, so it closes the
+  connection like any unsupported version.
 
 Headers (RequestHeader.json / ResponseHeader.json): request header v1 (api key, version,
 correlation id, nullable client id) for non-flexible API versions and v2 (v1 + tagged
@@ -41,11 +50,16 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    ALTER_ISR = 56
 
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 8),
-    ApiKey.FETCH: (4, 11),
+    ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 5),
     ApiKey.METADATA: (0, 9),
     ApiKey.FIND_COORDINATOR: (0, 3),
@@ -55,6 +69,11 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.LEADER_AND_ISR: (0, 4),
+    ApiKey.STOP_REPLICA: (0, 3),
+    ApiKey.UPDATE_METADATA: (0, 6),
+    ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
+    ApiKey.ALTER_ISR: (0, 0),
 }
 
 UNSUPPORTED_VERSION = 35  # Kafka's Errors.UNSUPPORTED_VERSION

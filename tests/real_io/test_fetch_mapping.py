@@ -1,7 +1,6 @@
 """The Fetch mapping's v12 fields (LastFetchedEpoch, DivergingEpoch). The served broker
-offers Fetch up to v11 (real_io/protocol/apis.py SUPPORTED), so clients do not send them
-today: a v11 request maps to -1 (no diverging-epoch check); the mapping and the codec
-still carry v12's fields, should v12 be offered."""
+offers Fetch up to v12 (real_io/protocol/apis.py SUPPORTED): followers send v12, as 2.7.0
+does at IBP 2.7; a v11 request maps to -1 (no diverging-epoch check)."""
 from __future__ import annotations
 
 from broker_core.errors import ErrorCode
