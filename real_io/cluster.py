@@ -29,9 +29,10 @@ from broker_core.config import broker_config
 from broker_core.coordination import BROKER_IDS_PATH
 from broker_core.errors import ConfigError
 from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
-from real_io import process_identity, zk_server
+from real_io import lossy_mount, process_identity, zk_server
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.fault_proxy_client import FaultProxyClient, FaultProxyError, FaultProxyProcess
+from real_io.lossy_mount import LossyMount
 from real_io.process_identity import ProcessIdentity
 from real_io.real_faults import _expire
 
@@ -55,7 +56,7 @@ class LocalCluster:
                  config: dict | None = None, *, port: int | None = None, zk_port: int | None = None,
                  zk_tick_ms: int = ZK_TICK_MS, stop_timeout_s: float = STOP_TIMEOUT_S,
                  broker_ids: list[int] | None = None, proxy: bool = False, proxy_with_launcher: bool = True,
-                 sample_interval_ms: int | None = None):
+                 sample_interval_ms: int | None = None, lossy_disks: bool = False):
         """``brokers`` brokers with ids 1..N; ``profile`` and ``config`` (Kafka-named
         overrides) go to every broker; ``port`` is the first broker's port (the others
         follow it) and ``zk_port`` ZooKeeper's, both free ports by default;
@@ -64,7 +65,10 @@ class LocalCluster:
         fault proxy (real_io/fault_proxy.py), which exits with this process unless
         ``proxy_with_launcher`` is False (a detached ``isrlab cluster up``);
         ``sample_interval_ms``: the brokers write replica_state samples to their traces
-        (real_io/sampler.py; the real scenario runner reads its view from them)."""
+        (real_io/sampler.py; the real scenario runner reads its view from them);
+        ``lossy_disks``: each broker's data directory is a lossy file system
+        (real_io/lossy_mount.py) that can lose what was not fsynced (power loss); it
+        goes with this process."""
         if brokers < 1:
             raise ClusterError(f"a cluster needs at least one broker, not {brokers}")
         self.config = dict(config or {})
@@ -81,6 +85,8 @@ class LocalCluster:
         self.proxy_identity: ProcessIdentity | None = None
         self._proxied: dict[tuple[str, str], str] = {}  # link -> the proxy's address for it
         self.sample_interval_ms = sample_interval_ms
+        self.lossy_wanted = lossy_disks
+        self.lossy_disks: dict[int, LossyMount] = {}
         self.profile = profile
         self.zk_tick_ms = zk_tick_ms
         self.origin = time.monotonic()  # every broker's trace clock: 0 ms is the launch
@@ -202,10 +208,14 @@ class LocalCluster:
                     self.proxy = self.proxy_process.start()
                 except FaultProxyError as error:
                     raise ClusterError(f"cannot start the fault proxy: {error}") from None
-                self.proxy_identity = process_identity.identify(self.proxy_process.process.pid)
+                started = self.proxy_process.process
+                assert started is not None  # start() returned: the process exists
+                self.proxy_identity = process_identity.identify(started.pid)
                 self.write_record("starting")
         for broker in self.broker_ids:
             with _uninterrupted():
+                if self.lossy_wanted:
+                    self._mount_lossy_disk(broker)
                 process = self.brokers[broker] = self._broker_process(broker)
                 process.start()
                 self.write_record("starting")
@@ -215,6 +225,15 @@ class LocalCluster:
             if not process.wait_ready(max(0.0, deadline - time.monotonic())):
                 raise ClusterError(self._why_not_started(process, timeout_s))
         self.write_record("running")
+
+    def _mount_lossy_disk(self, broker: int) -> None:
+        folder = self.broker_dir(broker)
+        (folder / "data").mkdir(parents=True, exist_ok=True)
+        try:
+            self.lossy_disks[broker] = lossy_mount.mount(folder / "disk", folder / "data",
+                                                         log_path=folder / "lossy-fs.log")
+        except lossy_mount.LossyFsError as error:
+            raise ClusterError(f"cannot mount broker {broker}'s lossy file system: {error}") from None
 
     def _why_not_started(self, process: BrokerProcess, timeout_s: float) -> str:
         said = process.last_words()
@@ -244,6 +263,12 @@ class LocalCluster:
             if self.proxy_process is not None:
                 self.proxy_process.stop()  # stopped already by its pid: this closes the client and reaps it
                 self.proxy = None
+            for broker, disk in sorted(self.lossy_disks.items()):
+                try:
+                    disk.unmount()
+                except lossy_mount.LossyFsError as error:
+                    said.append(f"broker {broker}'s lossy file system: {error}")
+            self.lossy_disks = {}
             self.stopped = True
             self.stop_report = said
             self.write_record("stopped")

@@ -7,8 +7,11 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | restart | starts the process again on the same port and data directory; it recovers from its files |
 | shutdown | SIGTERM: the broker's controlled shutdown, then it exits by itself |
 | pause / resume | SIGSTOP / SIGCONT |
-| heal | ``network``: there is no network fault to end; ``all``: resume and restart every broker |
 | expire_session | on ZooKeeper only (``--zk``): another client takes the broker's session over with its id and password (published by ``isrlab serve --zk-session-file``) and closes it, so ZooKeeper expires it as it does for a client that is gone |
+| isolate, partition, random_halves, bridge, cut | with a fault proxy on every link (a cluster run): the proxy stops the directions ``faults/links.py`` cuts (no byte passes, the sender is not read: as packets a firewall drops and TCP sends again once healed) |
+| link | with a proxy: ``latency_ms`` only (each chunk held that long); loss, duplication, reordering and jitter are refused |
+| heal | ``network``: every proxy cut and delay ends; ``all``: also resume and restart every broker |
+| power_loss | with a lossy file system under each data directory (real_io/lossy_fs.py): SIGKILL, then every file goes back to its last fsync |
 
 Everything else is refused before the run starts (``UNSUPPORTED``). The shared executor
 (faults/executor.py) keeps the books, writes the fault events and resolves roles (on the
@@ -25,14 +28,18 @@ from typing import Callable
 from faults import model as fm
 from faults.executor import FaultExecutor
 from real_io.broker_process import BrokerProcess
+from real_io.fault_proxy_client import FaultProxyClient
+from real_io.lossy_mount import LossyMount
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
 ON_ZOOKEEPER = frozenset({"expire_session"})  # supported when the broker runs on ZooKeeper
+WITH_PROXY = frozenset(fm.NETWORK_KINDS)  # supported with a fault proxy on every link
+WITH_LOSSY_DISK = frozenset({"power_loss"})  # supported with a lossy file system under the data directories
 _NETWORK = "needs a fault-injecting proxy on the links, which the real binding does not have yet"
 _DISK = "needs a faulty file system under the data directory, which the real binding does not have yet"
 UNSUPPORTED = {
     "power_loss": "a real process cannot lose the page cache's unsynced bytes without cutting the machine's "
-                  "power (crash, SIGKILL, keeps them)",
+                  "power (crash, SIGKILL, keeps them); a cluster run mounts a lossy file system for it",
     "clock": "the broker reads the machine's clock, which one process cannot jump alone",
     **{kind: _NETWORK for kind in fm.KINDS if kind in fm.NETWORK_KINDS},
     "slow_fsync": _DISK, "write_errors": _DISK, "disk_full": _DISK, "torn_writes": _DISK,
@@ -45,17 +52,23 @@ UNSUPPORTED = {
                     "the topic's config node and change notification",
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
+# the nemesis's network kinds the proxy carries out ("link" draws loss, which it cannot)
+NEMESIS_NETWORK = frozenset({"isolate", "random_halves", "bridge", "isolate_controller"})
 EXPIRE_TIMEOUT_S = 10.0
 
 
-def supported(on_zookeeper: bool) -> frozenset:
-    """The fault kinds a scenario may script on this binding."""
-    return SUPPORTED | ON_ZOOKEEPER if on_zookeeper else SUPPORTED
+def supported(on_zookeeper: bool, proxy: bool = False, lossy_disk: bool = False) -> frozenset:
+    """The fault kinds a scenario may script on this binding: on ZooKeeper, with a fault
+    proxy on every link, with a lossy file system under the data directories."""
+    return (SUPPORTED | (ON_ZOOKEEPER if on_zookeeper else frozenset()) | (WITH_PROXY if proxy else frozenset())
+            | (WITH_LOSSY_DISK if lossy_disk else frozenset()))
 
 
-def nemesis_supported(on_zookeeper: bool) -> frozenset:
+def nemesis_supported(on_zookeeper: bool, proxy: bool = False, lossy_disk: bool = False) -> frozenset:
     """The kinds the nemesis may draw on this binding."""
-    return NEMESIS_SUPPORTED | ON_ZOOKEEPER if on_zookeeper else NEMESIS_SUPPORTED
+    return (NEMESIS_SUPPORTED | (ON_ZOOKEEPER if on_zookeeper else frozenset())
+            | (WITH_PROXY & NEMESIS_NETWORK if proxy else frozenset())
+            | (WITH_LOSSY_DISK if lossy_disk else frozenset()))
 
 TraceFn = Callable[[str, str, dict], None]
 
@@ -65,18 +78,26 @@ class RealFaultBinding:
     ``refusal`` refuses before the executor gets to it: reaching one is a bug."""
 
     def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict],
-                 zk: str | None = None) -> None:
+                 zk: str | None = None, proxy: FaultProxyClient | None = None,
+                 nodes: Callable[[], list[str]] | None = None,
+                 lossy_disks: dict[int, LossyMount] | None = None) -> None:
+        """``zk``: the ZooKeeper servers (no chroot) the brokers run on; ``proxy``: the
+        fault proxy on every link, with ``nodes`` the nodes its links join;
+        ``lossy_disks``: each broker's data directory's lossy file system."""
         self.processes = brokers
         self.zk = zk
-        self.supported = supported(zk is not None)
+        self.proxy = proxy
+        self._nodes = nodes or (lambda: [])
+        self.lossy_disks = lossy_disks or {}
+        self.supported = supported(zk is not None, proxy is not None, bool(lossy_disks))
         self._trace = trace
         self._view = view
 
     def refusal(self, fault: fm.Fault) -> str | None:
         kind = fm.kind_of(fault)
-        if kind in self.supported:
-            return None
-        return f"the real binding cannot apply {kind}: {UNSUPPORTED.get(kind, 'unknown fault')}"
+        if kind not in self.supported:
+            return f"the real binding cannot apply {kind}: {UNSUPPORTED.get(kind, 'unknown fault')}"
+        return link_refusal(fault)
 
     def trace(self, node: str, type_: str, fields: dict) -> None:
         self._trace(node, type_, fields)
@@ -122,25 +143,43 @@ class RealFaultBinding:
         why = "it is not running" if not process.alive else _expire(self.zk, process.zk_session_file)
         return why if why is not None else _nothing
 
-    # -- refused before the run (UNSUPPORTED) ----------------------------------------
-    def heal_links(self) -> list[int]:
-        return []  # there is no network fault to end
-
-    def power_loss(self, broker: int) -> None:
-        raise _refused("power_loss")
-
+    # -- network (the fault proxy) ---------------------------------------------------
     def network_nodes(self) -> list[str]:
-        raise _refused("network faults")
+        if self.proxy is None:
+            raise _refused("network faults")
+        return self._nodes()
 
     def cut_links(self, fault_id: int, links: set) -> None:
-        raise _refused("network faults")
+        self._with_proxy().set_cuts(fault_id, sorted(links))
 
     def degrade_links(self, fault_id: int, links: set, changes: dict) -> None:
-        raise _refused("link")
+        """Only a delay: ``refusal`` refuses the rest before the run."""
+        self._with_proxy().set_delays(fault_id, sorted(links), float(changes.get("latency_ms") or 0.0))
 
     def restore_links(self, fault_id: int) -> None:
-        raise _refused("network faults")
+        self._with_proxy().clear(fault_id)
 
+    def heal_links(self) -> list[int]:
+        if self.proxy is None:
+            return []  # there is no network fault to end
+        return sorted(int(fault_id) for fault_id in self.proxy.heal() if str(fault_id).isdigit())
+
+    def _with_proxy(self) -> FaultProxyClient:
+        if self.proxy is None:
+            raise _refused("network faults")
+        return self.proxy
+
+    # -- power loss (the lossy file system) --------------------------------------------
+    def power_loss(self, broker: int) -> None:
+        """SIGKILL, then every file of the broker's data directory back to its last
+        fsync (the lossy file system waits for the killed process's files to close)."""
+        disk = self.lossy_disks.get(broker)
+        if disk is None:
+            raise _refused("power_loss")
+        self.processes[broker].kill()
+        disk.power_loss()
+
+    # -- refused before the run (UNSUPPORTED) ----------------------------------------
     def degrade_disk(self, broker: int, fault) -> None:
         raise _refused("disk faults")
 
@@ -160,14 +199,24 @@ class RealFaultBinding:
         raise _refused("topic_config")
 
 
+def link_refusal(fault: fm.Fault) -> str | None:
+    """What of a link fault the proxy cannot do: it delays, it does not lose, duplicate,
+    reorder or jitter (a TCP stream does not lose bytes; loss would be a reset)."""
+    if not isinstance(fault, fm.LinkFault):
+        return None
+    unsupported = [name for name in ("jitter_ms", "loss", "duplicate", "reorder") if getattr(fault, name)]
+    if unsupported:
+        return (f"the real binding's fault proxy delays a link (latency) but cannot apply {', '.join(unsupported)}: "
+                "a TCP connection does not lose or reorder bytes")
+    return None
+
+
 class RealFaultExecutor(FaultExecutor):
     """The shared executor on broker processes; the schedule, the nemesis and the final
     phase run on different threads and share its lock."""
 
-    def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict], role_rng,
-                 zk: str | None = None) -> None:
-        """``zk``: the ZooKeeper servers (HOST:PORT, no chroot) the brokers run on, if any."""
-        super().__init__(RealFaultBinding(brokers, trace, view, zk), role_rng, lock=threading.RLock())
+    def __init__(self, binding: RealFaultBinding, role_rng) -> None:
+        super().__init__(binding, role_rng, lock=threading.RLock())
 
 
 def _nothing() -> None:

@@ -22,7 +22,8 @@ def start_sampler(runtime: BrokerRuntime, interval_ms: int) -> asyncio.TimerHand
     """Sample now and every ``interval_ms`` after, on the runtime's loop; None when the
     broker writes no trace. The first sample comes at once so that a restarted broker's
     state is known before its first interval ends."""
-    if runtime.writer is None or interval_ms <= 0:
+    writer = runtime.writer
+    if writer is None or interval_ms <= 0:
         return None
     loop = runtime.loop
     assert loop is not None, "start the runtime first"
@@ -33,7 +34,7 @@ def start_sampler(runtime: BrokerRuntime, interval_ms: int) -> asyncio.TimerHand
             return
         node = runtime.node
         if node.has_partitions():
-            runtime.writer.write_json(runtime.now_ms(), runtime.name, REPLICA_STATE,
+            writer.write_json(runtime.now_ms(), runtime.name, REPLICA_STATE,
                                       '{"partitions":%s}' % node.snapshot_json())
         handle[:] = [loop.call_later(interval_ms / 1000.0, sample)]
 

@@ -22,6 +22,7 @@ import shutil
 import threading
 import time
 import uuid
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Callable
 
@@ -29,20 +30,26 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
-from broker_core.config import broker_config, client_defaults
+from broker_core.admin_nodes import admin_topic_nodes
+from broker_core.config import PROFILES, broker_config, client_defaults
 from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.final_phase import (
     Lag, ReadEverything, Request, StopProducers, Wait, carried_out_blocking, final_phase_steps)
-from faults.nodes import broker_node
+from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
+from real_io import lossy_mount
 from real_io.broker_process import BrokerProcess, free_port
-from real_io.metadata_view import VIEW_FIELDS, MetadataView
+from real_io.cluster import CHROOT, CLIENT_NODE, ClusterError, LocalCluster
 from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
-from real_io.real_faults import UNSUPPORTED, RealFaultExecutor, nemesis_supported, supported
+from real_io.real_faults import (
+    UNSUPPORTED, RealFaultBinding, RealFaultExecutor, link_refusal, nemesis_supported, supported)
+from real_io.replica_files import read_replica
+from real_io.trace_view import TraceClusterView
 
-PROFILE = "kafka-2.7"  # the profile isrlab serve runs
+PROFILE = "kafka-2.7"  # the profile isrlab serve runs unless told
+SERVE_PROFILES = tuple(PROFILES)  # isrlab serve --profile
 RECORD_BYTES = 100  # the scenarios' default record_bytes: the simulation's size model only
 READY_TIMEOUT_S = 60.0
 TRIGGER_POLL_MS = 50  # a metadata and a ListOffsets request per poll
@@ -52,18 +59,24 @@ class RealRunError(Exception):
     """The real run could not go on (the broker did not start): not a verdict."""
 
 
+def is_cluster(scenario) -> bool:
+    """A scenario of more than one broker runs on a fresh local cluster (ZooKeeper, a
+    fault proxy on every link); one broker runs alone on ZooKeeper or its embedded store."""
+    return len(scenario.cluster.brokers) > 1
+
+
 def refusals(scenario, on_zookeeper: bool = False) -> list[tuple[tuple, int | None, str]]:
     """What ``scenario`` asks that the real binding (on ZooKeeper, or on the embedded
     store) cannot do: (path in the file, line if known, why). Nothing is skipped
     silently: a run refuses any of these."""
-    kinds, nemesis_kinds = supported(on_zookeeper), nemesis_supported(on_zookeeper)
+    cluster_run = is_cluster(scenario)
+    lossy_reason = lossy_mount.available() if cluster_run else "only a cluster run mounts a lossy file system"
+    kinds = supported(on_zookeeper or cluster_run, cluster_run, lossy_reason is None)
+    nemesis_kinds = nemesis_supported(on_zookeeper or cluster_run, cluster_run, lossy_reason is None)
     out: list[tuple[tuple, int | None, str]] = []
     cluster = scenario.cluster
-    if len(cluster.brokers) != 1:
-        out.append((("cluster", "brokers"), None, f"the real binding runs one broker (isrlab serve); this scenario "
-                    f"has {len(cluster.brokers)}: a cluster of real brokers is not built yet"))
-    if cluster.profile != PROFILE:
-        out.append((("cluster", "profile"), None, f"isrlab serve runs the {PROFILE} profile only"))
+    if cluster.profile not in SERVE_PROFILES:
+        out.append((("cluster", "profile"), None, f"isrlab serve runs the profiles {', '.join(SERVE_PROFILES)}"))
     if cluster.supervisor_restart_ms is not None:
         out.append((("cluster", "supervisor"), None, "the real binding has no process supervisor yet"))
     for i, topic in enumerate(cluster.topics):
@@ -89,30 +102,40 @@ def refusals(scenario, on_zookeeper: bool = False) -> list[tuple[tuple, int | No
     for i, step in enumerate(scenario.faults):
         kind = fm.kind_of(step.fault)
         if kind not in kinds:
-            out.append((("faults", i, kind), step.line, f"the real binding cannot apply {kind}: {UNSUPPORTED[kind]}"))
-        if step.when is not None:
-            why = _unseen_condition(step.when)
-            if why:
-                out.append((("faults", i, "when"), step.line, why))
+            why = lossy_reason if kind == "power_loss" and cluster_run else UNSUPPORTED[kind]
+            out.append((("faults", i, kind), step.line, f"the real binding cannot apply {kind}: {why}"))
+            continue
+        why = link_refusal(step.fault) or _client_target(step.fault)
+        if why:
+            out.append((("faults", i, kind), step.line, why))
     if scenario.nemesis is not None:
         bad = sorted(set(scenario.nemesis.kinds) - nemesis_kinds)
         if bad:
-            where = "on ZooKeeper" if on_zookeeper else "on its embedded store (--zk adds expire_session)"
+            where = ("on a local cluster" if cluster_run else "on ZooKeeper" if on_zookeeper else
+                     "on its embedded store (--zk adds expire_session)")
             out.append((("nemesis", "kinds"), None, f"the real binding {where} can draw only "
                         f"{', '.join(sorted(nemesis_kinds))}, not {', '.join(bad)}"))
     return out
 
 
-def _unseen_condition(condition) -> str | None:
-    """Why the real binding cannot judge ``condition``, or None."""
-    if condition.broker is not None:
-        return ("a condition on one replica (broker:) needs that replica's own state, which the real binding "
-                "cannot read from outside the broker")
-    unseen = sorted({name for name, _ in condition.tests} - set(VIEW_FIELDS))
-    if unseen:
-        return (f"the real binding reads the cluster from the broker's metadata and offsets, which do not carry "
-                f"{', '.join(unseen)}; a trigger may test {', '.join(VIEW_FIELDS)} and controller")
+def _client_target(fault) -> str | None:
+    """The cluster's clients share one node behind the proxy (``client``): a network
+    fault may name brokers and ``zk``, not one client alone."""
+    if not isinstance(fault, fm.NETWORK):
+        return None
+    named = [value for f in dataclass_fields(fault) for value in _names(getattr(fault, f.name))]
+    clients = sorted({n for n in named if isinstance(n, str) and broker_id_of(n) is None and n != SERVICE_NODE
+                      and n not in (fm.CONTROLLER, fm.RANDOM)})
+    if clients:
+        return (f"the real cluster's clients all reach the brokers through one node of the fault proxy "
+                f"({CLIENT_NODE}), so a network fault cannot single out {', '.join(clients)}")
     return None
+
+
+def _names(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [n for item in value for n in _names(item)]
+    return [value]
 
 
 class _Recorder:
@@ -134,77 +157,146 @@ class _Recorder:
 
 class RealRun:
     def __init__(self, scenario, seed: int, work_dir: Path, progress=None, zk: str | None = None):
-        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported);
-        ``zk`` the ZooKeeper (HOST:PORT) to keep the broker's metadata in, in a chroot of
-        this run's own, or None for the broker's embedded store."""
+        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported).
+        One broker runs alone: on ``zk`` (HOST:PORT, in a chroot of this run's own) or
+        its embedded store. More run on a fresh local cluster (real_io/cluster.py): its
+        own ZooKeeper, a fault proxy on every link, and a lossy file system under each
+        data directory when the scenario may lose power."""
         self.scenario = scenario
         self.seed = seed
         self.progress = progress
         self.origin = time.monotonic()
         self.record = _Recorder(self.origin)
-        self.broker_id = scenario.cluster.brokers[0]
         work_dir.mkdir(parents=True, exist_ok=True)
-        data_dir = work_dir / f"broker-{self.broker_id}-data"
-        shutil.rmtree(data_dir, ignore_errors=True)
-        self.broker_trace = work_dir / f"broker-{self.broker_id}-trace.jsonl"
-        self.broker_trace.unlink(missing_ok=True)
-        self.zk = zk
-        self.chroot = f"/isrlab-runs/{uuid.uuid4().hex}" if zk is not None else None
-        self.broker = BrokerProcess(self.broker_id, data_dir, free_port(), self.broker_trace,
-                                    dict(scenario.cluster.config), self.origin, work_dir / f"broker-{self.broker_id}.stderr",
-                                    zk=None if zk is None else zk + self.chroot,
-                                    zk_session_file=None if zk is None else work_dir / f"broker-{self.broker_id}.zk-session")
         self.partitions = [str(TopicPartition(t.name, p)) for t in scenario.cluster.topics for p in range(t.partitions)]
-        self.brokers = {self.broker_id: self.broker}
-        self.view = MetadataView(self.broker, self.partitions)
-        self.faults = RealFaultExecutor(self.brokers, self.record, self.view, derive(seed, "fault-roles"), zk)
-        self.session_timeout_ms = broker_config(PROFILE, dict(scenario.cluster.config)).zookeeper_session_timeout_ms
+        self.replicas = {str(TopicPartition(t.name, p)): list(r) for t in scenario.cluster.topics
+                         for p, r in t.assignment.items()}
+        config = broker_config(scenario.cluster.profile, dict(scenario.cluster.config))
+        self.session_timeout_ms = config.zookeeper_session_timeout_ms
+        self.cluster: LocalCluster | None = None
+        self.chroot = ""  # the brokers' chroot in ZooKeeper
+        self.zk: str | None = None
+        if is_cluster(scenario):
+            self.cluster = LocalCluster(work_dir / "cluster", broker_ids=list(scenario.cluster.brokers),
+                                        profile=scenario.cluster.profile, config=dict(scenario.cluster.config),
+                                        proxy=True, zk_tick_ms=_tick_for(self.session_timeout_ms),
+                                        sample_interval_ms=scenario.sample_interval_ms,
+                                        lossy_disks=_may_lose_power(scenario))
+            self.cluster.origin = self.origin  # the brokers' traces on the run's clock
+            self.brokers = self.cluster.brokers  # filled as the cluster starts
+            self.zk = self.cluster.zk_hosts
+            self.chroot = CHROOT
+            self.traces = {b: self.cluster.broker_dir(b) / "trace.jsonl" for b in self.cluster.broker_ids}
+            self.data_dirs = {b: self.cluster.broker_dir(b) / "data" for b in self.cluster.broker_ids}
+        else:
+            broker_id = scenario.cluster.brokers[0]
+            data_dir = work_dir / f"broker-{broker_id}-data"
+            shutil.rmtree(data_dir, ignore_errors=True)
+            trace = work_dir / f"broker-{broker_id}-trace.jsonl"
+            trace.unlink(missing_ok=True)
+            self.zk = zk
+            self.chroot = f"/isrlab-runs/{uuid.uuid4().hex}"
+            self.brokers = {broker_id: BrokerProcess(
+                broker_id, data_dir, free_port(), trace, dict(scenario.cluster.config), self.origin,
+                work_dir / f"broker-{broker_id}.stderr", zk=None if zk is None else zk + self.chroot,
+                zk_session_file=None if zk is None else work_dir / f"broker-{broker_id}.zk-session",
+                profile=scenario.cluster.profile if scenario.cluster.profile != PROFILE else None,
+                sample_interval_ms=scenario.sample_interval_ms)}
+            self.traces = {broker_id: trace}
+            self.data_dirs = {broker_id: data_dir}
+        self.view = TraceClusterView(self.traces, self._running, self.partitions)
+        self.binding: RealFaultBinding | None = None
         self._final_started_ms: dict[int, float] = {}  # when the final phase last started each broker
         self.final_phase = False
         self.settled = False
         self._due_ms = 0.0  # the schedule's nominal time (now_ms)
 
+    @property
+    def bootstrap(self) -> str:
+        if self.cluster is not None:
+            return self.cluster.bootstrap
+        return ",".join(process.bootstrap for process in self.brokers.values())
+
+    def _running(self, broker: int) -> bool:
+        process = self.brokers.get(broker)
+        return process is not None and process.alive and not process.paused
+
+    def _faults(self) -> RealFaultExecutor:
+        cluster = self.cluster
+        proxy = cluster.proxy if cluster is not None else None
+        nodes = [broker_node(b) for b in sorted(self.brokers)] + [SERVICE_NODE, CLIENT_NODE]
+        self.binding = RealFaultBinding(self.brokers, self.record, self.view, self.zk, proxy, lambda: nodes,
+                                        cluster.lossy_disks if cluster is not None else None)
+        return RealFaultExecutor(self.binding, derive(self.seed, "fault-roles"))
+
     # -- the run -------------------------------------------------------------------
     def run(self) -> None:
         scenario = self.scenario
         self.record("world", "run_started", run_started_fields(scenario))
-        self.broker.start()
         try:
-            if not self.broker.wait_ready(READY_TIMEOUT_S):
-                said = self.broker.last_words()
-                if said:  # it exited saying why (a ZooKeeper it cannot reach, a port in use)
-                    raise RealRunError(f"the broker exited while starting: {said}")
-                raise RealRunError(f"the broker did not start within {READY_TIMEOUT_S:.0f}s; its stderr: "
-                                   f"{self.broker.stderr_path}")
+            self._start_brokers()
+            self.faults = self._faults()
             self._create_topics()
             self._workload_and_faults()
             self._final_phase()
             self.record("world", "run_finished", {"settled": self.settled})
         finally:
-            self.view.close()
-            self.broker.stop()  # after the run: its shutdown is not part of the trace
-            if self.chroot is not None:
-                _remove_chroot(self.zk, self.chroot)
+            # after the run: the brokers' shutdown is not part of the trace
+            if self.cluster is not None:
+                self.cluster.stop()
+            else:
+                for process in self.brokers.values():
+                    process.stop()
+                if self.zk is not None:
+                    _remove_chroot(self.zk, self.chroot)
+
+    def _start_brokers(self) -> None:
+        if self.cluster is not None:
+            try:
+                self.cluster.start(READY_TIMEOUT_S)
+            except ClusterError as error:
+                raise RealRunError(f"the cluster did not start: {error}") from None
+            return
+        for process in self.brokers.values():
+            process.start()
+            if not process.wait_ready(READY_TIMEOUT_S):
+                said = process.last_words()
+                if said:  # it exited saying why (a ZooKeeper it cannot reach, a port in use)
+                    raise RealRunError(f"the broker exited while starting: {said}")
+                raise RealRunError(f"the broker did not start within {READY_TIMEOUT_S:.0f}s; its stderr: "
+                                   f"{process.stderr_path}")
 
     def _create_topics(self) -> None:
-        admin = AdminClient({"bootstrap.servers": self.broker.bootstrap, **QUIET})
-        topics = [NewTopic(t.name, t.partitions, t.replication_factor) for t in self.scenario.cluster.topics]
-        for name, future in sorted(admin.create_topics(topics, request_timeout=30).items()):
-            try:
-                future.result(60)
-            except Exception as error:
-                raise RealRunError(f"creating topic {name} failed: {error}") from None
+        """On ZooKeeper as an administrator creates a topic with its assignment
+        (broker_core/admin_nodes.py, as the simulation does), then wait until every
+        partition has a leader; on the embedded store through CreateTopics."""
+        if self.zk is None:
+            admin = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
+            topics = [NewTopic(t.name, t.partitions, t.replication_factor) for t in self.scenario.cluster.topics]
+            for name, future in sorted(admin.create_topics(topics, request_timeout=30).items()):
+                try:
+                    future.result(60)
+                except Exception as error:
+                    raise RealRunError(f"creating topic {name} failed: {error}") from None
+        else:
+            _write_admin_nodes(self.zk + self.chroot, [
+                node for t in self.scenario.cluster.topics for node in admin_topic_nodes(t.name, t.assignment, {})])
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while any(self.view()["partitions"][p]["leader"] is None for p in self.partitions):
+            if time.monotonic() > deadline:
+                raise RealRunError(f"the topics' partitions had no leader within {READY_TIMEOUT_S:.0f}s")
+            time.sleep(0.05)
 
     def _workload_and_faults(self) -> None:
         scenario = self.scenario
         start = time.monotonic()
         end = start + scenario.duration_ms / 1000.0
-        defaults = client_defaults(PROFILE)
-        self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.broker.bootstrap,
+        defaults = client_defaults(scenario.cluster.profile)
+        self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record, w.partitioner or defaults.partitioner,
                                        derive(self.seed, f"partitioner-producer-{i}"))
                           for i, w in enumerate(scenario.producers)]
-        self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.broker.bootstrap,
+        self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record) for i, w in enumerate(scenario.consumers)]
         over = lambda: time.monotonic() >= end  # noqa: E731
         self._producing = [start_thread(p.run, start, over) for p in self.producers]
@@ -273,7 +365,7 @@ class RealRun:
         elif isinstance(request, StopProducers):
             self._stop_producers(self._monotonic(request.deadline_ms))
         elif isinstance(request, ReadEverything):
-            read = final_read(self.broker.bootstrap, self.partitions, self.record,
+            read = final_read(self.bootstrap, self.partitions, self.record,
                               self._monotonic(request.deadline_ms))
             return {p: entry[1] for p, entry in read.items()}
         return None
@@ -316,30 +408,41 @@ class RealRun:
                 self.faults.apply(fm.Restart((broker,)))
 
     def is_settled(self) -> bool:
-        """The one broker is live and leads every partition with itself as the ISR (one
-        replica: its high watermark is its log end once it leads)."""
-        if not self.broker.ready:
+        """The simulation's rule (sim/world.py), judged on each broker's own word: every
+        broker runs, every partition has one leader whose ISR holds every replica, whose
+        high watermark has reached its log end, and every replica's log ends where the
+        leader's does."""
+        if not all(process.ready for process in self.brokers.values()):
             return False
         partitions = self.view()["partitions"]
-        return all(partitions[p]["leader"] == self.broker_id and partitions[p]["isr"] == [self.broker_id]
-                   for p in self.partitions)
+        for name in self.partitions:
+            view = partitions[name]
+            replicas = view["replicas"]
+            leaders = [b for b, state in replicas.items() if state["role"] == "leader"]
+            if len(leaders) != 1 or sorted(view["isr"]) != sorted(self.replicas[name]):
+                return False
+            leader = replicas[leaders[0]]
+            if leader["high_watermark"] != leader["log_end_offset"]:
+                return False
+            if any(replicas.get(b, {}).get("log_end_offset") != leader["log_end_offset"] for b in self.replicas[name]):
+                return False
+        return True
 
     def trace_replica_logs(self) -> None:
-        """The one replica's digests below its high watermark (its log end once settled).
-        The broker's log cannot be read from outside, so a read of its own fetches it, as
-        the final read will, but writes no history: the digests describe the replica,
-        before the reader's operations (the simulation's order)."""
-        quiet = lambda node, type_, fields: None  # noqa: E731
-        read = final_read(self.broker.bootstrap, self.partitions, quiet,
-                          time.monotonic() + self.scenario.final.max_wait_ms / 1000.0)
-        for partition in self.partitions:
-            if partition not in read:
-                continue
-            log_start, high_watermark, records = read[partition]
-            self.record(broker_node(self.broker_id), "replica_log", {
-                "partition": partition, "upto_offset": high_watermark, "log_start_offset": log_start,
-                "log_end_offset": high_watermark, "high_watermark": high_watermark,
-                "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, high_watermark)})
+        """Every replica's digests below the leader's high watermark, as the simulation
+        writes them, read from each replica's segment files (real_io/replica_files.py):
+        nothing is in flight once settled, and a follower cannot be read over the wire."""
+        partitions = self.view()["partitions"]
+        for name in self.partitions:
+            view = partitions[name]
+            tp = TopicPartition.parse(name)
+            for broker, state in sorted(view["replicas"].items()):
+                upto = view["high_watermark"] if view["leader"] is not None else state["high_watermark"]
+                log_start, records = read_replica(self.data_dirs[broker], tp, upto)
+                self.record(broker_node(broker), "replica_log", {
+                    "partition": name, "upto_offset": upto, "log_start_offset": log_start,
+                    "log_end_offset": state["log_end_offset"], "high_watermark": state["high_watermark"],
+                    "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, upto)})
 
     def has_consumers(self) -> bool:
         return bool(self.consumers)
@@ -361,7 +464,7 @@ class RealRun:
         first where they tie), up to ``run_finished``."""
         finished = self.record.events[-1][0]  # run_finished: the broker's teardown comes after it
         merged = [(t, 0, order, node, type_, fields) for order, (t, node, type_, fields)
-                  in enumerate(_broker_events(self.broker_trace)) if t <= finished]
+                  in enumerate(e for b in sorted(self.traces) for e in _broker_events(self.traces[b])) if t <= finished]
         merged += [(t, 1, order, node, type_, fields) for t, order, node, type_, fields in self.record.events]
         merged.sort(key=lambda e: e[:3])
         for t, _, _, node, type_, fields in merged:
@@ -382,13 +485,41 @@ def _broker_events(path: Path):
             yield raw["t_ms"], raw["node"], raw["type"], {k: v for k, v in raw.items() if k not in COMMON_FIELDS}
 
 
+def _tick_for(session_timeout_ms: int) -> int:
+    """A ZooKeeper tick that grants the scenario's session timeout (a server grants 2 to
+    20 ticks)."""
+    return max(1, min(2000, session_timeout_ms // 2))
+
+
+def _may_lose_power(scenario) -> bool:
+    return (any(isinstance(step.fault, fm.PowerLoss) for step in scenario.faults)
+            or (scenario.nemesis is not None and "power_loss" in scenario.nemesis.kinds))
+
+
+def _write_admin_nodes(zk: str, nodes: list[tuple[str, bytes]]) -> None:
+    """Create each node (and its parents) in order, as an administrator would."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
+    client = KazooClient(hosts=zk)
+    try:
+        client.start(timeout=10)
+        for path, data in nodes:
+            client.create(path, data, makepath=True)
+    except (KazooException, KazooTimeoutError) as error:
+        raise RealRunError(f"writing the topics to ZooKeeper at {zk} failed: {type(error).__name__}: {error}") from None
+    finally:
+        client.stop()
+        client.close()
+
+
 def _check_session_timeout(scenario, zk: str) -> None:
     """Refuse a ZooKeeper that would not grant the scenario's session timeout: the
     broker would live by another timeout than the simulation models (for example a
     crashed broker's session outliving its restart), and the verdicts would differ for
     a reason that is not the broker's."""
     from real_io.zk_server import negotiated_session_timeout_ms
-    asked = broker_config(PROFILE, dict(scenario.cluster.config)).zookeeper_session_timeout_ms
+    asked = broker_config(scenario.cluster.profile, dict(scenario.cluster.config)).zookeeper_session_timeout_ms
     try:
         granted = negotiated_session_timeout_ms(zk, asked)
     except (OSError, ValueError) as error:
