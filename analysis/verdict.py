@@ -43,6 +43,20 @@ class Verdict:
     def value(self, name: str) -> int | float | dict:
         return self.results[name].value
 
+    def number(self, name: str) -> int | float:
+        """A count's or a rate's value: every checker's but MAPPING_CHECKERS'."""
+        value = self.results[name].value
+        if isinstance(value, dict):
+            raise TypeError(f"{name} maps partitions to numbers: Verdict.mapping reads it")
+        return value
+
+    def mapping(self, name: str) -> dict:
+        """The value of one of MAPPING_CHECKERS: partition -> number."""
+        value = self.results[name].value
+        if not isinstance(value, dict):
+            raise TypeError(f"{name} is a number, not a mapping: Verdict.number reads it")
+        return value
+
     def to_dict(self) -> dict[str, Any]:
         return {"verdict_version": VERDICT_VERSION, "run_id": self.run_id, "seed": self.seed,
                 "scenario": self.scenario, "binding": self.binding, "valid": self.valid,
