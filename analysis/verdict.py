@@ -156,8 +156,10 @@ class Expectation:
     comparison: str
     number: int | float
 
-    def matches(self, actual: int | float) -> bool:
-        return _COMPARISONS[self.comparison](actual, self.number)
+    def matches(self, actual: int | float | dict) -> bool:
+        """A mapping (a MAPPING_CHECKERS value) never matches: parse_expectation gives
+        those checkers a MappingExpectation."""
+        return not isinstance(actual, dict) and _COMPARISONS[self.comparison](actual, self.number)
 
     def __str__(self) -> str:
         return f"{self.comparison} {self.number}"
@@ -213,7 +215,7 @@ def _scalar_expectation(value: Any) -> Expectation:
         return Expectation("==", value)
     match = _EXPECTATION.match(value)
     number = _number(match.group(2)) if match else None
-    if number is None:
+    if match is None or number is None:
         raise ValueError(f"expectation {value!r} is not a number or a comparison such as {_FORMS}")
     return Expectation(match.group(1) or "==", number)
 
