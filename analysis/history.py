@@ -24,7 +24,16 @@ class Operation:
         return self.completion.type if self.completion is not None else "info"
 
     @property
+    def done(self) -> Event:
+        """The completion of an operation a checker knows completed (its outcome is ``ok``
+        or ``fail``, or it was kept for having one)."""
+        if self.completion is None:
+            raise ValueError(f"operation {self.op} of {self.process} has no completion")
+        return self.completion
+
+    @property
     def partition(self) -> str | None:
+        """A send's or a read's partition; a poll names none."""
         return self.invoke.get("partition")
 
 
@@ -51,9 +60,9 @@ def build_history(events: Iterable[Event], keep_internal: bool = True) -> Histor
             open_ops[(event.node, op.op)] = op
             operations.append(op)
         elif kind == "ok" or kind == "fail" or kind == "info":
-            op = open_ops.pop((event.node, event.fields["op"]), None)
-            if op is not None:
-                op.completion = event
+            opened = open_ops.pop((event.node, event.fields["op"]), None)
+            if opened is not None:
+                opened.completion = event
         elif kind != "replica_state":
             if kind == "position_reset":
                 resets.append((seq, event))

@@ -25,9 +25,9 @@ def acknowledged_values(history: History) -> dict[str, str]:
     """value -> partition, for every record of a send acknowledged with a real offset."""
     out = {}
     for op in history.of("send"):
-        if op.outcome == "ok" and op.completion.get("offset", -1) >= 0:
+        if op.outcome == "ok" and op.done.get("offset", -1) >= 0:
             for value in op.invoke["values"]:
-                out[value] = op.partition
+                out[value] = op.invoke["partition"]  # a send names its partition
     return out
 
 
@@ -37,10 +37,10 @@ def final_read(history: History) -> tuple[dict[str, list], bool]:
     complete = True
     for op in history.of("read"):
         if op.outcome == "ok":
-            records[op.partition] = op.completion["records"]
+            records[op.invoke["partition"]] = op.done["records"]  # a read names its partition
         else:
             complete = False
-            records[op.partition] = op.completion.get("records", []) if op.completion else []
+            records[op.invoke["partition"]] = op.completion.get("records", []) if op.completion else []
     return records, complete
 
 

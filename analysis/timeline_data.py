@@ -363,8 +363,8 @@ def fault_intervals(events: Iterable[Event], end_ms: int) -> list[FaultInterval]
         elif e.type == "fault_ended" and e.get("fault_id") in open_by_id:
             start, fault, label, down = open_by_id.pop(e["fault_id"])
             out.append(FaultInterval(start, e.t_ms, fault, label, down))
-        elif e.type == "broker_started" and broker_id_of(e.node) is not None:
-            legacy.broker_up(broker_id_of(e.node), e.t_ms)
+        elif e.type == "broker_started" and (started := broker_id_of(e.node)) is not None:
+            legacy.broker_up(started, e.t_ms)
         elif e.type == "final_phase_started" and final_ms is None:
             final_ms = e.t_ms
     for start, fault, label, down in open_by_id.values():
@@ -423,7 +423,9 @@ def produce_outcomes(operations: Iterable[Operation], partition: str,
         if op.f != "send" or op.partition != partition:
             continue
         done = op.completion
-        if op.outcome == "ok":
+        if done is None:  # no completion: unknown, as Operation.outcome says
+            out.unknown.append((op.invoke.t_ms, "no reply"))
+        elif done.type == "ok":
             base = done.get("offset", -1)
             if not isinstance(base, int) or base < 0:
                 continue
@@ -432,12 +434,10 @@ def produce_outcomes(operations: Iterable[Operation], partition: str,
                 out.acked_offset.append(base + i)
                 if value in lost_values:
                     out.lost.append((done.t_ms, base + i, value))
-        elif op.outcome == "fail":
+        elif done.type == "fail":
             out.failed.append((done.t_ms, str(done.get("error") or done.get("error_code") or "error")))
         else:
-            t_ms = done.t_ms if done is not None else op.invoke.t_ms
-            reason = (done.get("reason") or done.get("error")) if done is not None else "no reply"
-            out.unknown.append((t_ms, str(reason or "unknown")))
+            out.unknown.append((done.t_ms, str(done.get("reason") or done.get("error") or "unknown")))
     return out
 
 
@@ -479,7 +479,7 @@ def run_info(events: Sequence[Event]) -> RunInfo:
     partitions = _assigned_partitions(started) if started is not None else {}
     if not partitions:
         partitions = _seen_partitions(events)
-    markers = []
+    markers: list[tuple[int, str]] = []
     for e in events:
         if e.type in MARKERS and all(m[1] != MARKERS[e.type] for m in markers):
             markers.append((e.t_ms, MARKERS[e.type]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -96,7 +97,7 @@ def draw_fault_strip(ax, tl: PartitionTimeline) -> None:
                     textcoords="offset points", ha="center", va="bottom", fontsize=8, annotation_clip=False)
 
 
-def _label_rows(labels: list[tuple[float, str]], span_ms: int) -> list[int]:
+def _label_rows(labels: Sequence[tuple[float, str]], span_ms: int) -> list[int]:
     """A row per label (starting at x = t_ms) so that labels close in time do not overlap."""
     row_ends: list[float] = []
     rows = []

@@ -22,7 +22,8 @@ def dumps_compact(value: Any) -> str:
 
 
 try:  # CPython's C encoder
-    from json.encoder import c_make_encoder as _c_make_encoder
+    # typeshed leaves out the C encoder json.encoder exports (it may be None): Any here
+    from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
     from json.encoder import encode_basestring_ascii as _encode_string
 except ImportError:  # pragma: no cover - other interpreters
     _c_make_encoder = None

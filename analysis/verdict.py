@@ -43,6 +43,20 @@ class Verdict:
     def value(self, name: str) -> int | float | dict:
         return self.results[name].value
 
+    def number(self, name: str) -> int | float:
+        """A count's or a rate's value: every checker's but MAPPING_CHECKERS'."""
+        value = self.results[name].value
+        if isinstance(value, dict):
+            raise TypeError(f"{name} maps partitions to numbers: Verdict.mapping reads it")
+        return value
+
+    def mapping(self, name: str) -> dict:
+        """The value of one of MAPPING_CHECKERS: partition -> number."""
+        value = self.results[name].value
+        if not isinstance(value, dict):
+            raise TypeError(f"{name} is a number, not a mapping: Verdict.number reads it")
+        return value
+
     def to_dict(self) -> dict[str, Any]:
         return {"verdict_version": VERDICT_VERSION, "run_id": self.run_id, "seed": self.seed,
                 "scenario": self.scenario, "binding": self.binding, "valid": self.valid,
@@ -142,8 +156,10 @@ class Expectation:
     comparison: str
     number: int | float
 
-    def matches(self, actual: int | float) -> bool:
-        return _COMPARISONS[self.comparison](actual, self.number)
+    def matches(self, actual: int | float | dict) -> bool:
+        """A mapping (a MAPPING_CHECKERS value) never matches: parse_expectation gives
+        those checkers a MappingExpectation."""
+        return not isinstance(actual, dict) and _COMPARISONS[self.comparison](actual, self.number)
 
     def __str__(self) -> str:
         return f"{self.comparison} {self.number}"
@@ -199,7 +215,7 @@ def _scalar_expectation(value: Any) -> Expectation:
         return Expectation("==", value)
     match = _EXPECTATION.match(value)
     number = _number(match.group(2)) if match else None
-    if number is None:
+    if match is None or number is None:
         raise ValueError(f"expectation {value!r} is not a number or a comparison such as {_FORMS}")
     return Expectation(match.group(1) or "==", number)
 

@@ -3,6 +3,8 @@ the run's seeded generator. Both bindings draw with it, so the same seed asks bo
 the same faults (each binding's executor then applies what it can)."""
 from __future__ import annotations
 
+from typing import Callable
+
 from faults import model as fm
 from faults.nodes import SERVICE_NODE, broker_node
 
@@ -12,8 +14,9 @@ def nemesis_fault(rng, spec) -> fm.Fault:
     kind = spec.kinds[rng.randrange(len(spec.kinds))]
     target = spec.targets[rng.randrange(len(spec.targets))]
     node = broker_node(target)
-    simple = {"crash": fm.Crash, "power_loss": fm.PowerLoss, "pause": fm.Pause, "shutdown": fm.Shutdown,
-              "expire_session": fm.ExpireSession}
+    simple: dict[str, Callable[[tuple[fm.BrokerRef, ...]], fm.Fault]] = {
+        "crash": fm.Crash, "power_loss": fm.PowerLoss, "pause": fm.Pause, "shutdown": fm.Shutdown,
+        "expire_session": fm.ExpireSession}
     if kind in simple:
         return simple[kind]((target,))
     if kind == "isolate":

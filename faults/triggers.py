@@ -73,7 +73,8 @@ class Condition:
             if state is None:
                 return False
         for name, expected in self.tests:
-            actual = len(state["isr"]) if name == "isr_size" else state.get(name)
+            # The view is JSON-shaped: a field is a number, a list of ids, a role or None.
+            actual: Any = len(state["isr"]) if name == "isr_size" else state.get(name)
             if isinstance(expected, Comparison):
                 if not expected.matches(actual):
                     return False

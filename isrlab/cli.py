@@ -251,6 +251,7 @@ def _run_many(scenario, args, base: Path) -> list:
     header = f"{'seed':>6}  {'outcome':<7}  {'acked':>7}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))
     print(header)
     for r in rows if len(rows) <= PER_SEED_ROWS else failed:
+        assert r.verdict is not None  # run_seeds judges every seed it runs
         values = "  ".join(f"{_fmt(r.verdict.value(n)):>{w}}" for n, w in zip(names, widths))
         print(f"{r.seed:>6}  {'PASS' if r.passed else 'FAIL':<7}  {r.summary.acknowledged:>7}  {values}")
     print()

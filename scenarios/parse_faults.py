@@ -349,8 +349,8 @@ def check_contradictions(source: Source, steps: list[FaultStep], paths: list[tup
             continue
         events.append((step.at_ms + step.delay_ms, 0, index, step.fault))
         if step.for_ms is not None and isinstance(step.fault, (fm.Crash, fm.PowerLoss, fm.Shutdown, fm.Pause)):
-            undo = fm.Restart(step.fault.brokers) if not isinstance(step.fault, fm.Pause) else fm.Resume(step.fault.brokers)
-            events.append((step.at_ms + step.delay_ms + step.for_ms, 1, index, undo))
+            ending = fm.Restart(step.fault.brokers) if not isinstance(step.fault, fm.Pause) else fm.Resume(step.fault.brokers)
+            events.append((step.at_ms + step.delay_ms + step.for_ms, 1, index, ending))
     state = {b: "up" for b in brokers}
     since: dict[int, int] = {}
     for at, undo, index, fault in sorted(events, key=lambda e: (e[0], e[1], e[2])):
@@ -359,7 +359,7 @@ def check_contradictions(source: Source, steps: list[FaultStep], paths: list[tup
             # which broker a role names is only known when the fault starts
             state = {b: "unknown" for b in state}
         for broker in targets:
-            if fm.is_role(broker):
+            if not isinstance(broker, int):  # a role (fm.is_role): the parser lets no other target through
                 continue
             current = state[broker]
             if current == "unknown":

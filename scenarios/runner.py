@@ -13,7 +13,7 @@ import traceback
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from analysis.checkers import UNTESTED_NAMES
 from analysis.summary import Summary, summarize_events
@@ -278,7 +278,7 @@ def sweep_rows(results: Sequence[RunResult]) -> list[dict]:
     """One row per seed: outcome, every verdict metric and the replay command."""
     rows = []
     for r in results:
-        row = {"seed": r.seed, "outcome": "PASS" if r.passed else "FAIL"}
+        row: dict[str, Any] = {"seed": r.seed, "outcome": "PASS" if r.passed else "FAIL"}  # a metric may be a dict
         if r.scenario.variant is not None:
             row = {"variant": r.scenario.variant, **row}
         if r.verdict is not None:

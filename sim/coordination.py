@@ -201,30 +201,31 @@ class CoordinationClient:
             if self.env.now - self._create_sent_at >= self.timeout_ms:
                 self._create_session()  # the last attempt was lost
         elif self.connected and self.env.now - self.last_heard >= self.timeout_ms * 2 / 3:
-            self._connection_lost()
+            self._connection_lost(self.session_id)
         elif self._ticks % 2 == 0:
             if self.connected:
                 self._send(Ping(self.session_id))
             else:
-                self._reconnect()  # the last attempt went unanswered
+                self._reconnect(self.session_id)  # the last attempt went unanswered
         self._schedule_ping(generation)
 
-    def _connection_lost(self) -> None:
+    def _connection_lost(self, session_id: int) -> None:
+        """``session_id``: the open session, whose connection is lost (it outlives it)."""
         self.connected = False
         lost = sorted(self._in_flight)
         self._in_flight.clear()
-        self._trace("coordination_connection_lost", {"session_id": self.session_id, "requests_lost": len(lost)})
+        self._trace("coordination_connection_lost", {"session_id": session_id, "requests_lost": len(lost)})
         replied = self._inputs[0]
         for request_id in lost:
             self._deliver(replied(request_id, coord.Reply(False, coord.CONNECTION_LOSS)))
             if not self.running or self.connected or self.session_id is None:
                 return  # the core halted, or its answer already opened the next connection
-        self._reconnect()
+        self._reconnect(session_id)
 
-    def _reconnect(self) -> None:
+    def _reconnect(self, session_id: int) -> None:
         self._discard()
         self.connection += 1
-        self._send(Reconnect(self.session_id, self.connection))
+        self._send(Reconnect(session_id, self.connection))
 
     def _flush_pending(self) -> None:
         pending, self._pending = self._pending, []
@@ -251,7 +252,7 @@ class CoordinationClient:
             if message.connection != self.connection or self.connected:
                 return  # the answer to an attempt given up since
             if not message.alive:
-                self._on_expired()
+                self._on_expired(message.session_id)
                 return
             self.connected = True
             self.last_heard = self.env.now
@@ -261,20 +262,20 @@ class CoordinationClient:
         self.last_heard = self.env.now
         if kind is Pong:
             if not message.alive:
-                self._on_expired()
+                self._on_expired(message.session_id)
         elif kind is Response:
             if message.request_id not in self._in_flight:
                 return  # answered on a connection already given up: the request failed with CONNECTION_LOSS
             self._in_flight.discard(message.request_id)
             if message.reply.error == coord.SESSION_EXPIRED:
-                self._on_expired()
+                self._on_expired(message.session_id)
             else:
                 self._deliver(replied(message.request_id, message.reply))
         elif kind is WatchEvent:
             self._deliver(watch(message.path, message.kind))
 
-    def _on_expired(self) -> None:
-        expired_id = self.session_id
+    def _on_expired(self, expired_id: int) -> None:
+        """``expired_id``: the session the service says is gone (the one open here)."""
         self.session_id = None
         self.connected = False
         self._in_flight.clear()  # the core abandons every task of the old session

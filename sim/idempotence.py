@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from analysis.client_history import DUPLICATE_SEQUENCE_NUMBER, OK
 from broker_core.errors import ErrorCode
@@ -238,27 +238,66 @@ def insert_in_sequence_order(queue: deque, batch: Any) -> None:
     queue.append(batch)
 
 
+class _Producer(Protocol):
+    """What IdempotentSends reads and sets of the producer it is mixed into
+    (sim.producer.SimProducer, with sim.clients.SimClient's metadata and requests):
+    mypy checks that the producer has all of it. A Protocol on ``self``, not
+    attributes declared on the mixin, so that the compiled producer's own attributes
+    stay as SimProducer and SimClient declare them (isrlab/compiled.py)."""
+    INIT_PRODUCER_ID: str
+    sequences: IdempotentSequences | None  # None: enable.idempotence is off
+    _ready: dict[TopicPartition, deque[Any]]
+    _init_in_flight: bool
+    _init_not_before: float
+    _bootstrap_index: int
+    running: bool
+    env: Any
+    brokers: list[int]
+    spec: Any
+    acknowledged: int
+
+    def history(self, type_: str, fields: dict) -> None: ...
+
+    def reachable(self, broker: int) -> bool: ...
+
+    def request(self, broker: int, build: Any, context: Any) -> int: ...
+
+    def _finish(self, batch: Any, outcome: str, error: ErrorCode | None, offset: int | None = None,
+                reason: str | None = None) -> None: ...
+
+    def _init_producer_id(self) -> None: ...
+
+
+def _sequences(producer: _Producer) -> IdempotentSequences:
+    """The sequences of a producer whose idempotence is on: the Sender loop's tick and
+    the InitProducerId and DUPLICATE_SEQUENCE_NUMBER paths run only for one."""
+    sequences = producer.sequences
+    if sequences is None:
+        raise RuntimeError(f"{type(producer).__name__}: idempotence is off, it has no sequences")
+    return sequences
+
+
 class IdempotentSends:
     """The producer's side of InitProducerId and its Sender-loop bookkeeping; mixed into
     sim.clients.SimProducer (``sequences``, ``_init_in_flight``, ``_init_not_before``)."""
     INIT_PRODUCER_ID = "init_producer_id"  # the context of an InitProducerId request
 
-    def _can_retry(self, batch: Any, error: ErrorCode) -> bool:
+    def _can_retry(self: _Producer, batch: Any, error: ErrorCode) -> bool:
         if self.sequences is None:
             return error.is_retriable
         return self.sequences.can_retry(batch, error)
 
-    def _requeue(self, batch: Any) -> None:
+    def _requeue(self: _Producer, batch: Any) -> None:
         """A retried batch goes back first; an idempotent one in sequence order."""
         if self.sequences is not None and batch.base_sequence != NO_SEQUENCE:
             insert_in_sequence_order(self._ready[batch.tp], batch)
         else:
             self._ready[batch.tp].appendleft(batch)
 
-    def _idempotence_tick(self) -> None:
+    def _idempotence_tick(self: _Producer) -> None:
         """The Sender loop's bookkeeping: resolve sequences, bump the epoch if asked,
         and get a producer id when there is none."""
-        sequences = self.sequences
+        sequences = _sequences(self)
         epoch = sequences.producer_epoch
         if sequences.maybe_resolve_and_bump() or not sequences.has_producer_id:
             self._init_producer_id()
@@ -267,7 +306,7 @@ class IdempotentSends:
                 "producer_id": sequences.producer_id, "producer_epoch": sequences.producer_epoch,
                 "partitions": [str(tp) for tp in sequences.restarted]})
 
-    def _init_producer_id(self) -> None:
+    def _init_producer_id(self: _Producer) -> None:
         if self._init_in_flight or not self.running or self.env.now < self._init_not_before:
             return
         candidates = [b for b in self.brokers if self.reachable(b)] or self.brokers
@@ -276,16 +315,16 @@ class IdempotentSends:
         self._init_in_flight = True
         self.request(broker, InitProducerIdRequest, self.INIT_PRODUCER_ID)
 
-    def _on_init_producer_id(self, message: Any) -> None:
+    def _on_init_producer_id(self: _Producer, message: Any) -> None:
         self._init_in_flight = False
         if message.error is ErrorCode.NONE:
-            self.sequences.set_producer_id(message.producer_id, message.producer_epoch)
+            _sequences(self).set_producer_id(message.producer_id, message.producer_epoch)
         else:
             self._init_not_before = self.env.now + self.spec.retry_backoff_ms
 
-    def _duplicate_sequence(self, batch: Any) -> None:
+    def _duplicate_sequence(self: _Producer, batch: Any) -> None:
         """Sender.completeBatch: the broker no longer knows the original's offset; the
         send succeeded, with no offset to report."""
-        self.sequences.completed(batch)
+        _sequences(self).completed(batch)
         self.acknowledged += len(batch.values)
         self._finish(batch, OK, None, offset=-1, reason=DUPLICATE_SEQUENCE_NUMBER)

@@ -28,6 +28,7 @@ def why_failed(result: RunResult) -> str:
 
 def verdict_row(key: dict, result: RunResult, variant: str | None, grid: str, replay: str) -> tuple:
     verdict = result.verdict
+    assert verdict is not None  # run_task's runs are always judged
     unavailable = verdict.results["unavailable_ms"].details
     first = {}
     for name in TIMED_ANOMALIES:
@@ -40,10 +41,10 @@ def verdict_row(key: dict, result: RunResult, variant: str | None, grid: str, re
            "unavailable_per_partition_ms": {k: int(v) for k, v in unavailable.get("per_partition_ms", {}).items()},
            "first_anomaly_ms": first, "verdict_json": verdict.to_json()}
     for name in METRICS:
-        value = verdict.value(name)
+        value = verdict.number(name)
         row[name] = float(value) if isinstance(value, float) else int(value)
     for name in MAPPING_CHECKERS:
-        row[name] = {k: int(v) for k, v in verdict.value(name).items()}
+        row[name] = {k: int(v) for k, v in verdict.mapping(name).items()}
     return _ordered(VERDICTS, row)
 
 

@@ -95,7 +95,7 @@ def project_zip() -> Path:
     target = folder / "isrlab_job.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in PROJECT_PACKAGES + SHIPPED_LIBRARIES:
-            package = Path(importlib.import_module(name).__file__).parent
+            package = _package_folder(name)
             for path in sorted(package.rglob("*.py")):
                 arcname = Path(name) / path.relative_to(package)
                 archive.write(path, arcname)
@@ -105,9 +105,18 @@ def project_zip() -> Path:
     return target
 
 
+def _package_folder(name: str) -> Path:
+    """The folder a package is imported from in this process (every package shipped
+    has an __init__.py: a namespace package has no one folder to ship)."""
+    init = importlib.import_module(name).__file__
+    if init is None:
+        raise SparkUnavailable(f"{name} is a namespace package: no one folder to ship to the executors")
+    return Path(init).parent
+
+
 def _project_root() -> str:
     """The folder the project's packages are imported from in this process."""
-    return str(Path(importlib.import_module("spark_reports").__file__).parent.parent)
+    return str(_package_folder("spark_reports").parent)
 
 
 def _ship_code(session, master: str) -> None:

@@ -75,7 +75,7 @@ def plan_configs(file: str, variant: str | None, grid: Sequence[str], settings: 
         if variant is not None:
             chosen = [v for v in scenario.variants if v.variant == variant]
             if not chosen:
-                names = ", ".join(v.variant for v in scenario.variants) or "none"
+                names = ", ".join(str(v.variant) for v in scenario.variants) or "none"  # a variant is always named
                 raise SweepError(f"--variant {variant}: no such variant in {file}; its variants: {names}")
         grid_label = ";".join(point)
         for one in chosen:

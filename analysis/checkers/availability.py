@@ -26,7 +26,6 @@ DEFAULT_SAMPLE_INTERVAL_MS = 100
 CLAIM_LIFETIME_INTERVALS = 1.5
 
 Interval = tuple[int, int]
-_UNTRACKED = object()
 
 
 class LeadershipSamples:
@@ -74,19 +73,23 @@ class _LeaderlessIntervals:
         if t_ms >= self.stop:
             return
         replay = self.replay
+        if replay is None:
+            raise RuntimeError("the replay reports changes to intervals it was not attached to")
+        down_since = self.down_since
         for partition in partitions:
-            since = self.down_since.get(partition, _UNTRACKED)
             served = replay.served(partition)
-            if since is _UNTRACKED:
+            if partition not in down_since:  # not tracked yet
                 if not replay.claims.get(partition) and partition not in replay.offline:
                     continue  # no leadership fact yet: the partition does not exist so far
                 self.gaps.setdefault(partition, [])
-                self.down_since[partition] = None if served else t_ms
-            elif since is None and not served:
-                self.down_since[partition] = t_ms
+                down_since[partition] = None if served else t_ms
+                continue
+            since = down_since[partition]
+            if since is None and not served:
+                down_since[partition] = t_ms
             elif since is not None and served:
                 self.gaps[partition].append((since, t_ms))
-                self.down_since[partition] = None
+                down_since[partition] = None
 
     def close(self) -> dict[str, list[Interval]]:
         for partition, since in self.down_since.items():
@@ -128,7 +131,7 @@ def check_unavailable(events: list[Event], samples: LeadershipSamples | None,
         return CheckResult("unavailable_ms", 0, True, "no leadership facts in the trace", (),
                            {"per_partition_ms": {}, "sources": []})
     per_partition = {}
-    intervals = []
+    intervals: list[tuple[int, str, int]] = []  # (start, partition, end)
     for partition in sorted(gaps):
         merged = _merge(gaps[partition])
         per_partition[partition] = sum(end - start for start, end in merged)

@@ -32,7 +32,7 @@ class _OrderFindings:
         for offset, value in records:
             if previous is not None:
                 if offset <= previous:
-                    self.backwards.add({"t_ms": op.completion.t_ms, "process": op.process, "op": op.op,
+                    self.backwards.add({"t_ms": op.done.t_ms, "process": op.process, "op": op.op,
                                         "partition": partition, "offset": offset,
                                         "previous_offset": previous, "value": value})
                 elif offset > previous + 1:
@@ -40,7 +40,9 @@ class _OrderFindings:
             previous = offset
 
     def gap(self, op, partition: str, low: int, high: int, read: FinalRead | None) -> None:
-        missed = read.count_between(low, high) if read is not None else 0
+        if read is None:
+            return  # no final read of the partition: nothing is known to be missed
+        missed = read.count_between(low, high)
         if missed:
             self.missed_total += missed
             self.skips.add(_skip_example(op, partition, low, high, missed, read))
@@ -100,7 +102,7 @@ def check_consumer_order(index: RunIndex) -> list[CheckResult]:
     for i, op in enumerate(index.polls):
         if resets:
             stretches.apply_resets(op, i, last)
-        fields = op.completion.fields
+        fields = op.done.fields
         process = op.process
         for partition, error in (fields.get("errors") or {}).items():
             if is_reset(error):
@@ -142,7 +144,7 @@ def _replaced_skips(index: RunIndex, stretches: _Stretches, found: _OrderFinding
     last_op: dict[tuple[str, str], object] = {}
     irregular = index.irregular_polls
     for i, op in enumerate(index.polls):
-        for partition, records in (op.completion.fields.get("records") or {}).items():
+        for partition, records in (op.done.fields.get("records") or {}).items():
             key = (op.process, partition)
             offsets = wanted.get(key)
             if not records or offsets is None or i < stretches.start.get(key, 0):
@@ -168,7 +170,7 @@ def _replaced_skips(index: RunIndex, stretches: _Stretches, found: _OrderFinding
 
 def _replaced_example(op, partition: str, missed: list[int], got: dict, read: FinalRead) -> dict:
     shown = missed[:MAX_MISSED_LISTED]
-    return {"t_ms": op.completion.t_ms, "process": op.process, "op": op.op, "partition": partition,
+    return {"t_ms": op.done.t_ms, "process": op.process, "op": op.op, "partition": partition,
             "kind": "replaced", "from_offset": missed[0], "to_offset": missed[-1] + 1,
             "missed_count": len(missed), "missed": [[o, read.value_at(o)] for o in shown],
             "read_instead": [[o, got[o]] for o in shown]}
@@ -176,7 +178,7 @@ def _replaced_example(op, partition: str, missed: list[int], got: dict, read: Fi
 
 def _skip_example(op, partition: str, low: int, high: int, missed: int, read: FinalRead) -> dict:
     listed = read.offsets_between(low, high, MAX_MISSED_LISTED)
-    return {"t_ms": op.completion.t_ms, "process": op.process, "op": op.op, "partition": partition,
+    return {"t_ms": op.done.t_ms, "process": op.process, "op": op.op, "partition": partition,
             "kind": "jump", "from_offset": low, "to_offset": high, "missed_count": missed,
             "missed": [[o, read.value_at(o)] for o in listed]}
 
@@ -190,7 +192,7 @@ def check_truncated_reads(index: RunIndex) -> CheckResult:
     unknown = 0
     reads = index.reads
     for op, partition, records in index.unconfirmed_polls:
-        done = op.completion
+        done = op.done
         read = reads.get(partition)
         if read is None:
             unknown += len(records)
@@ -220,7 +222,7 @@ def check_hw_regressions(index: RunIndex) -> CheckResult:
     found = Examples()
     highest: dict[tuple[str, str], tuple[int, int]] = {}  # -> (high watermark, op)
     for op in index.polls:
-        done = op.completion
+        done = op.done
         for partition, high_watermark in (done.fields.get("high_watermarks") or {}).items():
             key = (op.process, partition)
             best = highest.get(key)

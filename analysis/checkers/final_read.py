@@ -107,13 +107,13 @@ def final_read(op: Operation) -> FinalRead:
     if not contiguous:
         start = min(map(_first, records))
     end = (start + n) if contiguous else (max(map(_first, records)) + 1)
-    if complete:
+    if done is not None and complete:
         end = done.fields.get("high_watermark", end)
     if not n:
         start = end
     at = done if done is not None else op.invoke
     values = list(map(_second, records))
-    read = FinalRead(op.partition, complete, start, end, records, contiguous, values if contiguous else None,
+    read = FinalRead(op.invoke["partition"], complete, start, end, records, contiguous, values if contiguous else None,
                      at.t_ms, op.process, op.op)
     distinct = set(values)
     distinct.discard(None)

@@ -33,9 +33,9 @@ def check_happened(events: list[Event], history: History) -> list[CheckResult]:
     sends = history.of("send")
     produced = sum(len(op.invoke["values"]) for op in sends)
     acknowledged = sum(len(op.invoke["values"]) for op in sends
-                       if op.outcome == "ok" and op.completion.get("offset", -1) >= 0)
+                       if op.outcome == "ok" and op.done.get("offset", -1) >= 0)
     consumed = sum(len(records) for op in history.of("poll") if op.outcome == "ok"
-                   for records in op.completion.get("records", {}).values())
+                   for records in op.done.get("records", {}).values())
     lines = ", ".join(f"line {n['line']}" for n in never)
     return [
         CheckResult("faults_applied", len(listed), True, f"{len(listed)} faults started", tuple(listed[:50]),

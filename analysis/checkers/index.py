@@ -54,7 +54,7 @@ class RunIndex:
 def send_parts(op: Operation) -> tuple[str, int, list]:
     """(partition, offset of values[0], values) of an acknowledged send."""
     fields = op.invoke.fields
-    return fields.get("partition"), op.completion.fields["offset"], fields["values"]
+    return fields["partition"], op.done.fields["offset"], fields["values"]
 
 
 def build_index(history: History) -> RunIndex:
@@ -70,12 +70,13 @@ def build_index(history: History) -> RunIndex:
             if op.completion is not None and op.completion.type == "ok":
                 polls.append(op)
         elif f == "read":
-            previous = reads.get(op.partition)
+            partition = op.invoke["partition"]  # a read names its partition (docs/trace-schema.md)
+            previous = reads.get(partition)
             if previous is None or op.outcome == "ok" or previous.outcome != "ok":
-                reads[op.partition] = op
+                reads[partition] = op
     # Completion order is the order a consumer saw its answers in; Python's sort is
     # linear on this nearly sorted input.
-    polls.sort(key=lambda o: o.completion.t_ms)
+    polls.sort(key=lambda o: o.done.t_ms)
     for partition in sorted(reads):
         read = index.reads[partition] = final_read(reads[partition])
         if read.contiguous:
@@ -107,8 +108,8 @@ def _confirm_sends(index: RunIndex) -> None:
     dense = {p: (r.dense, r.start, index.acked_offsets[p]) for p, r in reads.items() if r.dense is not None}
     for op in index.acknowledged:
         fields = op.invoke.fields
-        partition, values = fields.get("partition"), fields["values"]
-        first = op.completion.fields["offset"]
+        partition, values = fields["partition"], fields["values"]
+        first = op.done.fields["offset"]
         known = dense.get(partition)
         if known is not None:  # FinalRead.confirms, inlined: this runs once per send
             i = first - known[1]
@@ -129,7 +130,7 @@ def _confirm_polls(index: RunIndex) -> None:
     flags_of = index.polled_offsets
     elsewhere = index.polled_elsewhere
     for op in index.polls:
-        for partition, records in (op.completion.fields.get("records") or {}).items():
+        for partition, records in (op.done.fields.get("records") or {}).items():
             if not records:
                 continue
             read = reads.get(partition)
@@ -151,4 +152,4 @@ def send_witness(op: Operation) -> dict:
 
 
 def poll_witness(op: Operation) -> dict:
-    return {"source": "poll", "process": op.process, "op": op.op, "t_ms": op.completion.t_ms}
+    return {"source": "poll", "process": op.process, "op": op.op, "t_ms": op.done.t_ms}

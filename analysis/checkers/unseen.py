@@ -70,7 +70,7 @@ def _loose_unpolled(index: RunIndex) -> list[dict]:
         partition, first, values = send_parts(op)
         for i, value in enumerate(values):
             if not _polled_elsewhere(index, partition, value, places[partition]):
-                out.append({"t_ms": op.completion.t_ms, "process": op.process, "op": op.op,
+                out.append({"t_ms": op.done.t_ms, "process": op.process, "op": op.op,
                             "partition": partition, "offset": first + i, "value": value})
     return out
 
@@ -91,4 +91,4 @@ def _name_the_sends(index: RunIndex, examples: list[dict]) -> None:
         for i in range(len(values)):
             example = wanted.get((partition, first + i))
             if example is not None and "op" not in example:
-                example.update({"t_ms": op.completion.t_ms, "process": op.process, "op": op.op})
+                example.update({"t_ms": op.done.t_ms, "process": op.process, "op": op.op})

@@ -9,7 +9,7 @@ from analysis.checkers.index import ABSENT, FinalRead, RunIndex, poll_witness, s
 from analysis.checkers.result import CheckResult, Examples, anomaly
 from analysis.history import Operation
 
-ACKS_NAMES = {-1: "all", 1: "1", 0: "0"}
+ACKS_NAMES: dict[int | None, str] = {-1: "all", 1: "1", 0: "0"}  # by a send's acks; others are "other"
 _second = itemgetter(1)
 
 
@@ -35,7 +35,7 @@ def check_lost_writes(index: RunIndex) -> list[CheckResult]:
                 unknown["any"] += 1
                 unknown[acks] = unknown.get(acks, 0) + 1
                 continue
-            example = {"t_ms": op.completion.t_ms, "process": op.process, "op": op.op,
+            example = {"t_ms": op.done.t_ms, "process": op.process, "op": op.op,
                        "partition": partition, "offset": first + i, "value": value, "acks": acks}
             lost["any"].add(example)
             if acks in lost:
@@ -100,7 +100,7 @@ class _OffsetValues:
     def observe(self, partition: str, offset: int, value: Any, op: Operation, witness_of) -> None:
         read = self.reads.get(partition)
         expected = read.value_at(offset) if read is not None else ABSENT
-        if expected is not ABSENT:
+        if read is not None and expected is not ABSENT:
             if expected == value:
                 return
             first_witness = read.witness()
@@ -165,21 +165,21 @@ def check_failed_but_present(index: RunIndex) -> CheckResult:
     reads = index.reads
     wanted: dict[str, set] = {}
     for op in index.failed_sends:
-        wanted.setdefault(op.invoke.fields.get("partition"), set()).update(op.invoke.fields["values"])
+        wanted.setdefault(op.invoke.fields["partition"], set()).update(op.invoke.fields["values"])
     # isdisjoint walks the read's values in C: a sound run never builds the places
     present = {p: reads[p].places(v) for p, v in wanted.items()
                if p in reads and not v.isdisjoint(_unconfirmed_values(index, p, reads[p]))}
     records = 0
     for op in index.failed_sends:
         fields = op.invoke.fields
-        places = present.get(fields.get("partition"), {})
+        places = present.get(fields["partition"], {})
         there = [[places[v][0], v] for v in fields["values"] if v in places]
         if not there:
             continue
         records += len(there)
-        found.add({"t_ms": op.completion.t_ms, "process": op.process, "op": op.op,
+        found.add({"t_ms": op.done.t_ms, "process": op.process, "op": op.op,
                    "partition": fields.get("partition"), "acks": ACKS_NAMES.get(fields.get("acks"), "other"),
-                   "error": op.completion.fields.get("error"), "reason": op.completion.fields.get("reason"),
+                   "error": op.done.fields.get("error"), "reason": op.done.fields.get("reason"),
                    "present": there[:5], "values": len(fields["values"])})
     return anomaly("failed_but_present", found, "sends completed fail whose records are in the final read",
                    "no send completed fail has a record in the final read",
