@@ -36,6 +36,12 @@ class NodeContext:
     def cancel_timer(self, key: tuple) -> None:
         self.out.append(CancelTimer(key))
 
+    @property
+    def last_correlation_id(self) -> int:
+        """The id of the last request this node sent (0: none). A runtime that resets a
+        connection tells by it which answers belong to the requests sent on the old one."""
+        return self._correlation_id
+
     def next_correlation_id(self) -> int:
         self._correlation_id += 1
         return self._correlation_id

@@ -209,6 +209,13 @@ class CoordinationClient:
                 self._reconnect()  # the last attempt went unanswered
         self._schedule_ping(generation)
 
+    def connection_reset(self) -> None:
+        """The connection to the service was reset (a ``reset`` fault): the client hears
+        it at once, as ZooKeeper's client does a closed socket, instead of after its read
+        timeout. A frozen process notices later, by that timeout, once it wakes."""
+        if self.running and self.connected and not self.paused:
+            self._connection_lost()
+
     def _connection_lost(self) -> None:
         self.connected = False
         lost = sorted(self._in_flight)
