@@ -1,5 +1,6 @@
 """The real executor of the fault vocabulary (faults/model.py): the process faults a
-real machine allows, applied with signals to ``isrlab serve`` processes.
+real machine allows, applied with signals to ``isrlab serve`` processes, and the
+connection resets of a fault proxy when the run has one.
 
 | fault | what the executor does |
 | --- | --- |
@@ -9,6 +10,7 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | pause / resume | SIGSTOP / SIGCONT |
 | heal | ``network``: there is no network fault to end; ``all``: resume and restart every broker |
 | expire_session | on ZooKeeper only (``--zk``): another client takes the broker's session over with its id and password (published by ``isrlab serve --zk-session-file``) and closes it, so ZooKeeper expires it as it does for a client that is gone |
+| reset | with a fault proxy on the links only (``proxy``): the proxy resets every connection of the links between each pair of nodes, both directions (``FaultProxyClient.reset``); the count is of TCP connections |
 
 Everything else is refused before the run starts (``UNSUPPORTED``). The shared executor
 (faults/executor.py) keeps the books, writes the fault events and resolves roles (on the
@@ -24,10 +26,13 @@ from typing import Callable
 
 from faults import model as fm
 from faults.executor import FaultExecutor
+from faults.links import Link
 from real_io.broker_process import BrokerProcess
+from real_io.fault_proxy_client import FaultProxyClient
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
 ON_ZOOKEEPER = frozenset({"expire_session"})  # supported when the broker runs on ZooKeeper
+ON_PROXY = frozenset({"reset"})  # supported when a fault proxy carries every link
 _NETWORK = "needs a fault-injecting proxy on the links, which the real binding does not have yet"
 _DISK = "needs a faulty file system under the data directory, which the real binding does not have yet"
 UNSUPPORTED = {
@@ -35,6 +40,7 @@ UNSUPPORTED = {
                   "power (crash, SIGKILL, keeps them)",
     "clock": "the broker reads the machine's clock, which one process cannot jump alone",
     **{kind: _NETWORK for kind in fm.KINDS if kind in fm.NETWORK_KINDS},
+    "reset": "needs the fault proxy on the links (real_io/fault_proxy.py), which this run does not have",
     "slow_fsync": _DISK, "write_errors": _DISK, "disk_full": _DISK, "torn_writes": _DISK,
     "bit_flip": "flipping a bit under a running broker is not built yet",
     "expire_session": "the embedded coordination store's session lives inside the broker process: "
@@ -48,9 +54,9 @@ NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"}
 EXPIRE_TIMEOUT_S = 10.0
 
 
-def supported(on_zookeeper: bool) -> frozenset:
+def supported(on_zookeeper: bool, with_proxy: bool = False) -> frozenset:
     """The fault kinds a scenario may script on this binding."""
-    return SUPPORTED | ON_ZOOKEEPER if on_zookeeper else SUPPORTED
+    return SUPPORTED | (ON_ZOOKEEPER if on_zookeeper else frozenset()) | (ON_PROXY if with_proxy else frozenset())
 
 
 def nemesis_supported(on_zookeeper: bool) -> frozenset:
@@ -65,10 +71,13 @@ class RealFaultBinding:
     ``refusal`` refuses before the executor gets to it: reaching one is a bug."""
 
     def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict],
-                 zk: str | None = None) -> None:
+                 zk: str | None = None, proxy: FaultProxyClient | None = None) -> None:
+        """``proxy``: the control client of the fault proxy every link goes through,
+        named by faults/nodes.py's node names; without one, no network fault is possible."""
         self.processes = brokers
         self.zk = zk
-        self.supported = supported(zk is not None)
+        self.proxy = proxy
+        self.supported = supported(zk is not None, proxy is not None)
         self._trace = trace
         self._view = view
 
@@ -122,15 +131,25 @@ class RealFaultBinding:
         why = "it is not running" if not process.alive else _expire(self.zk, process.zk_session_file)
         return why if why is not None else _nothing
 
+    # -- network, through the fault proxy -------------------------------------------
+    def network_nodes(self) -> list[str]:
+        """The nodes the proxy's links join (a node on no link has no connection)."""
+        if self.proxy is None:
+            raise _refused("network faults")
+        return sorted({node for link in self.proxy.state()["links"] for node in (link["src"], link["dst"])})
+
+    def reset_links(self, links: set[Link]) -> int:
+        """The proxy resets both directions of a pair at once: one call per pair."""
+        if self.proxy is None:
+            raise _refused("reset")
+        return sum(self.proxy.reset(a, b) for a, b in sorted({(min(link), max(link)) for link in links}))
+
     # -- refused before the run (UNSUPPORTED) ----------------------------------------
     def heal_links(self) -> list[int]:
         return []  # there is no network fault to end
 
     def power_loss(self, broker: int) -> None:
         raise _refused("power_loss")
-
-    def network_nodes(self) -> list[str]:
-        raise _refused("network faults")
 
     def cut_links(self, fault_id: int, links: set) -> None:
         raise _refused("network faults")
@@ -165,9 +184,10 @@ class RealFaultExecutor(FaultExecutor):
     phase run on different threads and share its lock."""
 
     def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict], role_rng,
-                 zk: str | None = None) -> None:
-        """``zk``: the ZooKeeper servers (HOST:PORT, no chroot) the brokers run on, if any."""
-        super().__init__(RealFaultBinding(brokers, trace, view, zk), role_rng, lock=threading.RLock())
+                 zk: str | None = None, proxy: FaultProxyClient | None = None) -> None:
+        """``zk``: the ZooKeeper servers (HOST:PORT, no chroot) the brokers run on, if any;
+        ``proxy``: the fault proxy's control client, when every link goes through one."""
+        super().__init__(RealFaultBinding(brokers, trace, view, zk, proxy), role_rng, lock=threading.RLock())
 
 
 def _nothing() -> None:
