@@ -38,8 +38,7 @@ class NodeContext:
 
     @property
     def last_correlation_id(self) -> int:
-        """The id of the last request this node sent (0: none). A runtime that resets a
-        connection tells by it which answers belong to the requests sent on the old one."""
+        """The id of the last request this node sent (0: none); BrokerNode.last_correlation_id."""
         return self._correlation_id
 
     def next_correlation_id(self) -> int:

@@ -123,7 +123,7 @@ class SimFaultBinding:
     def _last_request(self, node: str) -> int:
         broker = broker_id_of(node)
         process = self.world.hosts[broker].node if broker is not None else None
-        return process.ctx.last_correlation_id if process is not None else 0
+        return process.last_correlation_id() if process is not None else 0
 
     def _tell_reset(self, src: str, dst: str) -> None:
         """``dst`` hears that its connection to ``src`` was reset."""
