@@ -485,6 +485,12 @@ class BrokerNode:
         """The config ``topic``'s logs run with: the broker's, overridden by the topic's."""
         return self.replicas.config_for(topic)
 
+    def last_correlation_id(self) -> int:
+        """The id of the last request this node sent (0: none; ids count up per process).
+        A runtime that resets a connection tells by it which answers belong to requests
+        sent on the old one."""
+        return self.ctx.last_correlation_id
+
 
 @dataclass(frozen=True)
 class ReplicaLog:

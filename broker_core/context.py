@@ -36,6 +36,11 @@ class NodeContext:
     def cancel_timer(self, key: tuple) -> None:
         self.out.append(CancelTimer(key))
 
+    @property
+    def last_correlation_id(self) -> int:
+        """The id of the last request this node sent (0: none); BrokerNode.last_correlation_id."""
+        return self._correlation_id
+
     def next_correlation_id(self) -> int:
         self._correlation_id += 1
         return self._correlation_id

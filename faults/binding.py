@@ -65,6 +65,13 @@ class FaultBinding(Protocol):
     def restore_links(self, fault_id: int) -> None:
         """Undo what ``cut_links`` and ``degrade_links`` did for ``fault_id``."""
 
+    def reset_links(self, links: set[Link]) -> int:
+        """Reset, now, every connection on ``links`` (each pair's two directions are
+        listed): what was in flight on them is lost and their ends hear a reset; nothing
+        stays cut. How many connections there were (0: the reset changed nothing). An end
+        that the binding tells of the reset reacts after this returns where the binding
+        can order it (the simulation does), so that ``fault_started`` comes first."""
+
     def heal_links(self) -> list[int]:
         """Restore every link; the ids of the faults that changed one."""
 

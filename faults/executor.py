@@ -4,9 +4,9 @@ binding; each binding carries the primitives out (faults/binding.py).
 Every fault gets an id; ``fault_started`` and ``fault_ended`` carry it (faults/events.py),
 so a timeline can shade the interval. A crash lasts until its broker restarts, a
 network fault until it is undone or healed, a pause until resume, a disk fault until
-restored; instant faults (restart, session expiry, bit flip, admin writes) end as they
-start. A pause also ends when its broker's process is gone: a killed process is no
-longer stopped (a SIGKILL ends a SIGSTOPped process).
+restored; instant faults (restart, a connection reset, session expiry, bit flip, admin
+writes) end as they start. A pause also ends when its broker's process is gone: a
+killed process is no longer stopped (a SIGKILL ends a SIGSTOPped process).
 
 Role targets resolve once, when the fault starts, by faults/roles.py on the binding's
 cluster view (the one ``when:`` triggers test). ``fault_started`` records each role's
@@ -26,7 +26,7 @@ from typing import Any, Callable, ContextManager
 from faults import model as fm
 from faults.binding import FaultBinding
 from faults.events import fault_ended_fields, fault_started_fields
-from faults.links import CuttingFault, Link, cut_links
+from faults.links import CuttingFault, Link, cut_links, reset_links
 from faults.nodes import SERVICE_NODE, broker_node
 from faults.roles import resolve_role
 
@@ -282,6 +282,18 @@ class FaultExecutor:
         self.binding.degrade_links(fault_id, pairs, changes)
         return fault_id
 
+    def _reset(self, fault: fm.Reset) -> None:
+        """Instant: nothing stays cut. ``links`` lists the pairs it reset (each once),
+        ``connections`` how many connections the binding found on them; with none, the
+        reset tested nothing (``no_effect``)."""
+        sides = [self._resolve_nodes(side) for side in fault.between]
+        links = reset_links(fm.Reset((tuple(sides[0]), tuple(sides[1]))), self.binding.network_nodes())
+        connections = self.binding.reset_links(links) if links else 0
+        pairs = sorted({tuple(sorted(link)) for link in links})
+        no_effect = None if connections else ("no connection between them" if links else "names no link")
+        self._start(fault, instant=True, targets=sides, links=[list(p) for p in pairs], connections=connections,
+                    no_effect=no_effect)
+
     def _undo_network(self, fault_id: int) -> None:
         self.binding.restore_links(fault_id)
         self._end(fault_id)
@@ -374,7 +386,8 @@ HANDLERS: dict[type, Handler] = {
     fm.Pause: FaultExecutor._pause, fm.Resume: FaultExecutor._resume,
     fm.Isolate: FaultExecutor._isolate, fm.Split: FaultExecutor._split,
     fm.RandomHalves: FaultExecutor._random_halves, fm.Bridge: FaultExecutor._bridge,
-    fm.Cut: FaultExecutor._cut, fm.LinkFault: FaultExecutor._link, fm.Heal: FaultExecutor._heal,
+    fm.Cut: FaultExecutor._cut, fm.Reset: FaultExecutor._reset, fm.LinkFault: FaultExecutor._link,
+    fm.Heal: FaultExecutor._heal,
     fm.ExpireSession: FaultExecutor._expire_session,
     fm.PreferredReplicaElection: FaultExecutor._preferred_election, fm.TopicConfig: FaultExecutor._topic_config,
     fm.SlowFsync: FaultExecutor._disk_fault, fm.WriteErrors: FaultExecutor._disk_fault,

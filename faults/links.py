@@ -1,4 +1,4 @@
-"""Which directed links a network fault cuts, written once: the simulation cuts them
+"""Which directed links a network fault cuts (or a reset resets), written once: the simulation cuts them
 (faults/executor.py computes them and sim/faults.py hands them to sim/network.py) and the leadership checker replays them
 from the trace (analysis/checkers/leadership.py), so both agree on who could reach whom.
 
@@ -39,6 +39,16 @@ def cut_links(fault: CuttingFault, nodes: Iterable[str]) -> set[Link]:
         sources, destinations = set(fault.sources), set(fault.destinations)
         return {(a, b) for a, b in links if a != b and a in sources and b in destinations}
     raise TypeError(f"{type(fault).__name__} cuts no link")
+
+
+def reset_links(fault: fm.Reset, nodes: Iterable[str]) -> set[Link]:
+    """The links between ``nodes`` whose connections ``fault`` resets: every link from a
+    node of one side to a node of the other, both directions (a TCP connection carries
+    both). A node's link to itself is no connection between two nodes."""
+    known = set(nodes)
+    left, right = set(fault.between[0]) & known, set(fault.between[1]) & known
+    pairs = {(a, b) for a in left for b in right if a != b}
+    return pairs | {(b, a) for a, b in pairs}
 
 
 def cut_from_fields(fields: dict) -> CuttingFault | None:

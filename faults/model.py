@@ -107,6 +107,15 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class Reset:
+    """Reset every TCP connection between a node of ``between[0]`` and one of
+    ``between[1]``, both directions, at one instant: what was in flight on them is lost
+    and each end hears of it as a closed connection. Nothing stays cut: a new connection
+    works at once, so there is nothing to undo."""
+    between: tuple[tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
 class LinkFault:
     """Degrade the links from ``sources`` to ``destinations`` (both ways when symmetric)."""
     sources: tuple[str, ...]
@@ -190,14 +199,14 @@ class ClockJump:
 
 
 Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
-         | Cut | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | Cut | Reset | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | SlowFsync | WriteErrors | DiskFull | TornWrites
          | BitFlip | ClockJump)
 
 KINDS: dict[str, type] = {
     "crash": Crash, "power_loss": PowerLoss, "restart": Restart, "shutdown": Shutdown,
     "pause": Pause, "resume": Resume,
     "isolate": Isolate, "partition": Split, "random_halves": RandomHalves, "bridge": Bridge,
-    "cut": Cut, "link": LinkFault, "heal": Heal,
+    "cut": Cut, "reset": Reset, "link": LinkFault, "heal": Heal,
     "expire_session": ExpireSession,
     "preferred_replica_election": PreferredReplicaElection, "topic_config": TopicConfig,
     "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,

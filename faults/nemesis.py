@@ -28,6 +28,9 @@ def nemesis_fault(rng, spec) -> fm.Fault:
         rng.shuffle(others)
         half = len(others) // 2
         return fm.Bridge((tuple(others[:half]) + (node,), tuple(others[half:]) + (node, SERVICE_NODE)), node)
+    if kind == "reset":  # the nemesis knows no client's name: the target's links to brokers and zk
+        peers = tuple(broker_node(b) for b in spec.targets if b != target)
+        return fm.Reset(((node,), peers + (SERVICE_NODE,)))
     if kind == "slow_fsync":
         return fm.SlowFsync((target,), float(rng.choice((50, 200, 1000))))
     if kind == "clock":

@@ -9,6 +9,7 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | pause / resume | SIGSTOP / SIGCONT |
 | expire_session | on ZooKeeper only (``--zk``): another client takes the broker's session over with its id and password (published by ``isrlab serve --zk-session-file``) and closes it, so ZooKeeper expires it as it does for a client that is gone |
 | isolate, partition, random_halves, bridge, cut | with a fault proxy on every link (a cluster run): the proxy stops the directions ``faults/links.py`` cuts (no byte passes, the sender is not read: as packets a firewall drops and TCP sends again once healed) |
+| reset | with a proxy: the proxy resets every connection of the links between each pair of nodes, both directions (``FaultProxyClient.reset``); the count is of TCP connections |
 | link | with a proxy: ``latency_ms`` only (each chunk held that long); loss, duplication, reordering and jitter are refused |
 | heal | ``network``: every proxy cut and delay ends; ``all``: also resume and restart every broker |
 | power_loss | with a lossy file system under each data directory (real_io/lossy_fs.py): SIGKILL, then every file goes back to its last fsync |
@@ -27,13 +28,14 @@ from typing import Callable
 
 from faults import model as fm
 from faults.executor import FaultExecutor
+from faults.links import Link
 from real_io.broker_process import BrokerProcess
 from real_io.fault_proxy_client import FaultProxyClient
 from real_io.lossy_mount import LossyMount
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
 ON_ZOOKEEPER = frozenset({"expire_session"})  # supported when the broker runs on ZooKeeper
-WITH_PROXY = frozenset(fm.NETWORK_KINDS)  # supported with a fault proxy on every link
+WITH_PROXY = frozenset(fm.NETWORK_KINDS) | {"reset"}  # supported with a fault proxy on every link
 WITH_LOSSY_DISK = frozenset({"power_loss"})  # supported with a lossy file system under the data directories
 _NETWORK = "needs a fault-injecting proxy on the links, which the real binding does not have yet"
 _DISK = "needs a faulty file system under the data directory, which the real binding does not have yet"
@@ -44,6 +46,7 @@ UNSUPPORTED = {
     **{kind: _NETWORK for kind in fm.KINDS if kind in fm.NETWORK_KINDS},
     "slow_fsync": _DISK, "write_errors": _DISK, "disk_full": _DISK, "torn_writes": _DISK,
     "bit_flip": "flipping a bit under a running broker is not built yet",
+    "reset": "needs the fault proxy on the links (real_io/fault_proxy.py), which only a cluster run has",
     "expire_session": "the embedded coordination store's session lives inside the broker process: "
                       "run with --zk HOST:PORT to expire a real ZooKeeper session",
     "preferred_replica_election": "the embedded coordination store lives inside the broker process; "
@@ -87,7 +90,7 @@ class RealFaultBinding:
         self.processes = brokers
         self.zk = zk
         self.proxy = proxy
-        self._nodes = nodes or (lambda: [])
+        self._nodes = nodes
         self.lossy_disks = lossy_disks or {}
         self.supported = supported(zk is not None, proxy is not None, bool(lossy_disks))
         self._trace = trace
@@ -145,9 +148,12 @@ class RealFaultBinding:
 
     # -- network (the fault proxy) ---------------------------------------------------
     def network_nodes(self) -> list[str]:
-        if self.proxy is None:
-            raise _refused("network faults")
-        return self._nodes()
+        """The nodes a cluster run names, else those the proxy's links join (a node on
+        no link has no connection)."""
+        proxy = self._with_proxy()
+        if self._nodes is not None:
+            return self._nodes()
+        return sorted({node for link in proxy.state()["links"] for node in (link["src"], link["dst"])})
 
     def cut_links(self, fault_id: int, links: set) -> None:
         self._with_proxy().set_cuts(fault_id, sorted(links))
@@ -163,6 +169,11 @@ class RealFaultBinding:
         if self.proxy is None:
             return []  # there is no network fault to end
         return sorted(int(fault_id) for fault_id in self.proxy.heal() if str(fault_id).isdigit())
+
+    def reset_links(self, links: set[Link]) -> int:
+        """The proxy resets both directions of a pair at once: one call per pair."""
+        proxy = self._with_proxy()
+        return sum(proxy.reset(a, b) for a, b in sorted({(min(link), max(link)) for link in links}))
 
     def _with_proxy(self) -> FaultProxyClient:
         if self.proxy is None:

@@ -14,7 +14,7 @@ from scenarios.model import ClusterSpec, FaultStep, NemesisSpec
 from scenarios.source import Fields, Source, convert
 
 NEMESIS_KINDS = ("crash", "power_loss", "pause", "shutdown", "isolate", "random_halves", "bridge",
-                 "expire_session", "slow_fsync", "clock", "crash_controller", "isolate_controller", "link")
+                 "expire_session", "slow_fsync", "clock", "crash_controller", "isolate_controller", "link", "reset")
 STEP_KEYS = ("at", "when", "after", "delay", "for", "optional")
 
 
@@ -173,6 +173,22 @@ class FaultParser:
         destinations = self.node_list(path + ("to",), f.take("to", "any"))
         f.done()
         return fm.Cut(sources, destinations)
+
+    def _reset(self, f: Fields, path: tuple) -> fm.Reset:
+        """``{between: [1, [2, producer-0]]}``: two nodes or lists of nodes. A reset
+        ends connections, which carry both directions, so there is no one-way form."""
+        for one_way in ("from", "to"):
+            if f.has(one_way):
+                raise self.source.error(path + (one_way,), "a reset ends connections, which carry both directions: "
+                                        "write between: [[1], [2, producer-0]]")
+        pair = f.take("between", "list")
+        if len(pair) != 2:
+            raise self.source.error(path + ("between",), "names two nodes (or two lists of nodes)")
+        sides = (self.node_list(path + ("between", 0), pair[0]), self.node_list(path + ("between", 1), pair[1]))
+        f.done()
+        if all(a == b for a in sides[0] for b in sides[1]):  # roles are Role or str: equal only to themselves
+            raise self.source.error(path + ("between",), "names no link between two different nodes")
+        return fm.Reset(sides)
 
     def _link(self, f: Fields, path: tuple) -> fm.LinkFault:
         if f.has("between"):

@@ -217,6 +217,7 @@ class BrokerHost:
         if reset_connections:
             for client in self.network.clients():
                 self.network.send(self.name, client, ConnectionReset(self.broker_id))
+        self.network.forget_connections(self.name)  # a reset fault finds none of them (sim/faults.py)
 
     def _clear_timers(self) -> None:
         self._timers.clear()

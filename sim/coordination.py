@@ -209,6 +209,13 @@ class CoordinationClient:
                 self._reconnect(self.session_id)  # the last attempt went unanswered
         self._schedule_ping(generation)
 
+    def connection_reset(self) -> None:
+        """The connection to the service was reset (a ``reset`` fault): the client hears
+        it at once, as ZooKeeper's client does a closed socket, instead of after its read
+        timeout. A frozen process notices later, by that timeout, once it wakes."""
+        if self.running and self.connected and not self.paused and self.session_id is not None:
+            self._connection_lost(self.session_id)
+
     def _connection_lost(self, session_id: int) -> None:
         """``session_id``: the open session, whose connection is lost (it outlives it)."""
         self.connected = False

@@ -4,16 +4,22 @@ network, disks and coordination service (faults/binding.py)."""
 from __future__ import annotations
 
 import random
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from broker_core import coordination as coord
+from broker_core import messages
 from broker_core.dynamic_config import change_topic_config
 from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.binding import DiskFault
 from faults.executor import FaultExecutor
 from faults.links import Link
+from faults.nodes import SERVICE_NODE, broker_id_of
 from sim.broker_host import broker_name
+from sim.network import ConnectionReset
+
+# The answers to requests (a reset loses those whose request went on the old connection).
+RESPONSES = frozenset(cls for name, cls in vars(messages).items() if name.endswith("Response") and isinstance(cls, type))
 
 # What each disk fault sets on the simulated disk (sim/disk.py).
 _DISK_CHANGES: dict[type, Callable[[DiskFault], dict]] = {
@@ -86,6 +92,47 @@ class SimFaultBinding:
     def restore_links(self, fault_id: int) -> None:
         self.world.network.remove_cuts(fault_id)
         self.world.network.remove_link_override(fault_id)
+
+    def reset_links(self, links: set[Link]) -> int:
+        """Reset each pair's connection where both ends run (a process that is gone has
+        none left); the ends hear it after this returns: a client as when a broker's
+        process dies (ConnectionReset: its requests to that broker end, outcome unknown),
+        a broker's coordination client as a lost connection. A broker hears nothing of a
+        reset link to another broker (the core has no disconnect input): its requests on
+        it time out, as a fetch does after replica.socket.timeout.ms."""
+        network = self.world.network
+        reset = 0
+        for a, b in sorted({(min(link), max(link)) for link in links}):
+            if self._runs(a) and self._runs(b) and network.reset(a, b, self._answers_to_old_requests(a, b)):
+                reset += 1
+                self._tell_reset(a, b)
+                self._tell_reset(b, a)
+        return reset
+
+    def _runs(self, node: str) -> bool:
+        broker = broker_id_of(node)
+        return broker is None or self.world.hosts[broker].alive
+
+    def _answers_to_old_requests(self, a: str, b: str) -> Callable[[str, Any], bool]:
+        """Whether a message to a broker answers a request it sent before the reset (by
+        its correlation ids, counted per process): the answer has no connection to go
+        on. A client forgets such requests itself when it hears of the reset."""
+        issued = {node: self._last_request(node) for node in (a, b)}
+        return lambda dst, message: type(message) in RESPONSES and message.correlation_id <= issued[dst]
+
+    def _last_request(self, node: str) -> int:
+        broker = broker_id_of(node)
+        process = self.world.hosts[broker].node if broker is not None else None
+        return process.last_correlation_id() if process is not None else 0
+
+    def _tell_reset(self, src: str, dst: str) -> None:
+        """``dst`` hears that its connection to ``src`` was reset."""
+        network, broker = self.world.network, broker_id_of(src)
+        if broker is not None and dst in network.clients():
+            network.tell(src, dst, ConnectionReset(broker))
+        elif src == SERVICE_NODE and broker_id_of(dst) is not None:
+            coord = self.world.hosts[broker_id_of(dst)].coord
+            network.at_once(coord.connection_reset)
 
     def heal_links(self) -> list[int]:
         return self.world.network.heal()

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from bisect import insort
 from dataclasses import dataclass, replace
+from functools import partial
 from heapq import heappush
 from typing import Any, Callable, Final, Iterable, Iterator
 
 import networkx as nx
 import simpy
-from simpy.events import NORMAL
+from simpy.events import NORMAL, URGENT
 
 from faults.nodes import SERVICE_NODE, broker_id_of
 from sim.deadlines import has_simpy_internals
@@ -42,6 +43,10 @@ def _no_handler(src: str, message: Any) -> None:
     raise KeyError("no node to deliver to")
 
 
+def _lost(src: str, message: Any) -> None:
+    """Where a message still on its way over a reset connection goes: nowhere."""
+
+
 class _Link:
     """One directed pair's state, found once per message: whether the working graph has
     the edge, whether messages wait on it, its spec and its last delivery time (FIFO)."""
@@ -54,6 +59,9 @@ class _Link:
         self.up = False
         self.held = False  # messages wait in Network._held: later ones queue behind them
         self.last_delivery = 0.0
+        self.used = False  # a message was sent since the connection was last reset: there is one to reset
+        # after a reset: whether a message answers a request sent on the old connection (it is lost)
+        self.stale: Callable[[Any], bool] | None = None
 
 
 class _Delivery:
@@ -157,6 +165,9 @@ class Network:
         state = routes.get(dst) if routes is not None else None
         if state is None:
             state = self._link_state(src, dst)
+        state.used = True
+        if state.stale is not None and state.stale(message):
+            return
         if not state.up or state.held:
             self._hold(state, message, seq)
             return
@@ -201,6 +212,57 @@ class Network:
         """The sender gave its connection up: what waited on the cut link is gone with it."""
         if self._held.pop((src, dst), None) is not None:
             self._link_state(src, dst).held = False
+
+    # -- connection resets ----------------------------------------------------------------
+    def reset(self, a: str, b: str, stale: Callable[[str, Any], bool] | None = None) -> bool:
+        """Reset the connection between ``a`` and ``b``: every message on its way or held
+        on either direction is lost, and what is sent next goes on a new connection (the
+        same cuts and link settings apply; nothing is cut). ``stale(dst, message)``: the
+        message answers a request ``dst`` sent on the old connection, so it is lost too
+        when sent later (a long-polled fetch the leader still holds). Whether there was a
+        connection: a message sent on it since its last reset (or either end's crash)."""
+        had = False
+        for src, dst in ((a, b), (b, a)):
+            old = self._link_state(src, dst)
+            had = had or old.used
+            fresh = _Link(src, dst, old.spec, old.handler)
+            fresh.up = old.up
+            if stale is not None:
+                fresh.stale = partial(stale, dst)
+            self._routes[src][dst] = fresh
+            self._held.pop((src, dst), None)
+            # The deliveries already in simpy's queue hold the old link: they now reach
+            # nothing, and the per-message path pays no check for it.
+            old.handler = _lost
+            old.up = True
+        return had
+
+    def forget_connections(self, node: str) -> None:
+        """``node``'s process died: its connections went with it (what crash and the
+        incarnation checks of held messages already account for), so a later reset of
+        them finds none until a message opens a new one."""
+        for src, routes in self._routes.items():
+            for dst, state in routes.items():
+                if node in (src, dst):
+                    state.used = False
+                    state.stale = None  # a new process numbers its requests from 1 again
+
+    def tell(self, src: str, dst: str, message: Any) -> None:
+        """Hand ``message`` to ``dst`` not over the link but as ``dst``'s own OS tells it
+        of its connection to ``src`` (a reset), at once (``at_once``)."""
+        handler = self._handlers[dst]
+        self.at_once(lambda: handler(src, message))
+
+    def at_once(self, action: Callable[[], None]) -> None:
+        """Run ``action`` at this instant, once the running event is done and before any
+        other due now: a node then hears of its reset connection before it can send on
+        it again, and after the fault that reset it was traced. One simpy event, spent
+        only when a reset happens."""
+        event = simpy.Event(self.env)
+        event._ok = True
+        event._value = None
+        event.callbacks.append(lambda _event: action())
+        self.env.schedule(event, URGENT)
 
     def _release(self) -> None:
         """Deliver what waited on links that work again, oldest first."""

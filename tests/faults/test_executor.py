@@ -22,6 +22,7 @@ class ToyBinding:
         self.events: list[tuple[str, dict]] = []
         self.links: dict[int, set] = {}
         self.clock = {b: 0 for b in brokers}
+        self.connections = 0  # what reset_links answers
 
     def refusal(self, fault):
         return f"no {fm.kind_of(fault)} here" if type(fault) in self.refuse else None
@@ -80,6 +81,11 @@ class ToyBinding:
     def heal_links(self):
         ended, self.links = sorted(self.links), {}
         return ended
+
+    def reset_links(self, links):
+        self.calls.append(("reset", sorted(links)))
+        return self.connections
+
 
     def degrade_disk(self, broker, fault):
         self.calls.append(("degrade_disk", broker, fm.kind_of(fault)))
@@ -211,3 +217,26 @@ def test_a_session_expiry_names_the_brokers_it_missed_and_acts_after_fault_start
     started = toy.events[0][1]
     assert started["targets"] == [2] and started["missed"] == ["broker 1: it is not running"]
     assert "no_effect" not in started and toy.calls[-1] == ("expire", 2)
+
+
+def test_a_reset_resolves_its_roles_resets_both_directions_once_and_ends_at_once():
+    run, toy = executor()
+    toy.connections = 3
+    assert run.apply(fm.Reset(((fm.Role("leader", "t-0"),), ("broker-1", "zk")))) is None
+    assert toy.calls == [("reset", [("broker-1", "broker-2"), ("broker-2", "broker-1"), ("broker-2", "zk"),
+                                    ("zk", "broker-2")])]
+    started = [f for t, f in toy.events if t == "fault_started"][0]
+    assert started["links"] == [["broker-1", "broker-2"], ["broker-2", "zk"]]
+    assert started["connections"] == 3 and started["roles"] == {"leader: t-0": 2}
+    assert started["targets"] == [["broker-2"], ["broker-1", "zk"]] and "no_effect" not in started
+    assert kinds(toy, "fault_ended") == [(1, "reset")] and run.active == {}
+    assert toy.links == {}  # nothing stays cut
+
+
+def test_a_reset_that_found_no_connection_or_no_link_has_no_effect():
+    run, toy = executor()
+    run.apply(fm.Reset((("broker-1",), ("zk",))))
+    run.apply(fm.Reset((("broker-1",), ("broker-1",))))
+    effects = [f["no_effect"] for t, f in toy.events if t == "fault_started"]
+    assert effects == ["no connection between them", "names no link"]
+    assert toy.calls == [("reset", [("broker-1", "zk"), ("zk", "broker-1")])]  # no link: the binding is not asked

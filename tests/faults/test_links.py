@@ -3,7 +3,7 @@ read back from its fault_started fields (what the leadership checker replays).""
 import pytest
 
 from faults import model as fm
-from faults.links import cut_from_fields, cut_links
+from faults.links import cut_from_fields, cut_links, reset_links
 
 NODES = ["a", "b", "c", "zk"]
 
@@ -24,6 +24,12 @@ def test_bridge_keeps_the_bridge_node_connected_to_both_halves():
 
 def test_cut_is_one_way_and_only_between_known_nodes():
     assert cut_links(fm.Cut(("a", "b"), ("b", "nowhere")), NODES) == {("a", "b")}
+
+
+def test_a_reset_takes_both_directions_between_the_sides_and_no_loopback():
+    links = reset_links(fm.Reset((("a", "b"), ("b", "zk", "nowhere"))), NODES)
+    assert links == {("a", "b"), ("b", "a"), ("a", "zk"), ("zk", "a"), ("b", "zk"), ("zk", "b")}
+    assert reset_links(fm.Reset((("a",), ("a",))), NODES) == set()
 
 
 def test_a_fault_that_cuts_nothing_by_nature_is_refused():

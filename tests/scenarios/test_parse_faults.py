@@ -50,15 +50,17 @@ def test_every_fault_kind_parses():
       - {at: 19s, torn_writes: 1}
       - {at: 20s, bit_flip: {broker: 1, partition: t-1}}
       - {at: 21s, clock: {broker: 2, jump: -30s}}
+      - {at: 22s, reset: {between: [{leader: t-0}, [2, producer-0]]}}
     """)
     kinds = [fm.kind_of(step.fault) for step in s.faults]
     assert kinds == ["crash", "power_loss", "restart", "shutdown", "pause", "isolate", "random_halves", "bridge",
                      "cut", "link", "heal", "expire_session", "slow_fsync", "write_errors", "disk_full",
-                     "torn_writes", "bit_flip", "clock"]
+                     "torn_writes", "bit_flip", "clock", "reset"]
     assert s.faults[0].for_ms == 2000 and s.faults[3].fault == fm.Shutdown(("controller",))
     assert s.faults[4].fault == fm.Pause((1, 2, 3))
     assert s.faults[7].fault.via == "broker-2"
     assert s.faults[17].fault == fm.ClockJump((2,), -30000)
+    assert s.faults[18].fault == fm.Reset(((fm.Role("leader", "t-0"),), ("broker-2", "producer-0")))
 
 
 def test_triggers_parse_with_comparisons():
@@ -161,6 +163,16 @@ def test_triggers_parse_with_comparisons():
     ("faults:\n  - {at: 1s, topic_config: t}\n", "faults[0].topic_config", "must be a mapping"),
     ("faults:\n  - {at: 1s, topic_config: {topic: t, set: {flush.ms: 5}}, for: 2s}\n", "faults[0].for",
      "no duration"),
+    # reset: both directions by nature, instant
+    ("faults:\n  - {at: 1s, reset: {from: 1, to: 2}}\n", "faults[0].reset.from", "both directions"),
+    ("faults:\n  - {at: 1s, reset: {between: [1]}}\n", "faults[0].reset.between", "names two nodes"),
+    ("faults:\n  - {at: 1s, reset: {between: [1, [2, reader]]}}\n", "faults[0].reset.between[1][1]",
+     "unknown node 'reader'"),
+    ("faults:\n  - {at: 1s, reset: {between: [1, broker-1]}}\n", "faults[0].reset.between",
+     "no link between two different nodes"),
+    ("faults:\n  - {at: 1s, reset: {between: [1, 2], loss: 0.5}}\n", "faults[0].reset.loss", "unknown key"),
+    ("faults:\n  - {at: 1s, reset: {between: [1, 2]}, for: 2s}\n", "faults[0].for", "no duration"),
+    ("faults:\n  - {at: 1s, reset: [1, 2]}\n", "faults[0].reset", "must be a mapping"),
     # nemesis and expect
     ("nemesis: {faults: [crash, meteor], interval: 5s}\n", "nemesis.faults[1]", "unknown nemesis fault"),
     ("nemesis: {faults: [crash], interval: 5s, stop: 2m}\n", "nemesis.stop", "within the run"),

@@ -118,3 +118,49 @@ def test_loss_is_drawn_from_the_seeded_stream():
     assert delivered(7) == delivered(7)
     assert delivered(7) != delivered(8)
     assert 50 < len(delivered(7)) < 150
+
+
+def test_a_reset_loses_what_is_in_flight_or_held_both_ways_and_the_next_message_goes_through():
+    env, net, got = make(latency_ms=10, jitter_ms=0)
+    assert net.reset("a", "b") is False  # nothing was ever sent: no connection
+    net.send("a", "b", "request in flight")
+    net.send("b", "a", "answer in flight")
+    net.send("a", "c", "elsewhere")
+    env.run(until=5)
+    net.add_cuts(1, cut_links(fm.Cut(("a",), ("b",)), net.nodes))
+    net.send("a", "b", "held on the cut")
+    assert net.reset("a", "b") is True
+    net.send("b", "a", "after the reset")
+    env.run(until=50)
+    net.remove_cuts(1)  # the cut outlives the reset; what it held does not
+    net.send("a", "b", "new connection")
+    env.run(until=100)
+    assert [m for *_, m in got["b"]] == ["new connection"]
+    assert [m for *_, m in got["a"]] == ["after the reset"]
+    assert [m for *_, m in got["c"]] == ["elsewhere"]
+    assert net.reset("a", "b") is True and net.reset("a", "b") is False  # once reset, it is gone
+
+
+def test_after_a_reset_answers_to_old_requests_are_lost_until_the_requester_restarts():
+    env, net, got = make(latency_ms=1, jitter_ms=0)
+    net.send("b", "a", "request 1")
+    env.run(until=5)
+    net.reset("a", "b", lambda dst, message: dst == "b" and message <= 1)
+    net.send("a", "b", 1)  # the answer to request 1, which came on the old connection
+    net.send("a", "b", 2)
+    env.run(until=10)
+    assert [m for *_, m in got["b"]] == [2]
+    net.forget_connections("b")  # b's process died: a new one numbers its requests from 1 again
+    net.send("a", "b", 1)
+    env.run(until=15)
+    assert [m for *_, m in got["b"]] == [2, 1]
+    assert net.reset("a", "b") is True  # that answer opened a new connection
+
+
+def test_a_reset_end_hears_of_it_at_once_before_any_other_event_of_the_instant():
+    env, net, got = make(latency_ms=0, jitter_ms=0)
+    order = []
+    env.timeout(5).callbacks.append(lambda _e: (net.tell("a", "b", "reset"), order.append("reset fault")))
+    env.timeout(5).callbacks.append(lambda _e: order.append(("b hears", list(got["b"]))))
+    env.run(until=10)
+    assert order == ["reset fault", ("b hears", [(5, "a", "reset")])]
