@@ -429,6 +429,7 @@ class BrokerNode:
         log = logs.get(tp)
         if log is not None:
             log.fsync_completed(event.path, event.token)
+            self.replicas.flush_completed(tp)
         if self.logs.closing is not None and self.logs.all_flushed(logs):
             self._halt_after_closing()
 

@@ -40,6 +40,37 @@ class DelayedProduce:
 
 
 @dataclass(init=False)
+class HeldProduce:
+    """A produce whose appends started flushes by message count, not answered yet.
+    Kafka's Log.append (2.7.0; 0.8.2.2 maybeFlush) calls flush() inline in the request
+    handler thread, before ReplicaManager.appendRecords returns: only then is an acks=1
+    request answered or an acks=all one's DelayedProduce created. ``flushes`` holds, per
+    partition still flushing, the log end offset its flush must make durable."""
+    id: int
+    src: Hashable
+    correlation_id: int
+    acks: int
+    timeout_ms: int
+    results: dict[TopicPartition, ProducePartitionResult]
+    required_offsets: dict[TopicPartition, int]
+    base_offsets: dict[TopicPartition, int]
+    flushes: dict[TopicPartition, int]
+
+    def __init__(self, id: int, src: Hashable, correlation_id: int, acks: int, timeout_ms: int,
+                 results: dict[TopicPartition, ProducePartitionResult], required_offsets: dict[TopicPartition, int],
+                 base_offsets: dict[TopicPartition, int], flushes: dict[TopicPartition, int]) -> None:
+        self.id = id
+        self.src = src
+        self.correlation_id = correlation_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.results = results
+        self.required_offsets = required_offsets
+        self.base_offsets = base_offsets
+        self.flushes = flushes
+
+
+@dataclass(init=False)
 class DelayedFetch:
     id: int
     src: Hashable
@@ -64,6 +95,8 @@ class Purgatory:
         self.produce_watch: dict[TopicPartition, list[int]] = {}
         self.follower_fetch_watch: dict[TopicPartition, list[int]] = {}
         self.consumer_fetch_watch: dict[TopicPartition, list[int]] = {}
+        self.held_produces: dict[int, HeldProduce] = {}  # waiting for their own appends' flushes
+        self.flush_watch: dict[TopicPartition, list[int]] = {}
         self._next_id = 0
 
     def next_id(self) -> int:
@@ -74,6 +107,11 @@ class Purgatory:
         self.produces[op.id] = op
         for tp in op.required_offsets:
             self.produce_watch.setdefault(tp, []).append(op.id)
+
+    def hold_produce(self, op: HeldProduce) -> None:
+        self.held_produces[op.id] = op
+        for tp in sorted(op.flushes):
+            self.flush_watch.setdefault(tp, []).append(op.id)
 
     def park_fetch(self, op: DelayedFetch, follower: bool) -> None:
         self.fetches[op.id] = op

@@ -7,7 +7,7 @@ from typing import Hashable
 
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
-from broker_core.delayed import DelayedFetch, DelayedProduce, Purgatory
+from broker_core.delayed import DelayedFetch, DelayedProduce, HeldProduce, Purgatory
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.effects import CloseConnection
 from broker_core.errors import ErrorCode
@@ -168,6 +168,7 @@ class ReplicaManager:
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required: dict[TopicPartition, int] = {}
         bases: dict[TopicPartition, int] = {}
+        flushes: dict[TopicPartition, int] = {}
         appended: list[Partition] = []
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
@@ -184,31 +185,68 @@ class ReplicaManager:
                 results[tp] = ProducePartitionResult(error)
                 continue
             appended.append(partition)
+            if self.maybe_flush(partition):  # inline, as Kafka's Log.append: the answer waits for it
+                flushes[tp] = partition.log.log_end_offset
             if request.acks == -1:
                 required[tp] = batch.next_offset
                 bases[tp] = batch.base_offset
             else:
                 results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
-        if required:
-            op = DelayedProduce(self.purgatory.next_id(), src, request.correlation_id, required, bases, results)
-            self.purgatory.park_produce(op)
-            ctx.set_timer(op.timer_key, request.timeout_ms)
-            # Kafka's tryCompleteElseWatch: a duplicate of an idempotent producer's batch
-            # waits for an append the high watermark may already have passed.
-            self._try_complete_produce(op)
-        elif request.acks != 0:  # acks=0: the producer expects no answer at all
-            ctx.send(src, ProduceResponse(request.correlation_id, results))
-        elif any(result.error is not ErrorCode.NONE for result in results.values()):
-            # KafkaApis.handleProduceRequest (2.7.0 closeConnection; 0.8.2.2 alike): an
-            # acks=0 producer hears of an error only by losing its connection, which makes
-            # it refresh its metadata.
-            ctx.emit(CloseConnection(src))
+        held = HeldProduce(self.purgatory.next_id() if flushes else 0, src, request.correlation_id, request.acks,
+                           request.timeout_ms, results, required, bases, flushes)
+        if flushes:
+            self.purgatory.hold_produce(held)
+        else:
+            self._answer_produce(held)
         for partition in appended:
-            self.maybe_flush(partition)
             self._wake_fetches(self.purgatory.follower_fetch_watch, partition.tp)
             if partition.maybe_advance_high_watermark():
                 self._trace_high_watermark(partition)
                 self._after_high_watermark_change(partition)
+
+    def _answer_produce(self, held: HeldProduce) -> None:
+        """What KafkaApis does once ReplicaManager.appendRecords has appended (and flushed):
+        acks=all parks a DelayedProduce and tries it at once (tryCompleteElseWatch: a
+        duplicate of an idempotent producer's batch waits for an append the high
+        watermark may already have passed); acks=1 answers; acks=0 answers nothing."""
+        if held.required_offsets:
+            op = DelayedProduce(self.purgatory.next_id(), held.src, held.correlation_id, held.required_offsets, held.base_offsets,
+                                held.results)
+            self.purgatory.park_produce(op)
+            self.ctx.set_timer(op.timer_key, held.timeout_ms)
+            self._try_complete_produce(op)
+        elif held.acks != 0:  # acks=0: the producer expects no answer at all
+            self.ctx.send(held.src, ProduceResponse(held.correlation_id, held.results))
+        elif any(result.error is not ErrorCode.NONE for result in held.results.values()):
+            # KafkaApis.handleProduceRequest (2.7.0 closeConnection; 0.8.2.2 alike): an
+            # acks=0 producer hears of an error only by losing its connection, which makes
+            # it refresh its metadata.
+            self.ctx.emit(CloseConnection(held.src))
+
+    def flush_completed(self, tp: TopicPartition) -> None:
+        """An fsync of ``tp``'s log completed: answer the produces held for their flushes
+        once the durable offset covers what each flush was to cover. A log truncated
+        below that meanwhile has nothing left there to wait for (Kafka's append holds
+        the partition's leaderIsrUpdateLock across its flush, so no leader change can
+        come between; here one can, and the request is answered as appended)."""
+        ids = self.purgatory.flush_watch.pop(tp, [])
+        partition = self.partitions.get(tp)
+        if not ids or partition is None:
+            return
+        log = partition.log
+        remaining = []
+        for op_id in ids:
+            held = self.purgatory.held_produces[op_id]
+            offset = held.flushes[tp]
+            if log.durable_offset < offset <= log.log_end_offset:
+                remaining.append(op_id)
+                continue
+            del held.flushes[tp]
+            if not held.flushes:
+                del self.purgatory.held_produces[op_id]
+                self._answer_produce(held)
+        if remaining:
+            self.purgatory.flush_watch[tp] = remaining
 
     def _try_complete_produce(self, op: DelayedProduce, timed_out: bool = False) -> bool:
         """DelayedProduce.tryComplete and Partition.checkEnoughReplicasReachOffset
@@ -261,11 +299,15 @@ class ReplicaManager:
         self.ctx.trace("high_watermark_advanced", partition=str(partition.tp),
                        high_watermark=partition.log.high_watermark, leader_epoch=partition.leader_epoch)
 
-    def maybe_flush(self, partition: Partition) -> None:
-        """After an append, Kafka flushes on the message count only (Log.append)."""
-        if partition.log.needs_flush_by_messages(partition.config.log_flush_interval_messages):
-            for effect in partition.log.flush(self.ctx.now_ms):
-                self.ctx.emit(effect)
+    def maybe_flush(self, partition: Partition) -> bool:
+        """After an append, Kafka flushes on the message count only (Log.append); True
+        when a flush started. A follower's append flushes the same way, but nothing
+        waits for it (ReplicaFetcherThread.processPartitionData has no one to answer)."""
+        if not partition.log.needs_flush_by_messages(partition.config.log_flush_interval_messages):
+            return False
+        for effect in partition.log.flush(self.ctx.now_ms):
+            self.ctx.emit(effect)
+        return True
 
     def flush_due(self) -> None:
         """The log flusher (LogManager.flushDirtyLogs): logs whose last flush is older
