@@ -217,9 +217,12 @@ class RealRun:
             return self.cluster.bootstrap
         return ",".join(process.bootstrap for process in self.brokers.values())
 
-    def _running(self, broker: int) -> bool:
+    def _running(self, broker: int) -> int | None:
+        """The broker's pid while it runs, not paused (the view's test)."""
         process = self.brokers.get(broker)
-        return process is not None and process.alive and not process.paused
+        if process is None or process.process is None or not process.alive or process.paused:
+            return None
+        return process.process.pid
 
     def _faults(self) -> RealFaultExecutor:
         cluster = self.cluster

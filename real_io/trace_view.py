@@ -37,6 +37,7 @@ class TraceTail:
         self._partial = b""
         self.partitions: dict[str, dict] = {}
         self.controller_epoch: int | None = None
+        self.incarnations = 0  # broker_started events read
 
     def poll(self) -> None:
         """Read what was written since the last poll; a line cut short (being written, or
@@ -62,8 +63,8 @@ class TraceTail:
     def apply(self, event: dict) -> None:
         kind = event.get("type")
         if kind in ("broker_started", "broker_halted"):
-            self.partitions = {}
-            self.controller_epoch = None
+            self.forget()
+            self.incarnations += kind == "broker_started"
         elif kind == "replica_state":
             self.partitions = {p: dict(s) for p, s in event["partitions"].items()}
         elif kind == "controller_elected":
@@ -75,6 +76,11 @@ class TraceTail:
             if kind == "became_leader":
                 event = {**event, "leader": self.broker}  # the event is the leader's own: it names no leader
             _REPLICA_EVENTS[kind](state, event)
+
+
+    def forget(self) -> None:
+        self.partitions = {}
+        self.controller_epoch = None
 
 
 def _unknown_replica() -> dict:
@@ -110,19 +116,28 @@ _REPLICA_EVENTS: dict[str, Callable[[dict, dict], None]] = {
 class TraceClusterView:
     """``view()`` for the fault executor and the triggers, over every broker's trace."""
 
-    def __init__(self, traces: dict[int, Path], running: Callable[[int], bool], partitions: list[str]):
-        """``running(broker)``: the process runs and is not paused."""
+    def __init__(self, traces: dict[int, Path], running: Callable[[int], int | None], partitions: list[str]):
+        """``running(broker)``: the process's pid while it runs and is not paused, else
+        None. A new pid is a new incarnation: what the killed one said of itself is
+        forgotten even before the new one says it started (a SIGKILL writes nothing)."""
         self.tails = {broker: TraceTail(broker, path) for broker, path in sorted(traces.items())}
         self.running = running
         self.partitions = partitions
+        self._pids: dict[int, int] = {}
 
     def __call__(self) -> dict:
         states: dict[int, dict[str, dict]] = {}
         best: tuple[int, int] | None = None
         for broker, tail in self.tails.items():
+            started = tail.incarnations
             tail.poll()
-            if not self.running(broker):
+            pid = self.running(broker)
+            if pid is None:
                 continue
+            if self._pids.setdefault(broker, pid) != pid:
+                self._pids[broker] = pid
+                if tail.incarnations == started:  # the new incarnation has said nothing yet
+                    tail.forget()
             states[broker] = tail.partitions
             epoch = tail.controller_epoch
             if epoch is not None and (best is None or epoch > best[1]):
