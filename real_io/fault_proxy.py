@@ -15,12 +15,15 @@ Why these choices:
   bounded (``QUEUE_CHUNKS`` queued chunks, one read and one being written, and asyncio's
   own buffers per direction of a connection), and what was held flows in order when the direction heals,
   as TCP delivers what it retransmits after a partition.
-- A connection accepted while either direction between its two nodes is blocked is not
-  connected onwards until both are open again: a TCP handshake needs both directions.
-  The kernel completes the client's handshake with the listener whatever the proxy
-  does, so the client sees a connection on which nothing arrives (as it would after a
-  dropped SYN, minus the connect timeout); the target never sees a connection it could
-  not have had. A target that refuses once the handshake may go on resets the client.
+- A connection accepted while both directions between its two nodes are blocked is not
+  connected onwards until one opens. A one-way cut lets connections be made: the
+  scenario language's ``cut`` loses the messages from its sources to its destinations
+  and lets the others through (the simulation's meaning, faults/links.py), which a
+  firewall dropping one direction's packets would not (it drops the handshake too);
+  the proxy follows the model, so both bindings run the same scenario. The kernel
+  completes the client's handshake with the listener whatever the proxy does, so a
+  client cut both ways sees a connection on which nothing arrives (as after a dropped
+  SYN, minus the connect timeout). A target that refuses resets the client.
 - ``delay`` holds each chunk for its time before forwarding it; chunks keep their order
   (a chunk never overtakes one before it, even if the delay shrinks meanwhile).
 - A peer's reset or a failed write ends that connection (its other side is reset too,
@@ -82,6 +85,16 @@ class FaultState:
             if not self.is_blocked(direction):
                 found.set()
         return found
+
+    async def wait_any_open(self, *directions: Direction) -> None:
+        """Return once some direction is open."""
+        while all(self.is_blocked(d) for d in directions):
+            waits = [asyncio.ensure_future(self.gate(d).wait()) for d in directions]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
 
     async def wait_open(self, *directions: Direction) -> None:
         """Return once every direction is open at the same moment."""
@@ -184,7 +197,7 @@ class Connection:
     async def run(self) -> None:
         faults = self.link.faults
         try:
-            await faults.wait_open(*(p.direction for p in self.pipes))
+            await faults.wait_any_open(*(p.direction for p in self.pipes))
             host, port = self.link.target
             try:
                 self.server = await asyncio.wait_for(

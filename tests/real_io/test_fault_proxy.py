@@ -191,16 +191,38 @@ def test_overlapping_faults_heal_independently(proxy, target):
     assert proxy.state()["cuts"] == []
 
 
-def test_a_new_connection_across_a_blocked_direction_waits_for_the_heal(proxy, target):
+def test_a_new_connection_across_a_one_way_cut_is_made_and_its_open_direction_flows(proxy, target):
+    """The scenario language's one-way cut loses only the messages from its sources
+    (faults/links.py, as the simulation cuts): a connection is made, requests flow, the
+    answers are held until the heal."""
     a, b = nodes()
     port = proxy.add_link(a, b, target.address)
-    proxy.block(b, a)  # one direction is enough: a handshake needs both
+    proxy.block(b, a)  # the answers' direction
+    client = socket.create_connection(("127.0.0.1", port), timeout=5.0)
+    client.sendall(b"hello")
+    server = target.next()
+    assert receive(server, 5) == b"hello"
+    server.sendall(b"answer")
+    client.settimeout(QUIET_S)
+    with pytest.raises(socket.timeout):
+        client.recv(6)  # held by the cut
+    proxy.unblock(b, a)
+    client.settimeout(5.0)
+    assert receive(client, 6) == b"answer"
+
+
+def test_a_new_connection_across_a_cut_both_ways_waits_for_the_heal(proxy, target):
+    a, b = nodes()
+    port = proxy.add_link(a, b, target.address)
+    proxy.block(a, b)
+    proxy.block(b, a)
     client = socket.create_connection(("127.0.0.1", port), timeout=5.0)
     client.sendall(b"hello")
     with pytest.raises(queue.Empty):
         target.accepted.get(timeout=QUIET_S)  # the target never sees it
-    proxy.unblock(b, a)
+    proxy.unblock(b, a)  # one direction open: the connection is made, the request still held
     server = target.next()
+    proxy.unblock(a, b)
     assert receive(server, 5) == b"hello"
 
 
