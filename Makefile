@@ -100,12 +100,24 @@ demo: $(STAMP)
 
 # The suite tests the interpreted code; tests/test_compiled.py compares it with the
 # compiled build, which `compiled` makes first (or the test compiles one itself).
-test: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
-	$(PY) -m pytest -q
+#
+# It runs on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in make's own pytest
+# process, one test after another). Most of its time is spent waiting on brokers, ZooKeeper, Spark and clients
+# in other processes, not on the CPU, so more workers than the machine's 2 cores pay:
+# measured on it, see docs/real-io.md ("The test suite"). --dist loadgroup hands each test
+# to whichever worker is free (as --dist load does) but keeps each xdist group on one
+# worker: tests/conftest.py groups the users of the Spark session (one JVM, one sweep)
+# and the tests of a file that share a module-scoped fixture (a served broker, the
+# compiled build), so these start once. A failing test fails the run as without xdist.
+TEST_WORKERS ?= 4
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 
-# Everything but the suites marked slow (still part of `make test` and CI).
+test: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
+
+# Everything but the tests marked slow (still part of `make test` and CI), in parallel too.
 test-fast: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
 
 # sim_speed runs the simulation interpreted and, with the build, compiled too.
 bench: $(STAMP) compiled

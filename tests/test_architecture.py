@@ -4,7 +4,9 @@ bottom); broker_core imports the standard library only; only a binding imports t
 libraries that tie code to one way of running; no two modules import each other; the
 bindings read a BrokerNode through its public methods only."""
 import ast
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from broker_core.broker import BrokerNode
@@ -213,7 +215,11 @@ def test_the_bindings_read_a_broker_node_only_through_its_queries():
 
 
 def test_the_node_read_check_finds_reads_of_the_internals():
-    sample = ROOT / "tests" / "_node_reads_sample.py"
+    # Under the checkout (the check names files relative to it), with a name of its own:
+    # another run of the suite in this checkout may be writing its sample at the same time.
+    handle, name = tempfile.mkstemp(prefix="_node_reads_sample_", suffix=".py", dir=ROOT / "tests")
+    os.close(handle)
+    sample = Path(name)
     sample.write_text("a = host.node.replicas\nb = world.x.controller.active\nc = runtime.node.metadata_live\n"
                       "d = node.snapshot()\ne = self.replicas[tp]\nnode = host.node\nf = node.held\n"
                       "fresh = BrokerNode(1, config)\ng = fresh.topics\nh = other.held\n")

@@ -1,5 +1,7 @@
 """A real ZooKeeper for the real-I/O tests: started once per test session through
 real_io.zk_server on a free 127.0.0.1 port in a temporary directory, stopped at the end.
+Under pytest-xdist (make test) a session is one worker: each worker that runs a ZooKeeper
+test starts its own server, in its own temporary directory, and stops it when it ends.
 Each test gets its own chroot, so tests sharing the server never see each other's nodes."""
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from real_io import zk_server
 # A short tick lets sessions be short (ZooKeeper allows 2 to 20 ticks), so that losing
 # a connection is noticed in well under a second.
 TICK_MS = 250
+# The port is free when chosen but is only bound when the JVM is up, a second later:
+# another worker's broker or client may take it in between. Such a start fails (the
+# port is taken, or the server exits before answering) and is tried again on a new port.
+START_TRIES = 3
 _chroots = itertools.count(1)
 
 
@@ -21,9 +27,25 @@ def zookeeper(tmp_path_factory):
     missing = zk_server.server_available()
     if missing is not None:
         pytest.skip(f"no ZooKeeper to test against: {missing} (make test installs it)")
-    server = zk_server.start(tmp_path_factory.mktemp("zookeeper"), zk_server.free_port(), tick_time_ms=TICK_MS)
+    server = start_retrying(lambda: tmp_path_factory.mktemp("zookeeper"), free_ports())
     yield server
     zk_server.stop(server.directory)
+
+
+def start_retrying(directories, ports) -> zk_server.RunningZooKeeper:
+    """A server on the first of ``ports`` it can bind (at most START_TRIES), each try in
+    a fresh directory from ``directories()``."""
+    for _ in range(START_TRIES - 1):
+        try:
+            return zk_server.start(directories(), next(ports), tick_time_ms=TICK_MS)
+        except zk_server.ZooKeeperError:
+            continue
+    return zk_server.start(directories(), next(ports), tick_time_ms=TICK_MS)
+
+
+def free_ports():
+    while True:
+        yield zk_server.free_port()
 
 
 @pytest.fixture

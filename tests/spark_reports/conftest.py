@@ -1,5 +1,7 @@
 """One local Spark session (local[2]) for the whole test run: it takes seconds to start,
-so every Spark test shares it. Also the small sweep several tests read."""
+so every Spark test shares it. Also the small sweep several tests read.
+Under pytest-xdist a session is one worker: tests/conftest.py puts every test that uses
+the session in one xdist group, so that one worker runs them all and one JVM starts."""
 from __future__ import annotations
 
 import os
