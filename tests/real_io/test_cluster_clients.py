@@ -1,0 +1,325 @@
+"""Issue 21's cluster tests with real clients: one local cluster (real_io/cluster.py) of
+three brokers with a fault proxy on every link, RF 3, min.insync.replicas 2, acks=all,
+driven by confluent-kafka and kafka-python.
+
+- kill -9 of a partition's leader while both clients produce: both go on after the
+  election, nothing acknowledged is lost, and the killed broker, restarted, recovers
+  its log from its files and rejoins the ISR;
+- kill -9 of the controller: another broker becomes controller and moves the
+  leadership of the partitions the dead one led;
+- the leader of a partition cut from ZooKeeper (both ways, longer than its session):
+  leadership moves, an acks=all write sent to the old leader is never acknowledged,
+  and after the heal the old leader's files end where the new leader's do.
+
+The module shares one cluster (starting one takes seconds); each test uses topics of its
+own and leaves every broker running and every link healed (the ``healthy`` fixture
+checks this before each test, and repairs it after a failed one).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KTopicPartition
+from kazoo.client import KazooClient
+
+from broker_core.errors import ErrorCode
+from broker_core.records import RecordBatch, Records
+from real_io.cluster import CHROOT, CLIENT_NODE, LocalCluster
+from real_io.protocol import apis
+from real_io.protocol.apis import ApiKey, RequestHeader
+from real_io.protocol.record_batch import decode_batches, encode_batch
+
+pytestmark = pytest.mark.slow
+
+BROKERS = (1, 2, 3)
+SESSION_MS = 6000
+# ZooKeeper grants sessions of 2 to 20 ticks: 500 ms ticks allow the 6 s session.
+ZK_TICK_MS = 500
+CONFIG = {"zookeeper.session.timeout.ms": SESSION_MS, "min.insync.replicas": 2,
+          "replica.fetch.wait.max.ms": 200}
+ELECTION_S = SESSION_MS / 1000 + 30  # a dead broker's session expires, then the controller acts
+QUIET = {"log_level": 0}  # librdkafka's own log of brokers going away is expected here
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Brokers stop one after another with a controlled shutdown; the last one has no
+    replica left to hand over and would retry for a long time: 10 s, then SIGKILL."""
+    with LocalCluster(tmp_path_factory.mktemp("cluster"), brokers=len(BROKERS), config=CONFIG,
+                      zk_tick_ms=ZK_TICK_MS, proxy=True, stop_timeout_s=10) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def zk(cluster):
+    """A kazoo client in the brokers' chroot, as an operator's tools read the metadata."""
+    client = KazooClient(hosts=cluster.zk_hosts + CHROOT)
+    client.start(timeout=10)
+    yield ZooKeeperView(client)
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def healthy(cluster, zk):
+    """Every broker running and registered, no cut in the proxy: before the test, and
+    again after it (a failed test must not fail the next one)."""
+    _restore(cluster)
+    yield cluster
+    _restore(cluster)
+
+
+def _restore(cluster: LocalCluster) -> None:
+    assert cluster.proxy is not None
+    cluster.proxy.heal()
+    for broker, state in cluster.states().items():
+        if state == "paused":
+            cluster.resume(broker)
+        elif state != "alive":
+            restart(cluster, broker)
+    wait_for(lambda: cluster.registered_brokers() == list(BROKERS), ELECTION_S, "every broker registered")
+
+
+class ZooKeeperView:
+    """What the controller and the leaders wrote, in Kafka's layout."""
+
+    def __init__(self, client: KazooClient):
+        self.client = client
+
+    def _json(self, path: str) -> dict | None:
+        if self.client.exists(path) is None:
+            return None
+        return json.loads(self.client.get(path)[0])
+
+    def controller(self) -> int | None:
+        data = self._json("/controller")
+        return None if data is None else data["brokerid"]
+
+    def controller_epoch(self) -> int:
+        return int(self.client.get("/controller_epoch")[0])
+
+    def state(self, topic: str, partition: int) -> dict | None:
+        """leader, leader_epoch, isr (sorted) of the partition."""
+        data = self._json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        if data is None:
+            return None
+        return {"leader": data["leader"], "leader_epoch": data["leader_epoch"], "isr": tuple(sorted(data["isr"]))}
+
+    def full_isr(self, topic: str, partitions: int) -> bool:
+        return all((s := self.state(topic, p)) is not None and s["isr"] == BROKERS for p in range(partitions))
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def restart(cluster: LocalCluster, broker: int) -> None:
+    """A killed broker's session holds /brokers/ids/<id> until it expires, and a broker
+    started before that exits (as Kafka 2.7's does): wait for the expiry first."""
+    wait_for(lambda: broker not in cluster.registered_brokers(), ELECTION_S, f"broker {broker}'s session to expire")
+    assert cluster.restart(broker, 60), cluster.brokers[broker].last_words()
+    wait_for(lambda: broker in cluster.registered_brokers(), 30, f"broker {broker} registered again")
+
+
+def create_topic(cluster: LocalCluster, zk: ZooKeeperView, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, **QUIET})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3)],
+                        operation_timeout=30)[topic].result(60)
+    wait_for(lambda: zk.full_isr(topic, partitions), 30, f"{topic}'s ISRs of all three")
+
+
+def segments(cluster: LocalCluster, broker: int, topic: str, partition: int) -> bytes:
+    directory = cluster.broker_dir(broker) / "data" / f"{topic}-{partition}"
+    return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
+
+
+def same_files_everywhere(cluster: LocalCluster, topic: str, partition: int) -> int | None:
+    """The number of records when every replica's segments hold the same bytes (a
+    follower stores the leader's batches as they are), else None."""
+    stored = {segments(cluster, b, topic, partition) for b in BROKERS}
+    if len(stored) != 1:
+        return None
+    return sum(len(batch.records) for batch in decode_batches(stored.pop()))
+
+
+def trace_events(cluster: LocalCluster, broker: int, after_line: int = 0) -> list[dict]:
+    lines = (cluster.broker_dir(broker) / "trace.jsonl").read_text().splitlines()[after_line:]
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+# -- producers ---------------------------------------------------------------------------
+class LoadProducer:
+    """A thread producing numbered values to one partition until stopped, acks=all and
+    idempotent; ``acknowledged`` maps each acknowledged value to its offset."""
+
+    def __init__(self, name: str, topic: str, partition: int):
+        self.name, self.topic, self.partition = name, topic, partition
+        self.acknowledged: dict[str, int] = {}
+        self.errors: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> "LoadProducer":
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 60) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+        assert not self._thread.is_alive(), f"{self.name} did not finish within {timeout_s}s"
+
+    def _acked(self, value: str, offset: int) -> None:
+        self.acknowledged[value] = offset
+
+    def _failed(self, value: str, error) -> None:
+        self.errors.append(f"{value}: {error}")
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class ConfluentLoad(LoadProducer):
+    def __init__(self, bootstrap: str, topic: str, partition: int = 0):
+        super().__init__("confluent", topic, partition)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "message.timeout.ms": 60000, "linger.ms": 5, **QUIET})
+
+    def _run(self) -> None:
+        def delivered(error, message):
+            value = message.value().decode()
+            if error is None:
+                self._acked(value, message.offset())
+            else:
+                self._failed(value, error)
+        while not self._stop.is_set():
+            self.producer.produce(self.topic, f"{self.name}-{self.sent}".encode(), partition=self.partition,
+                                  on_delivery=delivered)
+            self.sent += 1
+            self.producer.poll(0.005)
+        self.producer.flush(70)  # message.timeout.ms bounds each message's fate
+
+
+class KafkaPythonLoad(LoadProducer):
+    def __init__(self, bootstrap: str, topic: str, partition: int = 0):
+        super().__init__("kafka-python", topic, partition)
+        # Idempotent by default (InitProducerId); retries until delivery.timeout.ms.
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+                                      request_timeout_ms=10000, delivery_timeout_ms=60000)
+        assert self.producer.config["enable_idempotence"]
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            value = f"{self.name}-{self.sent}"
+            future = self.producer.send(self.topic, value.encode(), partition=self.partition)
+            future.add_callback(lambda metadata, v=value: self._acked(v, metadata.offset))
+            future.add_errback(lambda error, v=value: self._failed(v, error))
+            self.sent += 1
+            time.sleep(0.005)
+        self.producer.flush(70)
+        self.producer.close(10)
+
+
+def produce_all(bootstrap: str, topic: str, partition: int, values: list[str]) -> dict[str, int]:
+    """kafka-python, acks=all: every value acknowledged; their offsets."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=10000,
+                             delivery_timeout_ms=60000)
+    try:
+        futures = {value: producer.send(topic, value.encode(), partition=partition) for value in values}
+        producer.flush(70)
+        return {value: future.get(0).offset for value, future in futures.items()}
+    finally:
+        producer.close(10)
+
+
+# -- reading back --------------------------------------------------------------------------
+def confluent_read(bootstrap: str, topic: str, partition: int, expected: int, timeout_s: float = 30) -> list[str]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrlab-unused", "enable.auto.commit": False,
+                         **QUIET})
+    consumer.assign([CTopicPartition(topic, partition, OFFSET_BEGINNING)])
+    values, deadline = [], time.monotonic() + timeout_s
+    while len(values) < expected and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is None:
+            continue
+        if message.error():
+            # assign joins no group; librdkafka still looks up the coordinator once.
+            assert message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED, message.error()
+            continue
+        values.append(message.value().decode())
+    consumer.close()
+    return values
+
+
+def kafka_python_read(bootstrap: str, topic: str, partition: int, expected: int, timeout_s: float = 30) -> list[str]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                             consumer_timeout_ms=500, request_timeout_ms=10000)
+    consumer.assign([KTopicPartition(topic, partition)])
+    consumer.seek_to_beginning()
+    values, deadline = [], time.monotonic() + timeout_s
+    while len(values) < expected and time.monotonic() < deadline:
+        values.extend(record.value.decode() for record in consumer)
+    consumer.close()
+    return values
+
+
+def assert_nothing_acknowledged_lost(values: list[str], acknowledged: dict[str, int]) -> None:
+    """Every acknowledged value is read back at the offset it was acknowledged at."""
+    lost = [value for value, offset in acknowledged.items() if offset >= len(values) or values[offset] != value]
+    assert not lost, f"{len(lost)} acknowledged records lost or moved, e.g. {lost[:5]}"
+
+
+# -- the tests ---------------------------------------------------------------------------------
+def test_kill_9_of_the_leader_under_load_loses_nothing_acknowledged(healthy, zk):
+    """Both clients produce to one partition; its leader is SIGKILLed; both go on
+    producing through the new leader; the killed broker, restarted, recovers its log
+    from its files (no clean shutdown) and rejoins the ISR holding the same bytes."""
+    cluster, topic = healthy, "under-load"
+    create_topic(cluster, zk, topic, 1)
+    producers = [ConfluentLoad(cluster.bootstrap, topic).start(), KafkaPythonLoad(cluster.bootstrap, topic).start()]
+    try:
+        wait_for(lambda: all(len(p.acknowledged) >= 100 for p in producers), 60, "100 acknowledgements each")
+        before = zk.state(topic, 0)
+        leader = before["leader"]
+        trace_lines = len(trace_events(cluster, leader))
+        cluster.kill(leader)
+        acked_at_kill = {p.name: len(p.acknowledged) for p in producers}
+        after = wait_for(lambda: (s := zk.state(topic, 0)) and s["leader"] not in (leader, -1) and s,
+                         ELECTION_S, "a new leader")
+        assert after["leader_epoch"] > before["leader_epoch"] and leader not in after["isr"]
+        wait_for(lambda: all(len(p.acknowledged) >= acked_at_kill[p.name] + 100 for p in producers), 60,
+                 "100 more acknowledgements each after the election")
+    finally:
+        for producer in producers:
+            producer.stop()
+    acknowledged = {v: o for p in producers for v, o in p.acknowledged.items()}
+    assert len(set(acknowledged.values())) == len(acknowledged), "two acknowledged records at one offset"
+
+    restart(cluster, leader)
+    wait_for(lambda: zk.full_isr(topic, 1), 60, f"broker {leader} back in the ISR")
+    recovered = [e for e in trace_events(cluster, leader, trace_lines)
+                 if e["type"] == "log_recovered" and e["partition"] == f"{topic}-0"]
+    assert recovered and recovered[0]["clean_shutdown"] is False and recovered[0]["log_end_offset"] >= 200
+    records = wait_for(lambda: same_files_everywhere(cluster, topic, 0), 30, "the same bytes on every replica")
+    assert records >= len(acknowledged)
+
+    for read in (confluent_read, kafka_python_read):
+        values = read(cluster.bootstrap, topic, 0, records)
+        assert len(values) == records, read.__name__
+        assert_nothing_acknowledged_lost(values, acknowledged)
+        assert len(set(values)) == len(values), "a record stored twice (idempotence)"
