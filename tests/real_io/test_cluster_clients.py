@@ -323,3 +323,35 @@ def test_kill_9_of_the_leader_under_load_loses_nothing_acknowledged(healthy, zk)
         assert len(values) == records, read.__name__
         assert_nothing_acknowledged_lost(values, acknowledged)
         assert len(set(values)) == len(values), "a record stored twice (idempotence)"
+
+
+def test_the_controllers_death_elects_a_new_controller(healthy, zk):
+    """kill -9 of the controller: another broker wins /controller with a higher epoch
+    and, as controller, moves the leadership of the partitions the dead one led (a
+    partition per broker: one of them was the controller's); kafka-python then writes
+    to every partition, and the restarted broker is brought back into every ISR."""
+    cluster, topic, partitions = healthy, "controller-death", 3
+    create_topic(cluster, zk, topic, partitions)
+    before = {p: produce_all(cluster.bootstrap, topic, p, [f"before-{p}-{i}" for i in range(20)])
+              for p in range(partitions)}
+    controller, epoch = zk.controller(), zk.controller_epoch()
+    led = [p for p in range(partitions) if zk.state(topic, p)["leader"] == controller]
+    assert led, "the controller leads no partition: the test would not show a leader moved by the new one"
+    cluster.kill(controller)
+
+    successor = wait_for(lambda: (c := zk.controller()) not in (None, controller) and c, ELECTION_S,
+                         "a new controller")
+    assert zk.controller_epoch() > epoch
+    wait_for(lambda: all((s := zk.state(topic, p))["leader"] not in (controller, -1) and controller not in s["isr"]
+                         for p in range(partitions)), 30, "new leaders without the dead controller")
+    after = {p: produce_all(cluster.bootstrap, topic, p, [f"after-{p}-{i}" for i in range(20)])
+             for p in range(partitions)}
+
+    restart(cluster, controller)
+    wait_for(lambda: zk.full_isr(topic, partitions), 60, f"broker {controller} back in every ISR")
+    assert zk.controller() == successor  # a broker joining does not take the controller's place
+    for p in range(partitions):
+        records = wait_for(lambda: same_files_everywhere(cluster, topic, p), 30, f"partition {p}'s replicas equal")
+        values = kafka_python_read(cluster.bootstrap, topic, p, records)
+        assert len(values) == records == 40
+        assert_nothing_acknowledged_lost(values, {**before[p], **after[p]})
