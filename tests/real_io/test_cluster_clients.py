@@ -47,16 +47,24 @@ ZK_TICK_MS = 500
 CONFIG = {"zookeeper.session.timeout.ms": SESSION_MS, "min.insync.replicas": 2,
           "replica.fetch.wait.max.ms": 200}
 ELECTION_S = SESSION_MS / 1000 + 30  # a dead broker's session expires, then the controller acts
+# What a leader that cannot reach min ISR answers an acks=all write it appended.
+NOT_WRITTEN = (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 QUIET = {"log_level": 0}  # librdkafka's own log of brokers going away is expected here
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Brokers stop one after another with a controlled shutdown; the last one has no
-    replica left to hand over and would retry for a long time: 10 s, then SIGKILL."""
+    """Three brokers behind the fault proxy. At the end they stop one after another
+    with a controlled shutdown, but the last is killed: with no replica left to hand
+    over, its controlled shutdown would retry until the stop timeout. Leaving the block
+    stops whatever is still running, ZooKeeper and the proxy included."""
     with LocalCluster(tmp_path_factory.mktemp("cluster"), brokers=len(BROKERS), config=CONFIG,
                       zk_tick_ms=ZK_TICK_MS, proxy=True, stop_timeout_s=10) as running:
         yield running
+        *first, last = BROKERS
+        for broker in first:
+            running.brokers[broker].stop(10)
+        running.kill(last)
 
 
 @pytest.fixture(scope="module")
@@ -355,3 +363,116 @@ def test_the_controllers_death_elects_a_new_controller(healthy, zk):
         values = kafka_python_read(cluster.bootstrap, topic, p, records)
         assert len(values) == records == 40
         assert_nothing_acknowledged_lost(values, {**before[p], **after[p]})
+
+
+class WireClient:
+    """One connection to a broker at the wire: what no client library lets a test force
+    (a request to one chosen broker, whatever the metadata says)."""
+
+    def __init__(self, address: str, timeout_s: float):
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+        self.correlation = 0
+
+    def ask(self, key: int, version: int, body: dict) -> dict | None:
+        """The answer, or None when none came within the timeout."""
+        self.correlation += 1
+        self.sock.sendall(apis.encode_request(RequestHeader(key, version, self.correlation, "cluster-test"), body))
+        try:
+            size = struct.unpack(">i", self._exactly(4))[0]
+            correlation, response = apis.decode_response(key, version, self._exactly(size))
+        except TimeoutError:
+            return None
+        assert correlation == self.correlation
+        return response
+
+    def _exactly(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            assert chunk, "the broker closed the connection"
+            data += chunk
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def leader_in_metadata(cluster: LocalCluster, broker: int, topic: str, partition: int) -> int:
+    """The partition's leader as ``broker`` answers Metadata (its own cache)."""
+    client = WireClient(cluster.link_address(CLIENT_NODE, f"broker-{broker}"), 10)
+    try:
+        answer = client.ask(ApiKey.METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                 "include_cluster_authorized_operations": False,
+                                                 "include_topic_authorized_operations": False})
+    finally:
+        client.close()
+    assert answer is not None
+    return next(p["leader_id"] for p in answer["topics"][0]["partitions"] if p["partition_index"] == partition)
+
+
+def produce_to(cluster: LocalCluster, broker: int, topic: str, partition: int, value: str, timeout_ms: int):
+    """One acks=all Produce sent to ``broker`` itself; its partition's answer, or None
+    when none came (a timeout well past the request's own ``timeout_ms``)."""
+    batch = RecordBatch(0, -1, Records([value], [None], 0, [int(time.time() * 1000)], None))
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": timeout_ms,
+            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "records": encode_batch(batch)}]}]}
+    client = WireClient(cluster.link_address(CLIENT_NODE, f"broker-{broker}"), timeout_ms / 1000 + 10)
+    try:
+        answer = client.ask(ApiKey.PRODUCE, 8, body)
+    finally:
+        client.close()
+    return None if answer is None else answer["responses"][0]["partitions"][0]
+
+
+def test_a_leader_cut_from_zookeeper_loses_leadership_and_its_writes_are_fenced(healthy, zk):
+    """broker-L <-> zk cut both ways for longer than L's session: ZooKeeper expires it,
+    the controller (another broker) elects a new leader and the followers leave L.
+    L, still believing it leads, takes an acks=all write and never acknowledges it (the
+    ISR it knows cannot catch up: min ISR 2 is out of reach). Clients go on through the
+    new leader. After the heal L registers again, becomes a follower and truncates the
+    fenced write: its files end where the new leader's do."""
+    cluster, topic, partitions = healthy, "zk-cut", 3
+    create_topic(cluster, zk, topic, partitions)
+    controller = zk.controller()
+    # A leader that is not the controller, so that a controller outside the cut elects.
+    led_elsewhere = [p for p in range(partitions) if zk.state(topic, p)["leader"] != controller]
+    assert led_elsewhere, f"broker {controller} leads every partition: the spread assignment changed"
+    partition = led_elsewhere[0]
+    old = zk.state(topic, partition)
+    leader = old["leader"]
+    acknowledged = produce_all(cluster.bootstrap, topic, partition, [f"before-{i}" for i in range(30)])
+    trace_lines = len(trace_events(cluster, leader))
+
+    cluster.proxy.set_cuts("zk-cut", [(f"broker-{leader}", "zk"), ("zk", f"broker-{leader}")])
+    try:
+        new = wait_for(lambda: (s := zk.state(topic, partition)) and s["leader"] not in (leader, -1) and s,
+                       ELECTION_S, "a new leader")
+        assert new["leader_epoch"] > old["leader_epoch"] and leader not in new["isr"]
+        others = [b for b in BROKERS if b != leader]
+        wait_for(lambda: all(leader_in_metadata(cluster, b, topic, partition) == new["leader"] for b in others),
+                 30, "the other brokers following the new leader")
+        assert leader_in_metadata(cluster, leader, topic, partition) == leader  # it does not know yet
+
+        answer = produce_to(cluster, leader, topic, partition, "fenced-write", timeout_ms=3000)
+        # Appended, never acknowledged: the ISR L knows waits for followers that left.
+        assert answer is None or answer["error_code"] in NOT_WRITTEN, answer
+        acknowledged.update(produce_all(cluster.bootstrap, topic, partition, [f"during-{i}" for i in range(30)]))
+        assert cluster.states()[leader] == "alive"
+    finally:
+        cluster.proxy.clear("zk-cut")
+
+    wait_for(lambda: leader in cluster.registered_brokers(), ELECTION_S, f"broker {leader} registered again")
+    wait_for(lambda: zk.full_isr(topic, partitions), 60, f"broker {leader} back in every ISR")
+    records = wait_for(lambda: same_files_everywhere(cluster, topic, partition), 30,
+                       "the old leader's files ending where the new leader's do")
+    assert records == len(acknowledged) == 60
+    since_cut = trace_events(cluster, leader, trace_lines)
+    kinds = [e["type"] for e in since_cut]
+    # The same process learnt at the heal that ZooKeeper had expired its session.
+    assert "session_expired" in kinds and "broker_registered" in kinds[kinds.index("session_expired"):], kinds
+    truncated = [e for e in since_cut if e["type"] == "log_truncated" and e["partition"] == f"{topic}-{partition}"]
+    assert any("fenced-write" in e["removed"] for e in truncated), truncated
+    values = confluent_read(cluster.bootstrap, topic, partition, records)
+    assert "fenced-write" not in values
+    assert_nothing_acknowledged_lost(values, acknowledged)
