@@ -133,12 +133,7 @@ REFUSED = [
      7, "faults[1].isolate", "proxy"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{at: 1s, clock: {broker: 1, jump: 5s}}]",
      5, "faults[0].clock", "clock"),
-    ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{when: {partition: t-0, leader_epoch: 1}, crash: 1}]",
-     5, "faults[0].when", "do not carry leader_epoch"),
-    ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{when: {partition: t-0, broker: 1, log_end_offset: 5}, "
-     "crash: 1}]", 5, "faults[0].when", "broker:"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nnetwork: {loss: 0.1}", 5, "network", "loopback"),
-    ("cluster:\n  brokers: 2\n  topics: [{name: t}]", 5, "cluster.brokers", "one broker"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, record_bytes: 1000}]}",
      5, "workload.producers[0].record_bytes", "value's bytes"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, sequence_restart: in_flight}]}",
