@@ -102,13 +102,16 @@ demo: $(STAMP)
 # compiled build, which `compiled` makes first (or the test compiles one itself).
 #
 # It runs on TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: in make's own pytest
-# process, one test after another). Most of its time is spent waiting on brokers, ZooKeeper, Spark and clients
-# in other processes, not on the CPU, so more workers than the machine's 2 cores pay:
-# measured on it, see docs/real-io.md ("The test suite"). --dist loadgroup hands each test
-# to whichever worker is free (as --dist load does) but keeps each xdist group on one
-# worker: tests/conftest.py groups the users of the Spark session (one JVM, one sweep)
-# and the tests of a file that share a module-scoped fixture (a served broker, the
-# compiled build), so these start once. A failing test fails the run as without xdist.
+# process, one test after another). Most of its time is spent waiting on brokers,
+# ZooKeeper, Spark and clients in other processes, not on the CPU, so more workers than
+# the machine's 2 cores pay: 4 was the fastest of 2, 3 and 4 measured on it
+# (docs/testing.md). --dist loadgroup hands each test to whichever worker is free, as
+# --dist load does, but keeps each xdist group on one worker: tests/conftest.py groups
+# the users of the Spark session (one JVM, one sweep) and the tests of a file that share
+# a module-scoped fixture (a served broker, the compiled build), so these start once.
+# --dist load would start them on every worker; --dist loadfile would also tie every
+# long file to one worker; --dist worksteal knows no groups. A failing test fails the
+# run as it does without xdist (no reruns).
 TEST_WORKERS ?= 4
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 

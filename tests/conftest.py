@@ -13,7 +13,12 @@ expensive to set up is set up once and what tests share stays shared:
 - a test using a session-scoped fixture named in SHARED_SESSIONS (the Spark session and
   the sweep computed on it) is in that fixture's group: one JVM for the whole run.
 Everything else (the session-scoped ZooKeeper is cheap: one per worker) spreads freely.
-Without xdist (plain `pytest`) the groups change nothing."""
+Without xdist (plain `pytest`) the groups change nothing.
+
+xdist hands out the groups first, largest first, then the other tests in the order they
+were collected. On workers the tests marked slow (measured: more than about 5 s) that are
+in no group are moved to the front of that order, so that no long test starts last and
+keeps one worker busy while the others have finished."""
 import os
 
 import pytest
@@ -42,3 +47,8 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None and (group := xdist_group_of(item)) is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if "PYTEST_XDIST_WORKER" in os.environ:  # every worker collects, and orders, alike
+        early = [item.get_closest_marker("slow") is not None and item.get_closest_marker("xdist_group") is None
+                 for item in items]
+        items[:] = [item for item, first in zip(items, early) if first] + \
+                   [item for item, first in zip(items, early) if not first]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sim.world import collector_tuned_for_runs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +21,7 @@ def speed_rows(out: str) -> list[tuple[str, ...]]:
                       r"\((meets|above) 2.5\)\s+([\d.]+)", out, re.M)
 
 
+@pytest.mark.slow
 def test_sim_speed_runs_each_partitioner_with_its_floor_and_the_sweep_figures():
     out = subprocess.run([sys.executable, "bench/sim_speed.py", "--seconds", "2", "--linger-ms", "50,100",
                           "--sweep-seeds", "1", "--compiled", "off"],

@@ -118,6 +118,7 @@ def test_a_failed_compile_removes_the_old_build_and_says_isrlab_runs_interpreted
 
 
 
+@pytest.mark.slow
 def test_sim_speed_runs_the_real_simulation_compiled_too_against_the_same_floor(compiled_build):
     done = subprocess.run([sys.executable, "bench/sim_speed.py", "--seconds", "2", "--linger-ms", "50",
                            "--sweep-seeds", "1", "--compiled", str(compiled_build)],

@@ -28,6 +28,14 @@ def zookeeper(tmp_path_factory):
     if missing is not None:
         pytest.skip(f"no ZooKeeper to test against: {missing} (make test installs it)")
     server = start_retrying(lambda: tmp_path_factory.mktemp("zookeeper"), free_ports())
+    try:
+        # A server that has just started answers ruok before it serves sessions: the first
+        # test of each worker would otherwise see its connections dropped, and under load
+        # a broker's registration would come late.
+        zk_server.negotiated_session_timeout_ms(server.hosts, 2 * TICK_MS)
+    except OSError:
+        zk_server.stop(server.directory)
+        raise
     yield server
     zk_server.stop(server.directory)
 

@@ -123,6 +123,10 @@ class Loop:
                 if (p := self.nodes[b].replicas.partitions.get(tp)) is not None and p.is_leader]
 
 
+def _registered(admin) -> list[str]:
+    return sorted(admin.get_children(coord.BROKER_IDS_PATH), key=int)
+
+
 def _state(admin):
     found = admin.exists(coord.partition_state_path(TOPIC, 0))
     return json.loads(admin.get(coord.partition_state_path(TOPIC, 0))[0]) if found else None
@@ -137,10 +141,12 @@ def test_three_brokers_elect_a_controller_and_a_leader_through_real_zookeeper(zk
     admin.ensure_path(coord.TOPICS_PATH)  # Kafka creates its top-level paths at startup
     loop = Loop(zk_hosts)
     try:
-        assert loop.run_until(lambda: len(loop.controllers()) == 1, timeout_s=20), loop.traces[-20:]
+        # One broker's registration may still be on its way when another has been elected
+        # (a loaded machine delays a session's first write): wait for both.
+        assert loop.run_until(lambda: len(loop.controllers()) == 1 and _registered(admin) == ["1", "2", "3"],
+                              timeout_s=20), (_registered(admin), loop.traces[-20:])
         controller = loop.controllers()[0]
         assert json.loads(admin.get(coord.CONTROLLER_PATH)[0])["brokerid"] == controller
-        assert sorted(admin.get_children(coord.BROKER_IDS_PATH), key=int) == ["1", "2", "3"]
         for b in BROKERS:  # each registration is owned by that broker's real session
             owner = admin.get(coord.broker_path(b))[1].ephemeralOwner
             assert owner == loop.zk[b].session_id == loop.nodes[b].session_id

@@ -29,6 +29,7 @@ def validity(result) -> dict[str, bool]:
     return {name: check.valid for name, check in result.verdict.results.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["acks1", "acks-all"])
 def test_single_broker_crash_gives_the_same_verdict_simulated_and_real(name, tmp_path):
     scenario = variant(name)
@@ -46,6 +47,7 @@ def test_single_broker_crash_gives_the_same_verdict_simulated_and_real(name, tmp
         assert result.summary.final_read_complete and result.summary.settled
 
 
+@pytest.mark.slow
 def test_a_real_run_records_the_crash_the_restart_and_the_recovery(tmp_path):
     real = run_scenario(variant("acks1"), 1, tmp_path, binding="real")
     events = list(read_events(real.trace_path))
@@ -66,6 +68,7 @@ def test_a_real_run_records_the_crash_the_restart_and_the_recovery(tmp_path):
     assert sorted(e["partition"] for e in digests) == ["t-0", "t-1"]
 
 
+@pytest.mark.slow
 def test_pause_resume_and_a_shutdown_of_the_leader_agree_between_the_bindings(tmp_path):
     text = """
 name: pause-and-shutdown
@@ -94,6 +97,7 @@ expect: {lost_writes: 0, acknowledged: ">50"}
     assert [e.get("roles") for e in events if e.type == "fault_started"] == [None, {"leader: t-0": 1}, None]
 
 
+@pytest.mark.slow
 def test_a_trigger_on_the_high_watermark_fires_on_both_bindings(tmp_path):
     """The real binding judges ``when:`` on the broker's metadata and offsets: the crash
     waits until t-0 holds 100 records, on both bindings; a trigger that cannot hold
@@ -201,6 +205,7 @@ def test_librdkafka_outcomes_are_fail_only_when_kafka_certainly_did_not_append(c
     assert isinstance(fields["error_code"], int) and fields["error"]
 
 
+@pytest.mark.slow
 def test_the_nemesis_draws_the_same_faults_on_both_bindings(tmp_path):
     """faults/nemesis.py draws from the seed for both bindings: the same kinds in the same
     order (the real executor applies them with signals)."""

@@ -34,6 +34,7 @@ def _scenario(tmp_path: Path, text: str = EXPIRING):
     return load_scenario(path)
 
 
+@pytest.mark.slow
 def test_an_expired_session_gives_the_same_verdict_simulated_and_on_zookeeper(zookeeper, tmp_path):
     """The broker's ZooKeeper session is taken over with its id and password and closed:
     its ephemeral /brokers/ids/1 goes, the core hears CoordSessionExpired and then a new
@@ -63,6 +64,7 @@ def test_an_expired_session_gives_the_same_verdict_simulated_and_on_zookeeper(zo
     assert f"--zk {zookeeper.hosts}" in real.replay_command
 
 
+@pytest.mark.slow
 def test_expiring_a_broker_that_is_down_is_said_to_have_changed_nothing(zookeeper, tmp_path):
     """A session cannot be expired on a broker that is not running: the fault is traced
     with ``no_effect`` and the run fails as one that tested nothing."""
@@ -124,6 +126,7 @@ def test_a_broker_that_exits_while_starting_is_named_by_its_last_words(tmp_path)
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_the_library_crash_scenario_gives_the_same_verdict_on_zookeeper(zookeeper, tmp_path):
     """single-broker-crash (acks=all) with the metadata in ZooKeeper: the killed broker's
     session ends within the scenario's 2 s timeout, so the restarted broker registers

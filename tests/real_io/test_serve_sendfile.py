@@ -6,6 +6,8 @@ import asyncio
 import os
 import signal
 
+import pytest
+
 from broker_core.records import RecordBatch, Records
 from real_io import serve
 from real_io.protocol.apis import ApiKey
@@ -97,6 +99,7 @@ def test_the_broker_does_not_hold_the_log_in_memory(tmp_path):
         assert broker.stop() == 0
 
 
+@pytest.mark.slow
 def test_memory_stays_bounded_as_the_number_of_batches_grows(tmp_path):
     """Kafka 2.7.0 keeps no per-batch state for a sealed segment: LogSegment.append adds
     an offset index entry only every index.interval.bytes (OffsetIndex.append) and a

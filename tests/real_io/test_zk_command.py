@@ -25,6 +25,7 @@ def installed():
         pytest.skip(f"no ZooKeeper to run: {missing} (make test installs it)")
 
 
+@pytest.mark.slow
 def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
     port = zk_server.free_port()
     started = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port))

@@ -70,6 +70,7 @@ def isrlab(*args):
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_every_variant_runs_on_the_same_seed_side_by_side(tmp_path):
     path = tmp_path / "pair.yaml"
     path.write_text(FILE)
@@ -90,6 +91,7 @@ def test_every_variant_runs_on_the_same_seed_side_by_side(tmp_path):
     assert "--set 'expect.lost_writes=>0'" in failing.stdout, "the replay command carries the override"
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_every_variant(tmp_path):
     path = tmp_path / "pair.yaml"
     path.write_text(FILE)

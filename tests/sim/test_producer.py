@@ -82,6 +82,7 @@ def test_keyed_records_go_where_murmur2_sends_them(tmp_path: Path, profile: str)
             assert o.invoke["partition"] == f"t-{partition_for_key(f'k{seq % 7}'.encode(), 3)}"
 
 
+@pytest.mark.slow
 def test_no_send_recorded_as_failed_is_in_the_final_read(tmp_path: Path):
     """Kafka 2.7.0 kafka.cluster.Partition.checkEnoughReplicasReachOffset (through
     DelayedProduce.tryComplete): an acks=all produce that waited in purgatory gets

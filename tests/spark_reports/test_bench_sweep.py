@@ -12,6 +12,7 @@ import pytest
 from tests.spark_reports.conftest import ROOT
 
 
+@pytest.mark.slow
 def test_the_sweep_benchmark_prints_both_sides_and_rewrites_only_its_part(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("no java: Spark needs a JVM")

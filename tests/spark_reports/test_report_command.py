@@ -34,6 +34,7 @@ def test_the_report_counts_what_the_verdicts_say(spark, jepsen_sweep, jepsen_rep
     assert spark.read.parquet(str(jepsen_report.folder / "produce_latency")).count() == 2
 
 
+@pytest.mark.slow
 def test_the_report_command_prints_where_the_html_is(jepsen_sweep, tmp_path, capsys):
     assert main(["report", str(jepsen_sweep.out), "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out

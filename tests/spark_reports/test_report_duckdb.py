@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from spark_reports.load import read_sweep
 from spark_reports.report import all_reports
 
@@ -19,6 +21,7 @@ def _baseline():
     return module
 
 
+@pytest.mark.slow
 def test_duckdb_computes_every_report_table_as_spark_does(spark, jepsen_sweep):
     baseline = _baseline()
     reports = all_reports(read_sweep(spark, jepsen_sweep.out))

@@ -103,6 +103,7 @@ def _bare_python() -> str:
     return str(bare)
 
 
+@pytest.mark.slow
 def test_a_sweep_on_a_standalone_cluster_gives_the_same_tables_as_local(spark, standalone_master, tmp_path):
     """The executors run a Python that has none of the simulation's libraries (nor the
     project): the code and the libraries travel with the job."""

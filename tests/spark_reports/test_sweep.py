@@ -5,6 +5,8 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
+
 from isrlab.cli import main
 from spark_reports.load import read_sweep
 from spark_reports.schemas import MANIFEST_FILE
@@ -17,6 +19,7 @@ def _sweep_verdicts(spark, folder: Path) -> dict:
     return {(r["config"], r["seed"]): r for r in rows}
 
 
+@pytest.mark.slow
 def test_a_sweep_gives_exactly_the_verdicts_of_isrlab_run_seeds(spark, jepsen_sweep, tmp_path, monkeypatch):
     """Twelve seeds of both variants of jepsen-2013: every verdict.json of `isrlab run
     --seeds` equals the sweep's verdict of that seed and variant, text for text, and so

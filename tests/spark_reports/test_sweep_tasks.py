@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from scenarios.model import ProducerWorkload
 from scenarios.parse import parse_scenario
 from spark_reports.load import read_sweep
@@ -44,6 +46,7 @@ def test_a_task_without_runs_hands_no_payload():
         assert task_payloads([("errors", ("c", 1, "boom", "replay"))], arrow) == []
 
 
+@pytest.mark.slow
 def test_the_tables_written_from_arrow_streams_equal_those_written_row_by_row(spark, tmp_path):
     """Two seeds with every trace kept, once as Arrow streams and once pickled row by row
     (the path of executors without pyarrow): the same rows in every table, and read back
