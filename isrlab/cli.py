@@ -405,9 +405,11 @@ def _config_value(text: str):
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from broker_core.config import broker_config
+    from broker_core.config import PROFILES, broker_config
     from broker_core.errors import ConfigError
     from real_io import serve
+    if args.profile not in PROFILES:
+        raise UsageError(f"serve: --profile {args.profile!r} is not one of {', '.join(sorted(PROFILES))}")
     overrides = {key: _config_value(value) for key, value in args.config or []}
     host, port = args.listen
     if args.broker_id < 0:
@@ -530,9 +532,11 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--advertise", type=_broker_address, action="append", metavar="ID=HOST:PORT",
                      help="the address Metadata answers name for broker ID (repeatable; default: its --peer "
                           "address, and the --listen address for this broker)")
-    from broker_core.config import PROFILES
-    srv.add_argument("--profile", choices=sorted(PROFILES), default="kafka-2.7",
-                     help="the Kafka behaviour profile of the broker's core (default kafka-2.7)")
+    # checked in cmd_serve: importing broker_core while the parser is built would keep
+    # `isrlab run` from switching the compiled build on (isrlab/compiled.py)
+    srv.add_argument("--profile", default="kafka-2.7", metavar="PROFILE",
+                     help="the Kafka behaviour profile of the broker's core: kafka-0.8, kafka-2.7 or kafka-3.0 "
+                          "(default kafka-2.7)")
     srv.add_argument("--sample-interval-ms", type=int, default=0, metavar="MS",
                      help="with --trace: write every replica's state (replica_state, as the simulation's sampler) "
                           "every MS milliseconds; isrlab run --binding real reads the cluster's state from them "

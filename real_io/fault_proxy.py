@@ -189,6 +189,7 @@ class Connection:
         self.server: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.pipes = (_Pipe((link.src, link.dst)), _Pipe((link.dst, link.src)))
         self.task: asyncio.Task | None = None
+        self.aborted = False
 
     @property
     def held_bytes(self) -> int:
@@ -204,6 +205,10 @@ class Connection:
                     asyncio.open_connection(host, port, limit=READER_LIMIT_BYTES), CONNECT_TIMEOUT_S)
             except (OSError, asyncio.TimeoutError):
                 return  # the target refused or is gone: the client is reset (finally)
+            if self.aborted:
+                # reset while the connect completed: Python 3.11's wait_for can swallow the
+                # cancellation then (fixed in 3.12), and the pumps would run on forever
+                return
             (client_reader, client_writer), (server_reader, server_writer) = self.client, self.server
             forward, backward = self.pipes
             pumps = [self._read(client_reader, forward), self._write(forward, server_writer),
@@ -223,6 +228,7 @@ class Connection:
 
     def abort(self) -> None:
         """Reset both sides now (``reset`` and the end of a failed connection)."""
+        self.aborted = True
         _reset(self.client[1])
         _reset(self.server[1] if self.server else None)
         self.link.connections.discard(self)
@@ -255,6 +261,9 @@ class Connection:
             writer.write(data)
             pipe.held_bytes -= len(data)
             await writer.drain()
+
+
+CLOSE_WAIT_S = 1.0  # how long closing a link waits for its accept callbacks and listener
 
 
 class Link:
@@ -300,9 +309,15 @@ class Link:
             self.listener.close()
         self.reset()
         if self.handlers:
-            await asyncio.wait(list(self.handlers))
+            await asyncio.wait(list(self.handlers), timeout=CLOSE_WAIT_S)
         if self.listener is not None:
-            await self.listener.wait_closed()
+            # Python 3.11's wait_closed also waits for every transport the listener made,
+            # which a connection reset while its accept callback had not yet run still
+            # holds: bounded, so that a remove_link never hangs the control port.
+            try:
+                await asyncio.wait_for(self.listener.wait_closed(), CLOSE_WAIT_S)
+            except asyncio.TimeoutError:
+                pass
 
     def describe(self) -> dict:
         return {"src": self.src, "dst": self.dst, "port": self.port,
@@ -523,7 +538,7 @@ async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
         await asyncio.sleep(PARENT_POLL_S)
 
 
-async def serve(host: str, port: int, parent: int) -> int:
+async def serve(host: str, port: int, parent: int | None) -> int:
     proxy = FaultProxy()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -531,7 +546,7 @@ async def serve(host: str, port: int, parent: int) -> int:
         loop.add_signal_handler(signum, stop.set)
     control = await asyncio.start_server(partial(_control, proxy), host, port, limit=CONTROL_LINE_BYTES)
     bound_host, bound_port = control.sockets[0].getsockname()[:2]
-    watcher = asyncio.ensure_future(_watch_parent(parent, stop))
+    watcher = asyncio.ensure_future(_watch_parent(parent, stop) if parent is not None else stop.wait())
     print(f"fault proxy control on {bound_host}:{bound_port}", flush=True)
     await stop.wait()
     watcher.cancel()
@@ -547,9 +562,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent-pid", type=int, default=None,
                         help="exit once this process is no longer the parent (default: the parent at start; "
                              "a launcher passes its own pid, so that dying before the proxy looks is noticed too)")
+    parser.add_argument("--outlive-parent", action="store_true",
+                        help="keep running when the parent exits (a detached cluster: isrlab cluster down stops it)")
     args = parser.parse_args(argv)
     try:
-        parent = os.getppid() if args.parent_pid is None else args.parent_pid
+        parent = None if args.outlive_parent else os.getppid() if args.parent_pid is None else args.parent_pid
         return asyncio.run(serve(args.control_host, args.control_port, parent))
     except OSError as error:
         print(f"fault proxy: cannot listen on {args.control_host}:{args.control_port}: {error}", file=sys.stderr)

@@ -121,8 +121,7 @@ class FaultProxyProcess:
     def start(self, timeout_s: float = 10.0) -> FaultProxyClient:
         """Start the proxy, wait for its control address and connect to it."""
         args = [sys.executable, "-m", "real_io.fault_proxy", "--control-port", str(self.control_port)]
-        if self.with_parent:
-            args += ["--parent-pid", str(os.getpid())]
+        args += ["--parent-pid", str(os.getpid())] if self.with_parent else ["--outlive-parent"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         # A proxy that outlives its launcher is in a session of its own: a Ctrl-C in the
         # launcher's terminal does not reach it.

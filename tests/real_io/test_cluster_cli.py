@@ -169,7 +169,7 @@ def test_three_brokers_up_status_down(cluster_dir):
     finally:
         stopped = isrlab("cluster", "down", "--dir", str(cluster_dir))
     assert stopped.returncode == 0, stopped.stderr
-    assert stopped.stdout.count(": stopped") + stopped.stdout.count(": killed") == 4
+    assert stopped.stdout.count(": stopped") + stopped.stdout.count(": killed") == 5  # 3 brokers, the fault proxy, ZooKeeper
     assert_nothing_left(cluster_dir)
 
 
@@ -227,7 +227,7 @@ def test_an_interrupted_foreground_cluster_leaves_nothing_running(cluster_dir, s
         launcher.kill()
         launcher.communicate()
     assert launcher.returncode == 0, err
-    assert "broker 1 (pid" in out and "ZooKeeper (pid" in out and ": stopped" in out
+    assert "broker 1 (pid" in out and "ZooKeeper (pid" in out and "fault proxy (pid" in out and ": stopped" in out
     assert_nothing_left(cluster_dir)
     assert json.loads((cluster_dir / "cluster.json").read_text())["state"] == "stopped"
 
