@@ -90,6 +90,7 @@ class BrokerProcess:
         self.process: subprocess.Popen | None = None
         self.identity: ProcessIdentity | None = None
         self.paused = False
+        self.started_at: float | None = None  # when the running (or last) process was started, monotonic
         self._stdout_offset = 0  # where this incarnation's output begins
         self._listening = False
         self._lock = threading.Lock()
@@ -116,6 +117,7 @@ class BrokerProcess:
             if self.zk_session_file is not None:  # an earlier incarnation's session is not this one's
                 self.zk_session_file.unlink(missing_ok=True)
             self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
+            self.started_at = time.monotonic()
             with open(self.stderr_path, "ab") as stderr, open(self.stdout_path, "ab") as stdout:
                 self._stdout_offset = stdout.tell()
                 self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,

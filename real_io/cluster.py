@@ -23,7 +23,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from broker_core.config import broker_config
 from broker_core.coordination import BROKER_IDS_PATH
@@ -176,18 +176,18 @@ class LocalCluster:
         finally:
             self._signals.__exit__(None, None, None)
 
-    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+    def start(self, timeout_s: float = READY_TIMEOUT_S, before_brokers: Callable[[], None] | None = None) -> None:
         """Start ZooKeeper and every broker and wait until each listens. On any failure
         or interruption (Ctrl-C, SIGTERM) everything started so far is stopped."""
         refuse_running(self.directory)
         with _raising_on_termination():
             try:
-                self._start(timeout_s)
+                self._start(timeout_s, before_brokers)
             except BaseException:
                 self.stop()
                 raise
 
-    def _start(self, timeout_s: float) -> None:
+    def _start(self, timeout_s: float, before_brokers: Callable[[], None] | None = None) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._began = True
         # ZooKeeper is known by its pid file only once it answers: an interruption
@@ -212,6 +212,8 @@ class LocalCluster:
                 assert started is not None  # start() returned: the process exists
                 self.proxy_identity = process_identity.identify(started.pid)
                 self.write_record("starting")
+        if before_brokers is not None:  # ZooKeeper answers, no broker runs yet (a run's topics, its clock)
+            before_brokers()
         for broker in self.broker_ids:
             with _uninterrupted():
                 if self.lossy_wanted:

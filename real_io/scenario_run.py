@@ -210,6 +210,7 @@ class RealRun:
         self.final_phase = False
         self.settled = False
         self._due_ms = 0.0  # the schedule's nominal time (now_ms)
+        self.scenario_start: float | None = None  # the scenario's 0 ms (monotonic); None: when the workload starts
 
     @property
     def bootstrap(self) -> str:
@@ -218,11 +219,12 @@ class RealRun:
         return ",".join(process.bootstrap for process in self.brokers.values())
 
     def _running(self, broker: int) -> int | None:
-        """The broker's pid while it runs, not paused (the view's test)."""
+        """While the broker runs, not paused: when its process was started, in ms on
+        the run's clock (the view's test)."""
         process = self.brokers.get(broker)
-        if process is None or process.process is None or not process.alive or process.paused:
+        if process is None or not process.alive or process.paused or process.started_at is None:
             return None
-        return process.process.pid
+        return int((process.started_at - self.origin) * 1000)
 
     def _faults(self) -> RealFaultExecutor:
         cluster = self.cluster
@@ -256,7 +258,7 @@ class RealRun:
     def _start_brokers(self) -> None:
         if self.cluster is not None:
             try:
-                self.cluster.start(READY_TIMEOUT_S)
+                self.cluster.start(READY_TIMEOUT_S, before_brokers=self._topics_and_clock)
             except ClusterError as error:
                 raise RealRunError(f"the cluster did not start: {error}") from None
             return
@@ -269,10 +271,30 @@ class RealRun:
                 raise RealRunError(f"the broker did not start within {READY_TIMEOUT_S:.0f}s; its stderr: "
                                    f"{process.stderr_path}")
 
+    def _topics_and_clock(self) -> None:
+        """A cluster run starts as the simulation does: the topics are in the store
+        before any broker starts, and the scenario's clock (and every broker's) begins
+        as the brokers are started, so the brokers' timers (the high watermark
+        checkpoint every 5 s, say) run in the same phase as in the simulation, give or
+        take a process's start (about half a second, always later)."""
+        assert self.zk is not None
+        _write_admin_nodes(self.zk, self.chroot, self._topic_nodes())
+        self.origin = self.scenario_start = time.monotonic()
+        self.record.origin = self.origin
+        if self.cluster is not None:
+            self.cluster.origin = self.origin
+
+    def _topic_nodes(self) -> list[tuple[str, bytes]]:
+        return [node for t in self.scenario.cluster.topics for node in admin_topic_nodes(t.name, t.assignment, {})]
+
     def _create_topics(self) -> None:
         """On ZooKeeper as an administrator creates a topic with its assignment
         (broker_core/admin_nodes.py, as the simulation does), then wait until every
-        partition has a leader; on the embedded store through CreateTopics."""
+        partition has a leader; on the embedded store through CreateTopics. A cluster
+        run wrote its topics before its brokers started and does not wait: its
+        scenario has begun."""
+        if self.cluster is not None:
+            return
         if self.zk is None:
             admin = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
             topics = [NewTopic(t.name, t.partitions, t.replication_factor) for t in self.scenario.cluster.topics]
@@ -282,8 +304,7 @@ class RealRun:
                 except Exception as error:
                     raise RealRunError(f"creating topic {name} failed: {error}") from None
         else:
-            _write_admin_nodes(self.zk + self.chroot, [
-                node for t in self.scenario.cluster.topics for node in admin_topic_nodes(t.name, t.assignment, {})])
+            _write_admin_nodes(self.zk, self.chroot, self._topic_nodes())
         deadline = time.monotonic() + READY_TIMEOUT_S
         while any(self.view()["partitions"][p]["leader"] is None for p in self.partitions):
             if time.monotonic() > deadline:
@@ -292,7 +313,7 @@ class RealRun:
 
     def _workload_and_faults(self) -> None:
         scenario = self.scenario
-        start = time.monotonic()
+        start = self.scenario_start if self.scenario_start is not None else time.monotonic()
         end = start + scenario.duration_ms / 1000.0
         defaults = client_defaults(scenario.cluster.profile)
         self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
@@ -499,8 +520,9 @@ def _may_lose_power(scenario) -> bool:
             or (scenario.nemesis is not None and "power_loss" in scenario.nemesis.kinds))
 
 
-def _write_admin_nodes(zk: str, nodes: list[tuple[str, bytes]]) -> None:
-    """Create each node (and its parents) in order, as an administrator would."""
+def _write_admin_nodes(zk: str, chroot: str, nodes: list[tuple[str, bytes]]) -> None:
+    """Create each node (and its parents, the chroot's too) in order, as an
+    administrator would."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
@@ -508,7 +530,7 @@ def _write_admin_nodes(zk: str, nodes: list[tuple[str, bytes]]) -> None:
     try:
         client.start(timeout=10)
         for path, data in nodes:
-            client.create(path, data, makepath=True)
+            client.create(chroot + path, data, makepath=True)
     except (KazooException, KazooTimeoutError) as error:
         raise RealRunError(f"writing the topics to ZooKeeper at {zk} failed: {type(error).__name__}: {error}") from None
     finally:

@@ -37,7 +37,7 @@ class TraceTail:
         self._partial = b""
         self.partitions: dict[str, dict] = {}
         self.controller_epoch: int | None = None
-        self.incarnations = 0  # broker_started events read
+        self.last_started_ms: int | None = None  # the t_ms of the last broker_started read
 
     def poll(self) -> None:
         """Read what was written since the last poll; a line cut short (being written, or
@@ -64,7 +64,8 @@ class TraceTail:
         kind = event.get("type")
         if kind in ("broker_started", "broker_halted"):
             self.forget()
-            self.incarnations += kind == "broker_started"
+            if kind == "broker_started":
+                self.last_started_ms = event["t_ms"]
         elif kind == "replica_state":
             self.partitions = {p: dict(s) for p, s in event["partitions"].items()}
         elif kind == "controller_elected":
@@ -117,27 +118,23 @@ class TraceClusterView:
     """``view()`` for the fault executor and the triggers, over every broker's trace."""
 
     def __init__(self, traces: dict[int, Path], running: Callable[[int], int | None], partitions: list[str]):
-        """``running(broker)``: the process's pid while it runs and is not paused, else
-        None. A new pid is a new incarnation: what the killed one said of itself is
-        forgotten even before the new one says it started (a SIGKILL writes nothing)."""
+        """``running(broker)``: while the process runs and is not paused, when it was
+        started (ms on the traces' clock), else None. Until the trace says
+        ``broker_started`` at or after that time, the running process has said nothing
+        of itself yet, and what an earlier, killed one said (a SIGKILL writes nothing)
+        is not shown."""
         self.tails = {broker: TraceTail(broker, path) for broker, path in sorted(traces.items())}
         self.running = running
         self.partitions = partitions
-        self._pids: dict[int, int] = {}
 
     def __call__(self) -> dict:
         states: dict[int, dict[str, dict]] = {}
         best: tuple[int, int] | None = None
         for broker, tail in self.tails.items():
-            started = tail.incarnations
             tail.poll()
-            pid = self.running(broker)
-            if pid is None:
+            started_ms = self.running(broker)
+            if started_ms is None or tail.last_started_ms is None or tail.last_started_ms < started_ms:
                 continue
-            if self._pids.setdefault(broker, pid) != pid:
-                self._pids[broker] = pid
-                if tail.incarnations == started:  # the new incarnation has said nothing yet
-                    tail.forget()
             states[broker] = tail.partitions
             epoch = tail.controller_epoch
             if epoch is not None and (best is None or epoch > best[1]):

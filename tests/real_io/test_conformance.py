@@ -15,16 +15,7 @@ from scenarios.parse import load_scenario
 from scenarios.runner import run_scenario
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios" / "library"
-# kip-101-scenario-1's hw variant loses data only when broker 1 crashes (9.9 s) before its
-# high watermark checkpoint (every 5 s from its start) records the last fetch: in the
-# simulation the brokers start at 0 ms of the scenario; on a real cluster they start
-# about 0.3 s before the scenario's 0 (process start, then the topics), so the 10 s
-# checkpoint comes first and nothing is lost. A known difference until the real run's
-# clock starts with the brokers: strict, so that it is noticed when it goes away.
-TIMER_PHASE = pytest.mark.xfail(strict=True, reason="the brokers' timers start before the scenario's clock on a "
-                                                    "real cluster (high watermark checkpoint phase)")
-CASES = [("jepsen-2013.yaml", "unclean"), ("jepsen-2013.yaml", "safe"),
-         pytest.param("kip-101-scenario-1.yaml", "hw", marks=TIMER_PHASE),
+CASES = [("jepsen-2013.yaml", "unclean"), ("jepsen-2013.yaml", "safe"), ("kip-101-scenario-1.yaml", "hw"),
          ("kip-101-scenario-1.yaml", "epoch"), ("controller-and-leader-failover.yaml", None)]
 
 pytestmark = [pytest.mark.slow,

@@ -60,6 +60,7 @@ def test_a_tail_reads_whole_lines_as_they_are_written_and_skips_a_line_cut_short
               "isr": [1, 2], "log_end_offset": 7, "high_watermark": 4}
     text = json.dumps(became) + "\n"
     with open(path, "w") as stream:
+        stream.write(json.dumps({"t_ms": 1, "node": "broker-1", "type": "broker_started"}) + "\n")
         stream.write(text[:20])  # half a line: not judged yet
     tail.poll()
     assert tail.partitions == {}
@@ -73,7 +74,7 @@ def test_a_tail_reads_whole_lines_as_they_are_written_and_skips_a_line_cut_short
     assert tail.partitions["t-0"]["isr"] == [1, 2]  # ... so the cut line changed nothing
     assert tail.controller_epoch == 4
 
-    view = TraceClusterView({1: path}, lambda broker: 100, ["t-0", "t-1"])()
+    view = TraceClusterView({1: path}, lambda broker: 0, ["t-0", "t-1"])()
     assert view["controller"] == 1
     assert view["partitions"]["t-0"]["leader"] == 1 and view["partitions"]["t-0"]["high_watermark"] == 4
     assert view["partitions"]["t-1"]["leader"] is None
@@ -86,25 +87,25 @@ def test_a_tail_reads_whole_lines_as_they_are_written_and_skips_a_line_cut_short
     assert tail.partitions == {} and tail.controller_epoch is None  # a new incarnation knows nothing yet
 
 
-def test_a_new_incarnation_forgets_the_killed_ones_state_before_it_says_anything(tmp_path):
+def test_a_new_incarnation_shows_nothing_until_it_says_it_started(tmp_path):
     """A SIGKILL writes nothing: until the restarted process says it started, the view
     must not show what its killed incarnation believed (a trigger on ``role: follower``
-    would fire on a broker still recovering)."""
+    fired on a broker still recovering, even when the view first looked after the
+    restart)."""
     path = tmp_path / "trace.jsonl"
+    started = {"t_ms": 1, "node": "broker-1", "type": "broker_started"}
     became = {"t_ms": 5, "node": "broker-1", "type": "became_follower", "partition": "t-0", "leader": 2,
               "leader_epoch": 0, "log_end_offset": 7, "high_watermark": 4}
-    path.write_text(json.dumps(became) + "\n")
-    pids = {1: 100}
-    view = TraceClusterView({1: path}, lambda broker: pids[1], ["t-0"])
+    path.write_text(json.dumps(started) + "\n" + json.dumps(became) + "\n")  # an incarnation started at 0 ms
+    processes = {1: 0}  # when the running process was started
+    view = TraceClusterView({1: path}, lambda broker: processes[1], ["t-0"])
     assert view()["partitions"]["t-0"]["replicas"][1]["role"] == "follower"
-    pids[1] = 200  # killed and started again; the new process has written nothing yet
+    processes[1] = 8  # killed and started again at 8 ms; the new process has written nothing yet
     assert 1 not in view()["partitions"]["t-0"]["replicas"]
+    fresh = TraceClusterView({1: path}, lambda broker: processes[1], ["t-0"])  # first look after the restart
+    assert 1 not in fresh()["partitions"]["t-0"]["replicas"]
     with open(path, "a") as stream:
-        stream.write(json.dumps({"t_ms": 9, "node": "broker-1", "type": "broker_started"}) + "\n")
+        stream.write(json.dumps({**started, "t_ms": 9}) + "\n")
         stream.write(json.dumps({**became, "t_ms": 10, "leader_epoch": 1}) + "\n")
     assert view()["partitions"]["t-0"]["replicas"][1]["leader_epoch"] == 1
-    pids[1] = 300  # and again, this time the new incarnation spoke before the view looked
-    with open(path, "a") as stream:
-        stream.write(json.dumps({"t_ms": 11, "node": "broker-1", "type": "broker_started"}) + "\n")
-        stream.write(json.dumps({**became, "t_ms": 12, "leader_epoch": 2}) + "\n")
-    assert view()["partitions"]["t-0"]["replicas"][1]["leader_epoch"] == 2
+    assert fresh()["partitions"]["t-0"]["replicas"][1]["leader_epoch"] == 1
