@@ -1,15 +1,19 @@
-"""``isrlab run --binding real``: a one-broker scenario on a real ``isrlab serve`` process
-with real clients (confluent-kafka) as the workload and signals as the faults.
+"""``isrlab run --binding real``: a scenario on real ``isrlab serve`` processes (one
+alone, or several on a fresh local cluster with a fault proxy on every link) with real
+clients (confluent-kafka) as the workload and signals, the proxy and a lossy file
+system as the faults.
 
-The run: start the broker (its own trace file, on the run's clock), create the topics,
+The run: start the brokers (each its own trace file, on the run's clock), create the topics,
 run the producers and consumers and the fault schedule (and nemesis) for ``duration``,
 then the final phase in the simulation's order (faults/final_phase.py: stop the
 producers, wait for what is in flight, heal: resume and restart, wait until every
 partition has its leader, write the replica digests, read every partition from the
 beginning, let the consumers catch up), stop the broker, and merge
 the broker's events and the clients' into one ``trace.jsonl`` ordered by time (binding
-``real``). The scenario's times count from the moment the broker is live and its topics
-exist. ``refusals`` lists what a scenario asks that this binding cannot do; the runner
+``real``). A one-broker scenario's times count from the moment the broker is live and
+its topics exist; a cluster's from the moment its brokers are started, its topics
+already in ZooKeeper, as in the simulation (their timers then run in the same phase).
+``refusals`` lists what a scenario asks that this binding cannot do; the runner
 (scenarios/runner.py) refuses such a file before anything starts.
 """
 from __future__ import annotations
