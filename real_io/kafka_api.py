@@ -96,8 +96,8 @@ def fetch_records(result: FetchPartitionResult) -> bytes | Splice:
     batches = result.batches
     if not batches:
         return b""
-    if type(batches) is Splice:
-        return batches
+    if type(batches[0]) is Splice:  # the runtime's only element
+        return batches[0]
     return b"".join(bytes(batch.encode()) for batch in batches)
 
 

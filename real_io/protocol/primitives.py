@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Generic, TypeVar
 
 from real_io.protocol.errors import ProtocolError
 
@@ -137,13 +138,16 @@ class Reader:
         return fields
 
 
-class Splice:
+P = TypeVar("P")
+
+
+class Splice(Generic[P]):
     """``size`` bytes of a bytes or records field that the encoder does not hold: the
     caller sends them itself (the server: file regions, with sendfile). ``parts`` is
-    the caller's, opaque here."""
+    the caller's, opaque here (its type is the caller's: a list of PinnedRegion)."""
     __slots__ = ("size", "parts")
 
-    def __init__(self, size: int, parts: object = None):
+    def __init__(self, size: int, parts: P):
         self.size = size
         self.parts = parts
 
@@ -158,7 +162,7 @@ class Writer:
 
     def __init__(self):
         self.out = bytearray()
-        self.splices: list[tuple[int, Splice]] = []
+        self.splices: list[tuple[int, Splice[object]]] = []
 
     def getvalue(self) -> bytes:
         return bytes(self.out)
