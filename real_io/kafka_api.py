@@ -214,7 +214,8 @@ def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopics
 
 
 def create_topics_response(response: CreateTopicsResponse | None, local_errors: Mapping[str, tuple[int, str]]) -> dict:
-    rows = {name: (code, message, -1, -1) for name, (code, message) in local_errors.items()}
+    rows: dict[str, tuple[int, str | None, int, int]] = {
+        name: (code, message, -1, -1) for name, (code, message) in local_errors.items()}
     if response is not None:
         for name, result in response.topics.items():
             rows[name] = (int(result.error), result.message, result.num_partitions, result.replication_factor)
