@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar, overload
 
 from real_io.protocol.errors import ProtocolError
 
@@ -93,6 +93,12 @@ class Reader:
             raise ProtocolError(f"{what} length {n} exceeds the {self.remaining} bytes that remain")
         return n
 
+    # Not nullable, a string or an array length is never None: the overloads say so.
+    @overload
+    def string(self, nullable: Literal[False] = False) -> str: ...
+    @overload
+    def string(self, nullable: bool) -> str | None: ...
+
     def string(self, nullable: bool = False) -> str | None:
         return self._text(self._length(self.int16(), nullable, "string"))
 
@@ -115,6 +121,11 @@ class Reader:
     def compact_bytes(self, nullable: bool = False, view: bool = False) -> bytes | memoryview | None:
         n = self._length(self.unsigned_varint() - 1, nullable, "bytes")
         return None if n is None else self.view(n) if view else self.raw(n)
+
+    @overload
+    def array_length(self, compact: bool, nullable: Literal[False] = False) -> int: ...
+    @overload
+    def array_length(self, compact: bool, nullable: bool) -> int | None: ...
 
     def array_length(self, compact: bool, nullable: bool = False) -> int | None:
         """An array's element count; every element takes at least one byte, so a count
