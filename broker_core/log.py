@@ -25,7 +25,7 @@ from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
-from broker_core.records import Record, RecordBatch, Records
+from broker_core.records import ClientBatch, Record, RecordBatch, Records
 from broker_core.segment_format import BatchBytes, DecodeError, stored_bytes
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.types import TopicPartition
@@ -103,7 +103,7 @@ class PartitionLog:
         return Segment(base_offset, self.segment_path(base_offset), 0, OffsetIndex(base_offset))
 
     # -- appends -------------------------------------------------------------------
-    def append_as_leader(self, records: Sequence[Record] | RecordBatch, leader_epoch: int) -> tuple[RecordBatch, list]:
+    def append_as_leader(self, records: Sequence[Record] | ClientBatch, leader_epoch: int) -> tuple[ClientBatch, list]:
         """Append records, or a client's batch (its producer fields kept), at the log end."""
         # A client's batch (the core's or a binding's). Plain Records are asked first, as
         # hasattr's miss raises and catches an AttributeError per append.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from broker_core.errors import ErrorCode
-from broker_core.records import Record, RecordBatch
+from broker_core.records import ClientBatch, Record
 from broker_core.types import TopicPartition
 
 CONSUMER_REPLICA_ID = -1
@@ -28,12 +28,13 @@ class ProduceRequest:
     correlation_id: int
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
-    # a Records, Record tuples, or a client's RecordBatch (offsets unset) carrying an
-    # idempotent producer's producer_id, producer_epoch and base_sequence
-    partitions: Mapping[TopicPartition, Sequence[Record] | RecordBatch]
+    # a Records, Record tuples, or a client's batch (offsets unset: a RecordBatch, or
+    # the real binding's WireBatch) carrying an idempotent producer's producer_id,
+    # producer_epoch and base_sequence
+    partitions: Mapping[TopicPartition, Sequence[Record] | ClientBatch]
 
     def __init__(self, correlation_id: int, acks: int, timeout_ms: int,
-                 partitions: Mapping[TopicPartition, Sequence[Record] | RecordBatch]) -> None:
+                 partitions: Mapping[TopicPartition, Sequence[Record] | ClientBatch]) -> None:
         self.correlation_id = correlation_id
         self.acks = acks
         self.timeout_ms = timeout_ms

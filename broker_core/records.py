@@ -47,6 +47,16 @@ class BatchHeader(Protocol):
     def size_bytes(self) -> int: ...
 
 
+class ClientBatch(BatchHeader, Protocol):
+    """A client's batch as a leader appends it (PartitionLog.append_as_leader): a
+    RecordBatch, or a binding's own batch (real_io's WireBatch, which keeps the client's
+    bytes and stamps them)."""
+
+    def with_offsets(self, base_offset: int, leader_epoch: int) -> ClientBatch:
+        """The batch as stored: offsets and leader epoch assigned, all else as sent."""
+        ...
+
+
 class Record(NamedTuple):
     """One record, as a caller sees it; batches store records by column (``Records``)."""
     key: str | None

@@ -102,7 +102,14 @@ class BrokerProcess:
     @property
     def alive(self) -> bool:
         """The process runs (possibly paused): a crash or shutdown has not ended it."""
-        return self.process is not None and self.process.poll() is None
+        return self._running() is not None
+
+    def _running(self) -> subprocess.Popen | None:
+        """The current incarnation while it runs (possibly paused); None once it has
+        ended or before the first start. The signals go to it only then: a process that
+        has exited and been reaped may have handed its pid on."""
+        process = self.process
+        return process if process is not None and process.poll() is None else None
 
     @property
     def ready(self) -> bool:
@@ -160,19 +167,21 @@ class BrokerProcess:
     def kill(self) -> None:
         """SIGKILL: the process dies at once; what it wrote stays in the page cache."""
         with self._lock:
-            if self.alive:
-                self.process.send_signal(signal.SIGKILL)
-                self.process.wait()
+            process = self._running()
+            if process is not None:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
             self.paused = False
 
     def terminate(self) -> None:
         """SIGTERM: the broker's controlled shutdown; it exits by itself."""
         with self._lock:
-            if self.alive:
+            process = self._running()
+            if process is not None:
                 if self.paused:  # a stopped process handles SIGTERM only once it runs
-                    self.process.send_signal(signal.SIGCONT)
+                    process.send_signal(signal.SIGCONT)
                     self.paused = False
-                self.process.send_signal(signal.SIGTERM)
+                process.send_signal(signal.SIGTERM)
 
     def wait_exit(self, timeout_s: float) -> bool:
         if self.process is None:
@@ -185,14 +194,16 @@ class BrokerProcess:
 
     def pause(self) -> None:
         with self._lock:
-            if self.alive and not self.paused:
-                self.process.send_signal(signal.SIGSTOP)
+            process = self._running()
+            if process is not None and not self.paused:
+                process.send_signal(signal.SIGSTOP)
                 self.paused = True
 
     def resume(self) -> None:
         with self._lock:
-            if self.alive and self.paused:
-                self.process.send_signal(signal.SIGCONT)
+            process = self._running()
+            if process is not None and self.paused:
+                process.send_signal(signal.SIGCONT)
             self.paused = False
 
     def stop(self, timeout_s: float = 30.0) -> None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Callable
+from typing import Callable, cast
 
 from real_io.listener_limits import MemoryPool
 from real_io.protocol import apis
@@ -97,6 +97,10 @@ _NO_POOL = MemoryPool(0)
 
 
 class FrameConnection(asyncio.BufferedProtocol):
+    # From connection_made, which the loop calls before any other method (and the
+    # server uses a connection only from its on_open call there on).
+    transport: asyncio.Transport
+
     def __init__(self, max_request_bytes: int, on_open: Callable[["FrameConnection"], None],
                  pool: FramePool | None = None, memory: MemoryPool = _NO_POOL,
                  on_lost: Callable[[], None] | None = None):
@@ -105,7 +109,6 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._on_lost = on_lost
         self._pool = pool if pool is not None else FramePool()
         self._memory = memory
-        self.transport: asyncio.Transport | None = None
         # bytes read that are neither whole frames nor in a frame's buffer: a partial size
         # prefix, or the start of a frame below STAGING_BYTES (or one waiting for memory)
         self._carry: bytes | bytearray = b""
@@ -130,7 +133,8 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     # -- the transport's side --------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream server's transport reads and writes (a socket transport).
+        self.transport = cast(asyncio.Transport, transport)
         self._on_open(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:

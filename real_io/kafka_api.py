@@ -96,8 +96,8 @@ def fetch_records(result: FetchPartitionResult) -> bytes | Splice:
     batches = result.batches
     if not batches:
         return b""
-    if type(batches) is Splice:
-        return batches
+    if type(batches[0]) is Splice:  # the runtime's only element
+        return batches[0]
     return b"".join(bytes(batch.encode()) for batch in batches)
 
 
@@ -214,7 +214,8 @@ def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopics
 
 
 def create_topics_response(response: CreateTopicsResponse | None, local_errors: Mapping[str, tuple[int, str]]) -> dict:
-    rows = {name: (code, message, -1, -1) for name, (code, message) in local_errors.items()}
+    rows: dict[str, tuple[int, str | None, int, int]] = {
+        name: (code, message, -1, -1) for name, (code, message) in local_errors.items()}
     if response is not None:
         for name, result in response.topics.items():
             rows[name] = (int(result.error), result.message, result.num_partitions, result.replication_factor)

@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 
-from fuse import FUSE, FuseOSError  # type: ignore[import-untyped]
+from fuse import FUSE, FuseOSError
 
 from real_io.lossy_disk import PENDING_DIR, LossyDisk
 

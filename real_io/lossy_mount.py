@@ -58,7 +58,7 @@ def _static_reason() -> str | None:
     if ctypes.util.find_library("fuse") is None:
         return "libfuse 2 is not installed (make lossyfs; Debian: apt-get install libfuse2)"
     try:
-        import fuse  # type: ignore[import-untyped]  # noqa: F401
+        import fuse  # noqa: F401
     except ImportError:
         return "fusepy is not installed (pip install fusepy; make lossyfs)"
     except OSError as exc:  # fusepy raises EnvironmentError when it cannot load libfuse

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Message, Producer, TopicPartition
 
 from analysis.client_history import (
     ACKS_0, CLIENT_TIMEOUT, CONNECTION_RESET, INFO, INVOKE, OK, OUTCOME_UNKNOWN, READER, RUN_ENDED, completion_of,
@@ -40,7 +40,9 @@ from broker_core.partitioner import make_partition_for_key, make_partitioner
 from broker_core.types import TopicPartition as PartitionName  # confluent_kafka's TopicPartition is the client's
 
 TraceFn = Callable[[str, str, dict], None]
-QUIET = {"log_level": 0, "error_cb": lambda _error: None}  # a down broker is expected, not news
+# A down broker is expected, not news. Any: librdkafka's configuration takes callbacks
+# (error_cb), which confluent_kafka's AdminClient stub leaves out of its value types.
+QUIET: dict[str, Any] = {"log_level": 0, "error_cb": lambda _error: None}
 UNUSED_GROUP = "isrlab-unused"  # librdkafka wants a group id; assign() never joins it
 
 
@@ -198,13 +200,17 @@ class RealConsumer:
             if error is not None:
                 if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                     continue  # librdkafka looks up the unused group's coordinator once
-                if message.partition() is not None and message.partition() >= 0:
-                    errors[str(PartitionName(message.topic(), message.partition()))] = error.name()
+                topic, index = message.topic(), message.partition()
+                if topic is not None and index is not None and index >= 0:
+                    errors[str(PartitionName(topic, index))] = error.name()
                 continue
-            partition = str(PartitionName(message.topic(), message.partition()))
+            where = _record_position(message)
+            if where is None:
+                continue
+            partition, offset = where
             value = message.value()
-            records.setdefault(partition, []).append([message.offset(), None if value is None else value.decode()])
-            self.positions[partition] = message.offset() + 1
+            records.setdefault(partition, []).append([offset, None if value is None else value.decode()])
+            self.positions[partition] = offset + 1
         if not records and not errors:
             return
         self._op += 1
@@ -229,6 +235,15 @@ class RealConsumer:
         self.consumer.close()
 
 
+def _record_position(message: Message) -> tuple[str, int] | None:
+    """A record's partition (by name) and offset. librdkafka's Message types them as
+    Optional, for its error events; a message without an error (a record) has both."""
+    topic, index, offset = message.topic(), message.partition(), message.offset()
+    if topic is None or index is None or offset is None:
+        return None
+    return str(PartitionName(topic, index)), offset
+
+
 def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: float) -> dict[str, tuple]:
     """Every partition from its log start up to the high watermark found at the start of
     the read (``reader`` operations); returns partition -> (log start, high watermark,
@@ -249,12 +264,11 @@ def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: 
         consumer.assign([TopicPartition(*PartitionName.parse(name), OFFSET_BEGINNING) for name in wanted])
         while time.monotonic() < deadline and not all(reads[name].complete for name in wanted):
             for message in consumer.consume(500, 0.2):
-                if message.error() is not None:
-                    continue
-                read = reads.get(str(PartitionName(message.topic(), message.partition())))
-                if read is not None:
+                where = _record_position(message) if message.error() is None else None
+                read = reads.get(where[0]) if where is not None else None
+                if where is not None and read is not None:
                     value = message.value()
-                    read.add(message.offset(), None if value is None else value.decode())
+                    read.add(where[1], None if value is None else value.decode())
     finally:
         consumer.close()
     return _read_outcomes(partitions, ops, reads, trace)

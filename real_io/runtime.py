@@ -63,6 +63,10 @@ class CoordinationPort(Protocol):
 
 
 class BrokerRuntime:
+    # The running loop, from start(): nothing reaches the runtime before (the server
+    # asks is_running, which is False until then), so it is not Optional.
+    loop: asyncio.AbstractEventLoop
+
     def __init__(self, broker_id: int, config: BrokerConfig, data_dir: DataDir, coordination: CoordinationPort,
                  trace: TraceWriter | None = None, topic_configs: dict[str, BrokerConfig] | None = None,
                  clock_origin: float | None = None, peers: Mapping[int, Address] | None = None,
@@ -80,14 +84,13 @@ class BrokerRuntime:
         self.coordination = coordination
         self.writer = trace
         self.node = BrokerNode(broker_id, config, topic_configs or {})
-        self.loop: asyncio.AbstractEventLoop | None = None
         self._origin = 0.0
         self._clock_origin = clock_origin
         self._last_now = 0
         self._timers: dict[tuple, asyncio.TimerHandle] = {}
         self._clients: dict[Hashable, Callable[[Any], None]] = {}
         self._closers: dict[Hashable, Callable[[], None]] = {}
-        self.halted: asyncio.Future | None = None
+        self.halted: asyncio.Future[Halt] | None = None  # from start(); done once the node halts
         self.halt_reason: Halt | None = None
         self._draining = False
         self._fsync_thread = ThreadPoolExecutor(1, thread_name_prefix="fsync")
@@ -151,8 +154,8 @@ class BrokerRuntime:
         self._closers.pop(address, None)
 
     def _wakeup_threadsafe(self) -> None:
-        loop = self.loop
-        if loop is not None and not loop.is_closed():
+        loop = self.loop  # set: start() sets it before it hands this to the coordination
+        if not loop.is_closed():
             loop.call_soon_threadsafe(self._drain_coordination)
 
     def _drain_coordination(self) -> None:
@@ -231,7 +234,9 @@ class BrokerRuntime:
         for result in response.partitions.values():
             regions = result.batches
             if regions:
-                result.batches = Splice(sum(r.size for r in regions), [self.data_dir.pin(r) for r in regions])
+                # As the one element of the core's tuple: the field's type (which mypyc,
+                # compiling the core, enforces) is a tuple; kafka_api.fetch_records takes it out.
+                result.batches = (Splice(sum(r.size for r in regions), [self.data_dir.pin(r) for r in regions]),)
 
     def _file_effect(self, effect: FileEffect) -> None:
         try:
@@ -273,7 +278,8 @@ class BrokerRuntime:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        self.halted.set_result(effect)
+        if self.halted is not None:  # always: apply runs only while is_running
+            self.halted.set_result(effect)
 
 
 def _request_timeouts_ms(config: BrokerConfig) -> dict[str, int]:

@@ -142,12 +142,14 @@ async def serve(options: ServeOptions, on_ready: Callable[[str, int], None]) -> 
             raise ServeError(f"cannot listen on {options.host}:{options.port}: {error.strerror or error}") from None
         runtime.advertised.setdefault(options.broker_id, (server.host, server.port))
         runtime.start()  # a request read before this is answered by closing its connection (server._ask)
+        halted = runtime.halted
+        assert halted is not None  # start() made it
         start_sampler(runtime, options.sample_interval_ms)
         await _until_live(runtime)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, runtime.shutdown)
         on_ready(server.host, server.port)
-        halt = await runtime.halted
+        halt = await halted
         return 0 if halt.requested else 1
     finally:
         await server.close()
@@ -170,7 +172,8 @@ async def _until_live(runtime: BrokerRuntime) -> None:
     deadline = runtime.loop.time() + READY_TIMEOUT_S
     while runtime.broker_id not in runtime.node.live_brokers():
         if not runtime.is_running:
-            raise ServeError(f"the broker stopped while starting: {runtime.halt_reason.reason}")
+            halt = runtime.halt_reason  # set with the halt that stopped it
+            raise ServeError(f"the broker stopped while starting: {halt.reason if halt is not None else 'no reason'}")
         if runtime.loop.time() > deadline:
             raise ServeError(f"the broker did not become live within {READY_TIMEOUT_S:.0f}s "
                              "(is the coordination service reachable?)")

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from real_io import inter_broker_api, kafka_api, local_apis
 from real_io.connection import FrameConnection, FramePool
+from real_io.files import PinnedRegion
 from real_io.listener_limits import ConnectionQuotas, ListenerLimits, MemoryPool
 from real_io.protocol import apis
 from real_io.protocol.primitives import Splice
@@ -188,14 +189,14 @@ class KafkaServer:
             self._closed_by_core.discard(address)
             connection.close()
 
-    async def _write(self, connection: FrameConnection, parts: list) -> None:
+    async def _write(self, connection: FrameConnection, parts: list[bytes | Splice[list[PinnedRegion]]]) -> None:
         """A response's bytes, and its spliced file regions straight from the segment
         files with sendfile (os.sendfile on a socket transport). A region the file no
         longer holds whole (truncated meanwhile) ends the connection, as Kafka's
         FileRecords.writeTo does, rather than send a short frame."""
         try:
             for part in parts:
-                if type(part) is not Splice:
+                if not isinstance(part, Splice):  # (isinstance: mypy narrows both ways)
                     connection.write(part)
                     continue
                 await connection.drain()
@@ -219,6 +220,7 @@ class KafkaServer:
         header = request.header
         key, version = header.api_key, header.api_version
         local = _LOCAL.get(key)
+        body: dict | None
         if local is not None:
             body = local(request.body)
         elif key == ApiKey.DESCRIBE_CONFIGS:
@@ -254,9 +256,9 @@ class KafkaServer:
             answer = await self._ask(address, kafka_api.metadata_request(cid, version, body))
             return kafka_api.metadata_response(answer, self.endpoints)
         if key == ApiKey.LIST_OFFSETS:
-            message, errors = kafka_api.list_offsets_request(cid, body)
-            answer = await self._ask(address, message) if message.partitions else None
-            return kafka_api.list_offsets_response(answer, errors, version)
+            offsets, offset_errors = kafka_api.list_offsets_request(cid, body)
+            answer = await self._ask(address, offsets) if offsets.partitions else None
+            return kafka_api.list_offsets_response(answer, offset_errors, version)
         if key == ApiKey.INIT_PRODUCER_ID:
             return kafka_api.init_producer_id_response(
                 await self._ask(address, kafka_api.init_producer_id_request(cid, body)))
@@ -264,9 +266,9 @@ class KafkaServer:
             return kafka_api.offset_for_leader_epoch_response(
                 await self._ask(address, kafka_api.offset_for_leader_epoch_request(cid, body)))
         if key == ApiKey.CREATE_TOPICS:
-            message, errors = kafka_api.create_topics_request(cid, body)
-            answer = await self._ask(address, message) if message.topics else None
-            return kafka_api.create_topics_response(answer, errors)
+            creation, topic_errors = kafka_api.create_topics_request(cid, body)
+            answer = await self._ask(address, creation) if creation.topics else None
+            return kafka_api.create_topics_response(answer, topic_errors)
         inter_broker = inter_broker_api.INBOUND.get(key)
         if inter_broker is not None:  # the controller's requests, and those to the controller
             to_core, to_wire = inter_broker
@@ -285,14 +287,15 @@ class KafkaServer:
             self._waiting.pop(message.correlation_id, None)
 
     def _on_core_message(self, message: Any) -> None:
-        future = self._waiting.get(getattr(message, "correlation_id", None))
+        correlation_id = getattr(message, "correlation_id", None)  # none: as unexpected as one nobody awaits
+        future = self._waiting.get(correlation_id) if correlation_id is not None else None
         if future is not None and not future.done():
             future.set_result(message)
         elif future is None:
             print(f"isrlab serve: unexpected {type(message).__name__} for a client", file=sys.stderr)
 
 
-def _close_splices(parts) -> None:
+def _close_splices(parts: list[bytes | Splice[list[PinnedRegion]]]) -> None:
     for part in parts:
         if type(part) is Splice:
             for region in part.parts:

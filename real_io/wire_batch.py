@@ -26,6 +26,13 @@ _LEADER_EPOCH = struct.Struct(">i")  # at byte 12
 class WireBatch:
     __slots__ = ("data", "base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "attributes", "first_timestamp", "max_timestamp")
+    # the core's header fields (broker_core.records.BatchHeader), set by _set_log_fields
+    base_offset: int
+    next_offset: int
+    leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
 
     def __init__(self, data: memoryview, header: record_batch.BatchHeader):
         self.data = data
@@ -98,13 +105,19 @@ class WireBatchHeader:
     and the size in bytes, read without touching the records."""
     __slots__ = ("base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
                  "base_sequence", "size_bytes")
+    base_offset: int
+    next_offset: int
+    leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
 
     def __init__(self, header: record_batch.BatchHeader):
         _set_log_fields(self, header)
         self.size_bytes = header.size
 
 
-def _set_log_fields(batch, header: record_batch.BatchHeader) -> None:
+def _set_log_fields(batch: WireBatch | WireBatchHeader, header: record_batch.BatchHeader) -> None:
     """The fields the core's log reads of a stored batch (broker_core.records.BatchHeader)."""
     batch.base_offset = header.base_offset
     batch.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset

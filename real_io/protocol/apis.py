@@ -57,7 +57,8 @@ class ApiKey(IntEnum):
     ALTER_ISR = 56
 
 
-SUPPORTED: dict[ApiKey, tuple[int, int]] = {
+# Keyed by ApiKey; typed by int (ApiKey is an IntEnum) as it is looked up by the frame's plain int.
+SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 8),
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 5),
@@ -89,7 +90,7 @@ def response_schema(api_key: int) -> Message:
 
 
 def is_supported(api_key: int, api_version: int) -> bool:
-    versions = SUPPORTED.get(api_key)  # type: ignore[call-overload]
+    versions = SUPPORTED.get(api_key)
     return versions is not None and versions[0] <= api_version <= versions[1]
 
 
@@ -153,7 +154,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
     parts = encode_response_parts(api_key, api_version, correlation_id, body)
     if len(parts) != 1:
         raise ProtocolError("a response with spliced fields is sent in parts")
-    return parts[0]  # type: ignore[return-value]
+    return parts[0]
 
 
 def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:

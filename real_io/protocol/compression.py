@@ -15,7 +15,7 @@ import struct
 import zlib
 
 import cramjam
-import lz4.frame  # type: ignore[import-untyped]
+import lz4.frame
 import zstandard
 
 from real_io.protocol.errors import ProtocolError

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Generic, Literal, TypeVar, overload
 
 from real_io.protocol.errors import ProtocolError
 
@@ -92,6 +93,12 @@ class Reader:
             raise ProtocolError(f"{what} length {n} exceeds the {self.remaining} bytes that remain")
         return n
 
+    # Not nullable, a string or an array length is never None: the overloads say so.
+    @overload
+    def string(self, nullable: Literal[False] = False) -> str: ...
+    @overload
+    def string(self, nullable: bool) -> str | None: ...
+
     def string(self, nullable: bool = False) -> str | None:
         return self._text(self._length(self.int16(), nullable, "string"))
 
@@ -115,6 +122,11 @@ class Reader:
         n = self._length(self.unsigned_varint() - 1, nullable, "bytes")
         return None if n is None else self.view(n) if view else self.raw(n)
 
+    @overload
+    def array_length(self, compact: bool, nullable: Literal[False] = False) -> int: ...
+    @overload
+    def array_length(self, compact: bool, nullable: bool) -> int | None: ...
+
     def array_length(self, compact: bool, nullable: bool = False) -> int | None:
         """An array's element count; every element takes at least one byte, so a count
         above the remaining bytes is malformed and rejected before any allocation."""
@@ -137,13 +149,16 @@ class Reader:
         return fields
 
 
-class Splice:
+P = TypeVar("P")
+
+
+class Splice(Generic[P]):
     """``size`` bytes of a bytes or records field that the encoder does not hold: the
     caller sends them itself (the server: file regions, with sendfile). ``parts`` is
-    the caller's, opaque here."""
+    the caller's, opaque here (its type is the caller's: a list of PinnedRegion)."""
     __slots__ = ("size", "parts")
 
-    def __init__(self, size: int, parts: object = None):
+    def __init__(self, size: int, parts: P):
         self.size = size
         self.parts = parts
 
@@ -158,7 +173,7 @@ class Writer:
 
     def __init__(self):
         self.out = bytearray()
-        self.splices: list[tuple[int, Splice]] = []
+        self.splices: list[tuple[int, Splice[object]]] = []
 
     def getvalue(self) -> bytes:
         return bytes(self.out)

@@ -27,12 +27,12 @@ _PARTITION_FIELDS = {"partition_index", "error_code", "base_offset", "log_append
 def decode_request_body(reader: Reader) -> dict:
     """What ``Message.decode`` gives for a ProduceRequest v3-8 body: records fields are
     views of the frame. ProtocolError (from the reader) for anything malformed."""
-    body = {"transactional_id": reader.string(True), "acks": reader.int16(), "timeout_ms": reader.int32()}
+    body: dict[str, object] = {"transactional_id": reader.string(True), "acks": reader.int16(), "timeout_ms": reader.int32()}
     topics = []
-    for _ in range(reader.array_length(False, False)):  # type: ignore[arg-type]
+    for _ in range(reader.array_length(False, False)):
         name = reader.string(False)
         partitions = []
-        for _ in range(reader.array_length(False, False)):  # type: ignore[arg-type]
+        for _ in range(reader.array_length(False, False)):
             index = reader.int32()
             partitions.append({"partition_index": index, "records": reader.bytes32(True, True)})
         topics.append({"name": name, "partitions": partitions})

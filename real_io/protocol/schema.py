@@ -148,7 +148,7 @@ def _read_struct(reader: Reader, fields: tuple[F, ...], version: int, flexible: 
             value[name] = _read_value(reader, f, version, inner_flexible, nullable)
         else:
             if step == _TAGGED:
-                tagged[f.tag] = f  # type: ignore[index]
+                tagged[f.tag] = f
             value[name] = f.default_value(version)
     if flexible:
         for tag, raw in reader.tagged_fields().items():
@@ -205,7 +205,7 @@ def _write_struct(writer: Writer, fields: tuple[F, ...], version: int, flexible:
             if flexible and item != f.default_value(version):
                 inner = Writer()
                 _write_value(inner, f, version, True, item, nullable)
-                tagged[f.tag] = inner.getvalue()  # type: ignore[index]
+                tagged[f.tag] = inner.getvalue()
             continue
         _write_value(writer, f, version, inner_flexible, item, nullable)
     if flexible:
