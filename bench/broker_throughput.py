@@ -62,9 +62,9 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def create_topic(bootstrap: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(TOPIC, partitions, 1)], operation_timeout=30)
+def create_topic(bootstrap: str, partitions: int, replication: int = 1, topic: str = TOPIC) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    futures = admin.create_topics([NewTopic(topic, partitions, replication)], operation_timeout=30)
     for future in futures.values():
         try:
             future.result(60)
@@ -143,16 +143,37 @@ def run_case(size: int, megabytes: float, partitions: int) -> dict:
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
-    mock = Producer({**PRODUCER, "test.mock.num.brokers": 1, "log_level": 3})
-    broker = next(iter(mock.list_topics(timeout=10).brokers.values()))
-    mock_bootstrap = f"{broker.host}:{broker.port}"
-    warm = Producer({**PRODUCER, "bootstrap.servers": mock_bootstrap})  # auto-creates the topic
+    out.update(run_mock(1, count, size, partitions, {}))
+    return out
+
+
+def run_mock(brokers: int, count: int, size: int, partitions: int, producer: dict) -> dict:
+    """The same produce and consume against librdkafka's in-process mock cluster of
+    ``brokers`` brokers: ``mock_produce_s``, ``mock_consume_s``, ``mock_read`` and
+    ``mock_read_bytes`` (what it still held). The cluster lives as long as the client
+    that asked for it (``test.mock.num.brokers``), so it is kept until the end."""
+    mock = Producer({**PRODUCER, "test.mock.num.brokers": brokers, "log_level": 3})
+    listed = mock.list_topics(timeout=10).brokers.values()
+    mock_bootstrap = ",".join(f"{b.host}:{b.port}" for b in listed)
+    # The mock has no CreateTopics: the first produce auto-creates the topic with its
+    # defaults (4 partitions, replication factor min(3, brokers)).
+    warm = Producer({**PRODUCER, **producer, "bootstrap.servers": mock_bootstrap})
     warm.produce(TOPIC, b"", partition=0)
     warm.flush(30)
-    out["mock_produce_s"] = produce({"bootstrap.servers": mock_bootstrap}, count, size, partitions)
+    out = {"mock_produce_s": produce({**producer, "bootstrap.servers": mock_bootstrap}, count, size, partitions)}
     out["mock_consume_s"], out["mock_read"], out["mock_read_bytes"] = consume(mock_bootstrap, partitions)
-    del mock
+    del warm, mock
     return out
+
+
+def rates(r: dict) -> dict:
+    """MB/s (10^6 bytes) of each side and the ratios ours / mock, from a run's seconds."""
+    mb = r["size"] * r["count"] / 1e6
+    ours_p, mock_p = mb / r["ours_produce_s"], mb / r["mock_produce_s"]
+    ours_c = mb / r["ours_consume_s"]
+    mock_c = r["mock_read_bytes"] / 1e6 / r["mock_consume_s"] if r["mock_consume_s"] > 0 else float("nan")
+    return {"ours_produce": ours_p, "mock_produce": mock_p, "produce_ratio": ours_p / mock_p,
+            "ours_consume": ours_c, "mock_consume": mock_c, "consume_ratio": ours_c / mock_c}
 
 
 def table(results: list[dict]) -> str:
@@ -160,10 +181,8 @@ def table(results: list[dict]) -> str:
              "mock consume MB/s | ratio | broker peak RSS |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
-        mb = r["size"] * r["count"] / 1e6
-        ours_p, mock_p = mb / r["ours_produce_s"], mb / r["mock_produce_s"]
-        ours_c = mb / r["ours_consume_s"]
-        mock_c = r["mock_read_bytes"] / 1e6 / r["mock_consume_s"] if r["mock_consume_s"] > 0 else float("nan")
+        x = rates(r)
+        ours_p, mock_p, ours_c, mock_c = x["ours_produce"], x["mock_produce"], x["ours_consume"], x["mock_consume"]
         lines.append(f"| {r['size']} B | {r['count']} | {ours_p:.1f} ({r['count'] / r['ours_produce_s']:.0f}/s) | "
                      f"{mock_p:.1f} ({r['count'] / r['mock_produce_s']:.0f}/s) | {ours_p / mock_p:.2f} | "
                      f"{ours_c:.1f} | {mock_c:.1f} | {ours_c / mock_c:.2f} | {r['peak_rss_mb']:.0f} MiB |")
@@ -216,10 +235,16 @@ def write_section(path: Path, text: str, argv: list[str], records_mb: float, loa
             f"{confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]}) producer and consumer, "
             f"acks=1, one broker; {MOCK_PARTITIONS} partitions, {records_mb:g} MiB per record size; {load}).\n\n"
             f"{text}\n\n{VERDICT}\n")
+    replace_section(path, SECTION, body)
+
+
+def replace_section(path: Path, heading: str, body: str) -> None:
+    """Put ``body`` (which starts with ``heading``) where the section ``heading`` is, up
+    to the next ``## `` heading, or at the end of the file."""
     current = path.read_text() if path.exists() else ""
-    if SECTION in current:
-        start = current.index(SECTION)
-        rest = current[start + len(SECTION):]
+    if heading in current:
+        start = current.index(heading)
+        rest = current[start + len(heading):]
         end = rest.find("\n## ")
         current = current[:start] + body + (rest[end + 1:] if end >= 0 else "")
     else:

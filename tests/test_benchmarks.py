@@ -109,3 +109,48 @@ def test_peak_memory_is_the_childs_own_not_the_parents():
     assert sim_speed.peak_memory_mb("pass") < 100
     assert sim_speed.peak_memory_mb("x = b'\\x01' * 120_000_000") > 110
     del ballast
+
+
+def cluster_bench_module():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import cluster_throughput
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return cluster_throughput
+
+
+def test_simulated_failover_times_the_crash_to_the_first_write_on_the_new_leader(tmp_path):
+    """The scenario's leader (broker 2, not the controller) crashes at 10 s; with 6 s
+    sessions the controller can elect only once the session has expired (the client
+    pings every third of the timeout: at least 4 s after the crash), and the first write
+    acknowledged after it is later still."""
+    run = cluster_bench_module().sim_failover(1, 6000, tmp_path)
+    assert run["killed"] == 2 and not run["was_controller"] and run["new_leader"] in (1, 3), run
+    assert run["epoch"] == 1
+    assert 4.0 <= run["expired_s"] <= run["elected_s"] < 6.5, run
+    assert run["elected_s"] < run["failover_s"] < run["elected_s"] + 3, run
+
+
+def test_cluster_bench_refuses_bad_options_with_a_message():
+    for options, message in ((["--session-timeout-ms", "500"], "2 to 20 ticks"), (["--failovers", "-1"], "not negative")):
+        done = subprocess.run([sys.executable, "bench/cluster_throughput.py", *options],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, options
+
+
+@pytest.mark.slow
+def test_cluster_bench_measures_a_real_cluster_the_mock_and_a_failover():
+    """A short run of everything: 2 MiB through three real brokers and the mock, one
+    kill -9 of a leader and one simulated crash (about 20 s)."""
+    out = subprocess.run([sys.executable, "bench/cluster_throughput.py", "--records-mb", "2", "--failovers", "1",
+                          "--sim-seeds", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
+    row = re.search(r"^\| 10240 B \| 204 \|(.*)\|$", out, re.M)
+    assert row, out
+    # ours and mock produce MB/s (each with records/s), ratio, ours and mock consume, ratio, peak RSS
+    cells = [c.strip() for c in row[1].split("|")]
+    assert len(cells) == 7 and all(float(c.split()[0]) > 0 for c in cells[:6]), out
+    assert re.fullmatch(r"\d+, \d+, \d+ MiB", cells[6]), out
+    real = re.search(r"^\| real 1 \| ([\d.]+) s \| ([\d.]+) s \| (\d) -> (\d) \(\d+\) \|", out, re.M)
+    assert real and 3.0 < float(real[1]) < float(real[2]) < 60 and real[3] != real[4], out
+    assert re.search(r"^\| simulated 1 \| 4\.1\d s \| [\d.]+ s \| 2 -> [13] \(1\) \|", out, re.M), out
