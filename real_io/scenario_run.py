@@ -11,8 +11,9 @@ partition has its leader, write the replica digests, read every partition from t
 beginning, let the consumers catch up), stop the broker, and merge
 the broker's events and the clients' into one ``trace.jsonl`` ordered by time (binding
 ``real``). A one-broker scenario's times count from the moment the broker is live and
-its topics exist; a cluster's from the moment its brokers are started, its topics
-already in ZooKeeper, as in the simulation (their timers then run in the same phase).
+its topics exist; a cluster's from the moment its brokers are started, as in the
+simulation (their timers then run in the same phase); its topics come once every broker
+is live, and its clients once every partition has a leader.
 ``refusals`` lists what a scenario asks that this binding cannot do; the runner
 (scenarios/runner.py) refuses such a file before anything starts.
 """
@@ -262,7 +263,7 @@ class RealRun:
     def _start_brokers(self) -> None:
         if self.cluster is not None:
             try:
-                self.cluster.start(READY_TIMEOUT_S, before_brokers=self._topics_and_clock)
+                self.cluster.start(READY_TIMEOUT_S, before_brokers=self._start_clock)
             except ClusterError as error:
                 raise RealRunError(f"the cluster did not start: {error}") from None
             return
@@ -275,14 +276,14 @@ class RealRun:
                 raise RealRunError(f"the broker did not start within {READY_TIMEOUT_S:.0f}s; its stderr: "
                                    f"{process.stderr_path}")
 
-    def _topics_and_clock(self) -> None:
-        """A cluster run starts as the simulation does: the topics are in the store
-        before any broker starts, and the scenario's clock (and every broker's) begins
-        as the brokers are started, so the brokers' timers (the high watermark
-        checkpoint every 5 s, say) run in the same phase as in the simulation, give or
-        take a process's start (about half a second, always later)."""
-        assert self.zk is not None
-        _write_admin_nodes(self.zk, self.chroot, self._topic_nodes())
+    def _start_clock(self) -> None:
+        """A cluster's scenario clock (and every broker's) begins as its brokers are
+        started, as the simulation's brokers start at 0 ms, so that their timers (the
+        high watermark checkpoint every 5 s, say) run in the simulation's phase, give or
+        take a process's start (about half a second, always later). The topics come
+        once every broker is live (``_create_topics``): a controller that found the
+        topic before the preferred replica registered would elect another leader, which
+        the simulation, whose brokers all start at once, does not."""
         self.origin = self.scenario_start = time.monotonic()
         self.record.origin = self.origin
         if self.cluster is not None:
@@ -294,11 +295,9 @@ class RealRun:
     def _create_topics(self) -> None:
         """On ZooKeeper as an administrator creates a topic with its assignment
         (broker_core/admin_nodes.py, as the simulation does), then wait until every
-        partition has a leader; on the embedded store through CreateTopics. A cluster
-        run wrote its topics before its brokers started and does not wait: its
-        scenario has begun."""
-        if self.cluster is not None:
-            return
+        partition has a leader; on the embedded store through CreateTopics. A cluster's
+        clients start only then, their record schedule catching up from the scenario's
+        0 ms."""
         if self.zk is None:
             admin = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
             topics = [NewTopic(t.name, t.partitions, t.replication_factor) for t in self.scenario.cluster.topics]
