@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 from isrlab import cluster_commands, compiled, spark_commands
-from isrlab.usage import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds, positive_int
+from isrlab.usage import (
+    EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, config_pair, config_value, parse_seeds, port_number,
+    positive_int)
 from scenarios.runner import BINDINGS, KEEP_CHOICES, BindingError, SimulationFailed
 from scenarios.source import ScenarioError
 
@@ -27,12 +29,6 @@ def _usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
-    return int(text)
 
 
 def _check_out(out: Path) -> None:
@@ -360,7 +356,7 @@ def _listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host:
         raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
-    return host, 0 if port == "0" else _port(port)
+    return host, 0 if port == "0" else port_number(port)
 
 
 def _broker_address(text: str) -> tuple[int, tuple[str, int]]:
@@ -375,7 +371,7 @@ def _broker_address(text: str) -> tuple[int, tuple[str, int]]:
     host, colon, port = address.rpartition(":")
     if not colon or not host:
         raise argparse.ArgumentTypeError(f"{text!r} is not ID=HOST:PORT")
-    return broker_id, (host, _port(port))
+    return broker_id, (host, port_number(port))
 
 
 def _broker_addresses(pairs, option: str) -> dict[int, tuple[str, int]]:
@@ -387,30 +383,13 @@ def _broker_addresses(pairs, option: str) -> dict[int, tuple[str, int]]:
     return addresses
 
 
-def _config_pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
-    return key.strip(), value.strip()
-
-
-def _config_value(text: str):
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     from broker_core.config import PROFILES, broker_config
     from broker_core.errors import ConfigError
     from real_io import serve
     if args.profile not in PROFILES:
         raise UsageError(f"serve: --profile {args.profile!r} is not one of {', '.join(sorted(PROFILES))}")
-    overrides = {key: _config_value(value) for key, value in args.config or []}
+    overrides = {key: config_value(value) for key, value in args.config or []}
     host, port = args.listen
     if args.broker_id < 0:
         raise UsageError("serve: --broker-id must not be negative")
@@ -495,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "with its config, data, log and pid file in --dir.")
     zk.add_argument("action", choices=("start", "stop"))
     zk.add_argument("--dir", default="runs/zookeeper", help="the server's directory (default runs/zookeeper)")
-    zk.add_argument("--port", type=_port, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
+    zk.add_argument("--port", type=port_number, default=2181, help="client port on 127.0.0.1 (default 2181; start only)")
     zk.add_argument("--tick-ms", type=positive_int, default=2000,
                     help="ZooKeeper's tickTime (default 2000, as ZooKeeper's own); it grants session timeouts of "
                          "2 to 20 ticks only, so scenarios with a short zookeeper.session.timeout.ms need a "
@@ -511,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to accept clients (default 127.0.0.1:9092; port 0 picks a free one)")
     srv.add_argument("--zk", metavar="HOST:PORT[/CHROOT]", help="use this ZooKeeper instead of the embedded store")
     srv.add_argument("--trace", metavar="FILE", help="append the broker's trace events (JSONL) to FILE")
-    srv.add_argument("--config", type=_config_pair, action="append", metavar="KEY=VALUE",
+    srv.add_argument("--config", type=config_pair, action="append", metavar="KEY=VALUE",
                      help="a broker config override with Kafka's name, e.g. num.partitions=3 (repeatable); "
                           "also the listener's queued.max.request.bytes (default: --max-request-bytes; -1: "
                           "no pool), max.connections and max.connections.per.ip (default 2147483647)")
