@@ -24,8 +24,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
-from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
@@ -37,6 +36,7 @@ from real_io.cluster import CHROOT, CLIENT_NODE, LocalCluster
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
 from real_io.protocol.record_batch import decode_batches, encode_batch
+from tests.real_io.reading import read_assigned
 
 pytestmark = pytest.mark.slow
 
@@ -257,21 +257,7 @@ def produce_all(bootstrap: str, topic: str, partition: int, values: list[str]) -
 
 # -- reading back --------------------------------------------------------------------------
 def confluent_read(bootstrap: str, topic: str, partition: int, expected: int, timeout_s: float = 30) -> list[str]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrlab-unused", "enable.auto.commit": False,
-                         **QUIET})
-    consumer.assign([CTopicPartition(topic, partition, OFFSET_BEGINNING)])
-    values, deadline = [], time.monotonic() + timeout_s
-    while len(values) < expected and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is None:
-            continue
-        if message.error():
-            # assign joins no group; librdkafka still looks up the coordinator once.
-            assert message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED, message.error()
-            continue
-        values.append(message.value().decode())
-    consumer.close()
-    return values
+    return [m.value().decode() for m in read_assigned(bootstrap, [(topic, partition)], expected, timeout_s, **QUIET)]
 
 
 def kafka_python_read(bootstrap: str, topic: str, partition: int, expected: int, timeout_s: float = 30) -> list[str]:

@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
-from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -28,6 +27,7 @@ from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey
 from real_io.protocol.primitives import Writer
 from real_io.protocol.record_batch import decode_batches
+from tests.real_io.reading import read_assigned
 
 BROKERS = (1, 2, 3)
 TOPIC = "replicated"
@@ -151,19 +151,7 @@ def produce(bootstrap: str, values: list[str]) -> dict[str, int]:
 
 
 def read_all(bootstrap: str, expected: int, timeout_s: float = 30) -> list[str]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrlab-unused", "enable.auto.commit": False})
-    consumer.assign([CTopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
-    values, deadline = [], time.monotonic() + timeout_s
-    while len(values) < expected and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is None:
-            continue
-        if message.error():
-            assert message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED, message.error()
-            continue
-        values.append(message.value().decode())
-    consumer.close()
-    return values
+    return [m.value().decode() for m in read_assigned(bootstrap, [(TOPIC, 0)], expected, timeout_s)]
 
 
 def same_batches_everywhere(cluster: Cluster, brokers, records: int) -> bool:

@@ -10,13 +10,13 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
-from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic as CNewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import GroupAuthorizationFailedError
 
+from tests.real_io.reading import read_assigned
 from tests.real_io.serve_process import ServeProcess
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -50,21 +50,7 @@ def kafka_python_read(bootstrap: str, topic: str, partitions: int, expected: int
 
 
 def confluent_read(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 10):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrlab-unused", "enable.auto.commit": False})
-    consumer.assign([CTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    records, deadline = [], time.monotonic() + timeout_s
-    while len(records) < expected and time.monotonic() < deadline:
-        message = consumer.poll(0.2)
-        if message is None:
-            continue
-        if message.error():
-            # With assign the group is never joined; librdkafka still looks up its
-            # coordinator once and reports the broker's refusal (not a fetch error).
-            assert message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED, message.error()
-            continue
-        records.append(message)
-    consumer.close()
-    return records
+    return read_assigned(bootstrap, [(topic, p) for p in range(partitions)], expected, timeout_s)
 
 
 def test_kafka_python_creates_produces_with_every_acks_and_reads_back(broker):
