@@ -37,6 +37,7 @@ from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
 from real_io.protocol.record_batch import decode_batches, encode_batch
 from tests.real_io.reading import read_assigned
+from tests.real_io.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -125,15 +126,6 @@ class ZooKeeperView:
     def full_isr(self, topic: str, partitions: int) -> bool:
         return all((s := self.state(topic, p)) is not None and s["isr"] == BROKERS for p in range(partitions))
 
-
-def wait_for(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def restart(cluster: LocalCluster, broker: int) -> None:

@@ -28,6 +28,7 @@ from real_io.protocol.apis import ApiKey
 from real_io.protocol.primitives import Writer
 from real_io.protocol.record_batch import decode_batches
 from tests.real_io.reading import read_assigned
+from tests.real_io.waiting import wait_for
 
 BROKERS = (1, 2, 3)
 TOPIC = "replicated"
@@ -119,15 +120,6 @@ def partition_state(admin: AdminClient):
     partition = topic.partitions[0]
     return partition.leader, tuple(sorted(partition.isrs)), tuple(sorted(partition.replicas))
 
-
-def wait_for(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def produce(bootstrap: str, values: list[str]) -> dict[str, int]:
