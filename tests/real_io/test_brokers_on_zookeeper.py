@@ -142,8 +142,11 @@ def test_three_brokers_elect_a_controller_and_a_leader_through_real_zookeeper(zk
     loop = Loop(zk_hosts)
     try:
         # One broker's registration may still be on its way when another has been elected
-        # (a loaded machine delays a session's first write): wait for both.
-        assert loop.run_until(lambda: len(loop.controllers()) == 1 and _registered(admin) == ["1", "2", "3"],
+        # (a loaded machine delays a session's first write), and the controller learns of
+        # a registration through its watch a moment after ZooKeeper has it: wait for all
+        # three in the controller's live set, or the topic's ISR starts without the late one.
+        assert loop.run_until(lambda: len(loop.controllers()) == 1 and _registered(admin) == ["1", "2", "3"]
+                              and loop.nodes[loop.controllers()[0]].controller.live == set(BROKERS),
                               timeout_s=20), (_registered(admin), loop.traces[-20:])
         controller = loop.controllers()[0]
         assert json.loads(admin.get(coord.CONTROLLER_PATH)[0])["brokerid"] == controller
