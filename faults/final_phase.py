@@ -23,7 +23,7 @@ Whatever is instantaneous is a call on ``run`` (:class:`FinalPhaseRun`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Protocol, Union
+from typing import Any, Callable, Generator, Mapping, Protocol, Sequence, Union
 
 SETTLE_POLL_MS = 100  # how often the waits of steps 3 and 6 look again
 
@@ -93,6 +93,21 @@ class FinalPhaseRun(Protocol):
         """The consumers behind ``ends`` (the final read's answer), in a stable order."""
 
     def stop_consumers(self) -> None: ...
+
+
+def partition_settled(states: Mapping[int, Mapping[str, Any]], replicas: Sequence[int]) -> bool:
+    """The settle rule of one partition, the same in both bindings, from each hosting
+    broker's own state of it (``states``: broker -> replica state, faults/triggers.py's
+    fields): one leader, whose ISR holds every replica and whose high watermark has
+    reached its log end (the final read stops at the high watermark), and every
+    replica's log ends where the leader's does."""
+    leaders = [b for b, s in states.items() if s["role"] == "leader"]
+    if len(leaders) != 1:
+        return False
+    leader = states[leaders[0]]
+    if sorted(leader["isr"]) != sorted(replicas) or leader["high_watermark"] != leader["log_end_offset"]:
+        return False
+    return all(b in states and states[b]["log_end_offset"] == leader["log_end_offset"] for b in replicas)
 
 
 def final_phase_steps(run: FinalPhaseRun, max_wait_ms: int, restart: str,

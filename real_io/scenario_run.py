@@ -40,7 +40,7 @@ from broker_core.config import PROFILES, broker_config, client_defaults
 from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.final_phase import (
-    Lag, ReadEverything, Request, StopProducers, Wait, carried_out_blocking, final_phase_steps)
+    Lag, ReadEverything, Request, StopProducers, Wait, carried_out_blocking, final_phase_steps, partition_settled)
 from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
@@ -435,25 +435,12 @@ class RealRun:
                 self.faults.apply(fm.Restart((broker,)))
 
     def is_settled(self) -> bool:
-        """The simulation's rule (sim/world.py), judged on each broker's own word: every
-        broker runs, every partition has one leader whose ISR holds every replica, whose
-        high watermark has reached its log end, and every replica's log ends where the
-        leader's does."""
+        """Every broker runs and every partition settled by the rule both bindings
+        share (faults/final_phase.py), judged on each broker's own word (the view)."""
         if not all(process.ready for process in self.brokers.values()):
             return False
         partitions = self.view()["partitions"]
-        for name in self.partitions:
-            view = partitions[name]
-            replicas = view["replicas"]
-            leaders = [b for b, state in replicas.items() if state["role"] == "leader"]
-            if len(leaders) != 1 or sorted(view["isr"]) != sorted(self.replicas[name]):
-                return False
-            leader = replicas[leaders[0]]
-            if leader["high_watermark"] != leader["log_end_offset"]:
-                return False
-            if any(replicas.get(b, {}).get("log_end_offset") != leader["log_end_offset"] for b in self.replicas[name]):
-                return False
-        return True
+        return all(partition_settled(partitions[name]["replicas"], self.replicas[name]) for name in self.partitions)
 
     def trace_replica_logs(self) -> None:
         """Every replica's digests below the leader's high watermark, as the simulation

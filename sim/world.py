@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from faults import model as fm
-from faults.final_phase import SETTLE_POLL_MS, Lag, StopProducers, Wait, carried_out, final_phase_steps
+from faults.final_phase import (
+    SETTLE_POLL_MS, Lag, StopProducers, Wait, carried_out, final_phase_steps, partition_settled)
 from faults.schedule import nemesis_life, step_life
 from faults.nodes import broker_id_of
 from faults.triggers import cluster_view
@@ -261,25 +262,10 @@ class World:
         return cluster_view(self.controller(), self.snapshots(), [str(tp) for tp in self.partitions])
 
     def is_settled(self) -> bool:
-        """Every partition has one leader whose ISR holds every replica, whose high
-        watermark has reached its log end, and every replica's log ends where it does."""
+        """Every partition settled by the rule both bindings share (faults/final_phase.py)."""
         snaps = self.snapshots()
-        for tp in self.partitions:
-            key = str(tp)
-            states = {b: s[key] for b, s in snaps.items() if key in s}
-            leaders = [b for b, s in states.items() if s["role"] == "leader"]
-            if len(leaders) != 1:
-                return False
-            leader = states[leaders[0]]
-            if sorted(leader["isr"]) != sorted(self.replicas[tp]):
-                return False
-            if leader["high_watermark"] != leader["log_end_offset"]:
-                return False  # the final read stops at the high watermark
-            for broker in self.replicas[tp]:
-                state = states.get(broker)
-                if state is None or state["log_end_offset"] != leader["log_end_offset"]:
-                    return False
-        return True
+        return all(partition_settled({b: s[str(tp)] for b, s in snaps.items() if str(tp) in s}, self.replicas[tp])
+                   for tp in self.partitions)
 
     def _sampler(self):
         interval = self.scenario.sample_interval_ms

@@ -81,3 +81,19 @@ def test_restart_all_follows_the_heal_and_an_unsettled_cluster_is_waited_for_at_
     assert names.index("restart_all") == names.index("heal_everything") + 1
     assert ("trace", "cluster_not_settled", {"waited_ms": 500}) in run.calls
     assert "consumers_caught_up" not in names and "consumers_behind" not in names  # no consumers: no line
+
+
+def test_the_settle_rule_both_bindings_share():
+    """faults/final_phase.partition_settled: one leader, a full ISR, its high watermark at
+    its log end, every replica's log ending where the leader's does."""
+    from faults.final_phase import partition_settled
+
+    def replica(role, isr=(), leo=10, hw=10):
+        return {"role": role, "isr": list(isr), "log_end_offset": leo, "high_watermark": hw}
+    settled = {1: replica("leader", (2, 1)), 2: replica("follower")}
+    assert partition_settled(settled, [1, 2])
+    assert not partition_settled({**settled, 2: replica("leader", (1, 2))}, [1, 2])  # two leaders
+    assert not partition_settled({**settled, 1: replica("leader", (1,))}, [1, 2])  # ISR not full
+    assert not partition_settled({**settled, 1: replica("leader", (1, 2), hw=9)}, [1, 2])  # hw below log end
+    assert not partition_settled({**settled, 2: replica("follower", leo=9)}, [1, 2])  # a replica behind
+    assert not partition_settled({1: settled[1]}, [1, 2])  # a replica that says nothing
