@@ -34,7 +34,7 @@ from real_io.broker_process import BrokerProcess, free_port
 from real_io.fault_proxy_client import FaultProxyClient, FaultProxyError, FaultProxyProcess
 from real_io.lossy_mount import LossyMount
 from real_io.process_identity import ProcessIdentity
-from real_io.real_faults import _expire
+from real_io.real_faults import expire_zk_session
 
 CLUSTER_FILE = "cluster.json"
 FORMAT = 1
@@ -312,7 +312,7 @@ class LocalCluster:
         process = self.brokers[broker]
         if not process.alive:
             return f"broker {broker} is not running"
-        return _expire(self.zk_hosts, process.zk_session_file)
+        return expire_zk_session(self.zk_hosts, process.zk_session_file)
 
     def registered_brokers(self, timeout_s: float = 10.0) -> list[int]:
         """The brokers registered in ZooKeeper now (/brokers/ids)."""

@@ -143,7 +143,7 @@ class RealFaultBinding:
         """Expire the broker's ZooKeeper session now: only trying tells whether it had
         one, so the take-over happens here and the action after ``fault_started`` is empty."""
         process = self.processes[broker]
-        why = "it is not running" if not process.alive else _expire(self.zk, process.zk_session_file)
+        why = "it is not running" if not process.alive else expire_zk_session(self.zk, process.zk_session_file)
         return why if why is not None else _nothing
 
     # -- network (the fault proxy) ---------------------------------------------------
@@ -238,7 +238,7 @@ def _refused(what: str) -> NotImplementedError:
     return NotImplementedError(f"the real binding has no {what}: the runner refuses it before the run")
 
 
-def _expire(zk: str | None, session_file: Path | None) -> str | None:
+def expire_zk_session(zk: str | None, session_file: Path | None) -> str | None:
     """Take the session written in ``session_file`` over and close it; why not, or None.
     ZooKeeper moves the session to the new connection (the broker's own connection is
     dropped) and the close ends it: its ephemeral nodes go and the broker hears of the

@@ -146,19 +146,19 @@ def test_a_session_that_is_gone_or_never_published_is_named_not_expired(zookeepe
     """The executor's two ways to miss: no session file yet (the broker has not
     connected), and a session ZooKeeper no longer knows (kazoo then opens a new one of
     its own, which must not count as the broker's session expired)."""
-    from real_io.real_faults import _expire
+    from real_io.real_faults import expire_zk_session
     missing = tmp_path / "missing.zk-session"
-    assert "has not published" in _expire(zookeeper.hosts, missing)
+    assert "has not published" in expire_zk_session(zookeeper.hosts, missing)
     gone = tmp_path / "gone.zk-session"
     gone.write_text('{"session_id": 12345, "password": "' + "00" * 16 + '"}')
-    assert "0x3039 was already gone" in _expire(zookeeper.hosts, gone)
+    assert "0x3039 was already gone" in expire_zk_session(zookeeper.hosts, gone)
     live = KazooClient(hosts=zookeeper.hosts)
     live.start(timeout=10)
     try:
         session_id, password = live.client_id
         taken = tmp_path / "live.zk-session"
         taken.write_text(f'{{"session_id": {session_id}, "password": "{password.hex()}"}}')
-        assert _expire(zookeeper.hosts, taken) is None
+        assert expire_zk_session(zookeeper.hosts, taken) is None
     finally:
         live.stop()
         live.close()
