@@ -32,7 +32,7 @@ def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
     try:
         assert started.returncode == 0, started.stderr
         assert f"ZooKeeper listening on 127.0.0.1:{port}" in started.stdout
-        assert zk_server.four_letter_word("127.0.0.1", port, "ruok") == "imok"
+        assert zk_server.four_letter_word("127.0.0.1", port, "ruok", timeout=10.0) == "imok"  # a loaded machine
         assert "clientPortAddress=127.0.0.1" in (tmp_path / "zk" / "zoo.cfg").read_text()
         # tickTime 2000: sessions of 4 to 40 s, whatever a client asks
         hosts = f"127.0.0.1:{port}"
