@@ -132,6 +132,21 @@ def test_simulated_failover_times_the_crash_to_the_first_write_on_the_new_leader
     assert run["elected_s"] < run["failover_s"] < run["elected_s"] + 3, run
 
 
+def test_cluster_floor_writes_every_byte_to_all_three_replicas():
+    """The floor moves the bytes a replicated log must: each partition's chunks land in
+    the files of all three brokers (about 3 s: three spawned processes)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import cluster_floor
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    r = cluster_floor.floor_throughput(8, request_bytes=200_000)
+    per_partition = r["floor_bytes"] // cluster_floor.PARTITIONS
+    assert per_partition > 0 and r["floor_produce_s"] > 0 and r["floor_brokers_cpu_s"] > 0
+    assert r["floor_stored"] == {b: dict.fromkeys(range(cluster_floor.PARTITIONS), per_partition)
+                                 for b in range(cluster_floor.BROKERS)}
+
+
 def test_cluster_bench_refuses_bad_options_with_a_message():
     for options, message in ((["--session-timeout-ms", "500"], "2 to 20 ticks"), (["--failovers", "-1"], "not negative")):
         done = subprocess.run([sys.executable, "bench/cluster_throughput.py", *options],
@@ -147,10 +162,14 @@ def test_cluster_bench_measures_a_real_cluster_the_mock_and_a_failover():
                           "--sim-seeds", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
     row = re.search(r"^\| 10240 B \| 204 \|(.*)\|$", out, re.M)
     assert row, out
-    # ours and mock produce MB/s (each with records/s), ratio, ours and mock consume, ratio, peak RSS
-    cells = [c.strip() for c in row[1].split("|")]
-    assert len(cells) == 7 and all(float(c.split()[0]) > 0 for c in cells[:6]), out
-    assert re.fullmatch(r"\d+, \d+, \d+ MiB", cells[6]), out
+    # produce MB/s of ours (with records/s), the floor and the mock (with records/s); ours / mock,
+    # floor / mock, ours / floor; the brokers' CPU per GB (ours, floor); consume MB/s of ours and
+    # the mock, their ratio; peak RSS
+    cells = [c.strip().strip("*") for c in row[1].split("|")]
+    assert len(cells) == 11, out
+    assert all(float(c.split()[0]) > 0 for c in cells[:6] + cells[7:10]), out
+    assert re.fullmatch(r"[\d.]+, [\d.]+", cells[6]), out
+    assert re.fullmatch(r"\d+, \d+, \d+ MiB", cells[10]), out
     real = re.search(r"^\| real 1 \| ([\d.]+) s \| ([\d.]+) s \| (\d) -> (\d) \(\d+\) \|", out, re.M)
     assert real and 3.0 < float(real[1]) < float(real[2]) < 60 and real[3] != real[4], out
     assert re.search(r"^\| simulated 1 \| 4\.1\d s \| [\d.]+ s \| 2 -> [13] \(1\) \|", out, re.M), out
