@@ -103,8 +103,14 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     def __init__(self, max_request_bytes: int, on_open: Callable[["FrameConnection"], None],
                  pool: FramePool | None = None, memory: MemoryPool = _NO_POOL,
-                 on_lost: Callable[[], None] | None = None):
+                 on_lost: Callable[[], None] | None = None, whole_frames: bool = False):
+        """``whole_frames``: a frame larger than FIRST_ALLOCATION gets a buffer of its
+        whole size at once instead of one that doubles as its bytes come (each doubling
+        copies what came so far). For a peer broker's answers (real_io.peer_channels),
+        whose size the broker's own request bounded; a client's requests keep the
+        doubling, so that an announced size costs nothing until its bytes come."""
         self.max_request_bytes = max_request_bytes
+        self._whole_frames = whole_frames
         self._on_open = on_open
         self._on_lost = on_lost
         self._pool = pool if pool is not None else FramePool()
@@ -208,7 +214,7 @@ class FrameConnection(asyncio.BufferedProtocol):
             self._pooled = self._pool.take()
             frame = memoryview(self._pooled)[:size]
         else:
-            frame = bytearray(FIRST_ALLOCATION)
+            frame = bytearray(size if self._whole_frames else FIRST_ALLOCATION)
         frame[:len(have)] = have
         self._frame, self._filled = frame, len(have)
 

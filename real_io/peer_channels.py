@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from real_io import inter_broker_api
+from real_io.connection import FrameConnection, FramePool
 from real_io.protocol import apis
 from real_io.protocol.errors import ProtocolError
 
@@ -38,6 +39,9 @@ RECONNECT_BACKOFF_MS = 50  # Kafka's reconnect.backoff.ms
 RECONNECT_BACKOFF_MAX_MS = 1000  # reconnect.backoff.max.ms
 CONNECT_TIMEOUT_MS = 10000  # socket.connection.setup.timeout.ms (KIP-601)
 MAX_RESPONSE_BYTES = apis.DEFAULT_MAX_REQUEST_BYTES  # a larger answer closes the connection
+# A channel waits for answers as long as it has requests in flight (each has its own
+# timeout, _check_timeout) and for nothing otherwise: no idle limit of its own.
+NO_IDLE_LIMIT_S = 365 * 24 * 3600.0
 
 
 @dataclass
@@ -57,7 +61,7 @@ class _Channel:
         self.broker = broker
         self.purpose = purpose
         self.timeout_s = timeout_ms / 1000.0
-        self.writer: asyncio.StreamWriter | None = None
+        self.connection: FrameConnection | None = None
         self.connecting: asyncio.Task | None = None
         self.reading: asyncio.Task | None = None
         self.queued: list[tuple[bytes, int, _InFlight]] = []  # written once connected
@@ -68,7 +72,7 @@ class _Channel:
 
     def send(self, frame: bytes, correlation_id: int, entry: _InFlight) -> None:
         loop = self.loop
-        if self.writer is not None:
+        if self.connection is not None:
             self._write(frame, correlation_id, entry)
         elif self.connecting is not None:
             self.queued.append((frame, correlation_id, entry))
@@ -80,15 +84,22 @@ class _Channel:
             self.connecting = loop.create_task(self._connect())
 
     def _write(self, frame: bytes, correlation_id: int, entry: _InFlight) -> None:
-        assert self.writer is not None
+        assert self.connection is not None
         self.in_flight[correlation_id] = entry
-        self.writer.write(frame)
+        self.connection.write(frame)
         self.loop.call_later(self.timeout_s, self._check_timeout, self.generation, correlation_id)
 
     async def _connect(self) -> None:
         host, port = self.owner.peers[self.broker]
+        # Answers are read as the broker reads requests (real_io.connection): each frame
+        # straight into a buffer of its own, a fetch's records copied once, by the kernel
+        # (a StreamReader copied them into its buffer and out again).
+        frames = self.owner.frames
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_MS / 1000.0)
+            _, connection = await asyncio.wait_for(
+                self.loop.create_connection(lambda: FrameConnection(MAX_RESPONSE_BYTES, _opened, frames,
+                                                                    whole_frames=True), host, port),
+                CONNECT_TIMEOUT_MS / 1000.0)
         except (OSError, asyncio.TimeoutError) as error:
             self.connecting = None
             self.backoff_ms = min(max(self.backoff_ms * 2, RECONNECT_BACKOFF_MS), RECONNECT_BACKOFF_MAX_MS)
@@ -102,24 +113,25 @@ class _Channel:
         self.connecting = None
         self.backoff_ms = 0
         self.generation += 1
-        self.writer = writer
-        self.reading = self.loop.create_task(self._read(reader, self.generation))
+        self.connection = connection
+        self.reading = self.loop.create_task(self._read(connection, self.generation))
         queued, self.queued = self.queued, []
         for frame, correlation_id, entry in queued:
             self._write(frame, correlation_id, entry)
 
-    async def _read(self, reader: asyncio.StreamReader, generation: int) -> None:
+    async def _read(self, connection: FrameConnection, generation: int) -> None:
         reason = "closed by the peer"
         try:
             while True:
-                size = apis.frame_size(await reader.readexactly(4), MAX_RESPONSE_BYTES)
-                payload = await reader.readexactly(size)
+                # (a view of a pooled buffer: used again only once nothing views it)
+                payload = await connection.read_frame(NO_IDLE_LIMIT_S)
+                if payload is None:
+                    break
                 response = self._decode(payload)
+                del payload
                 self.owner.deliver(self.broker, response)
         except asyncio.CancelledError:
             raise
-        except asyncio.IncompleteReadError:
-            pass
         except (ProtocolError, ConnectionError, OSError) as error:
             reason = f"{type(error).__name__}: {error}"
         except Exception as error:  # a bug must end this connection, never the broker
@@ -128,7 +140,7 @@ class _Channel:
         if generation == self.generation:
             self.close(reason)
 
-    def _decode(self, payload: bytes) -> Any:
+    def _decode(self, payload: bytes | bytearray | memoryview) -> Any:
         """The core's response for an answer frame; ProtocolError if it is not one. The
         answers come in request order: one to any other request than the oldest in
         flight is refused, as NetworkClient refuses a correlation id that does not
@@ -157,9 +169,9 @@ class _Channel:
     def close(self, reason: str) -> None:
         """End the connection; what it had in flight will get no answer."""
         self.generation += 1
-        writer, self.writer = self.writer, None
-        if writer is not None:
-            writer.close()
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.close()
         reading, self.reading = self.reading, None
         if reading is not None and reading is not asyncio.current_task():
             reading.cancel()
@@ -175,6 +187,10 @@ class _Channel:
         self.queued.clear()
         self.in_flight.clear()
         self.close("the broker stopped")
+
+
+def _opened(_connection: FrameConnection) -> None:
+    """(create_connection returns the connection: nothing to do when it opens)"""
 
 
 class PeerChannels:
@@ -193,6 +209,7 @@ class PeerChannels:
         self.timeouts_ms = dict(timeouts_ms)
         self._channels: dict[tuple[int, str], _Channel] = {}
         self._correlation = itertools.count(1)
+        self.frames = FramePool()  # the answers' buffers, shared by the channels
 
     def send(self, broker: int, message: Any) -> None:
         """Carry out the core's ``Send(dst=broker, message)``, at once or never."""

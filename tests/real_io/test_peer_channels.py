@@ -12,10 +12,13 @@ import pytest
 
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
-    FetchPartition, FetchRequest, LeaderAndIsrRequest, LeaderAndIsrResponse, UpdateMetadataRequest,
-    UpdateMetadataResponse)
+    FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse,
+    UpdateMetadataRequest, UpdateMetadataResponse)
+from broker_core.records import RecordBatch, Records
 from broker_core.types import TopicPartition
-from real_io import inter_broker_api
+from real_io import inter_broker_api, kafka_api
+from real_io.connection import FIRST_ALLOCATION
+from real_io.protocol.record_batch import encode_batch
 from real_io.broker_process import free_port
 from real_io.peer_channels import PeerChannels
 from real_io.protocol import apis
@@ -119,6 +122,35 @@ def test_a_parked_fetch_does_not_delay_a_leader_and_isr():
         assert core.answers == [(2, LeaderAndIsrResponse(6, ErrorCode.NONE, {}))]
         assert peer.connections == 2
         assert {r.header.client_id for _, r in peer.requests} == {"broker-1-replica-fetcher", "broker-1-controller"}
+        core.channels.close()
+        await peer.close()
+    asyncio.run(run())
+
+
+def test_fetch_answers_larger_than_a_pooled_buffer_arrive_whole_and_in_order():
+    """A follower's fetch may bring several partitions' megabytes in one answer: it is
+    read into a buffer of its whole size (real_io.connection, whole_frames), and the
+    small answer after it, into a pooled one, still decodes."""
+    tp = TopicPartition("t", 0)
+    big = [encode_batch(RecordBatch(i * 10, 1, Records([str(i) * 600_000] * 2))) for i in range(3)]
+    assert sum(map(len, big)) > 3 * FIRST_ALLOCATION
+
+    def answer(number, request):
+        header = request.header
+        batches = inter_broker_api.fetched_batches(b"".join(big) if header.correlation_id == 1 else big[0])
+        response = FetchResponse(header.correlation_id, {tp: FetchPartitionResult(ErrorCode.NONE, 30, 0, 30, batches)})
+        return [apis.encode_response(header.api_key, header.api_version, header.correlation_id,
+                                     kafka_api.fetch_response(response, replica=True))]
+
+    async def run():
+        peer = await FakePeer(answer).start()
+        core = Core({2: ("127.0.0.1", peer.port)})
+        for correlation_id in (7, 8):
+            core.channels.send(2, FetchRequest(correlation_id, 1, 500, 1, {tp: FetchPartition(0)}))
+        await until(lambda: len(core.answers) == 2)
+        received = [[bytes(b.encode()) for b in response.partitions[tp].batches] for _, response in core.answers]
+        assert [response.correlation_id for _, response in core.answers] == [7, 8]
+        assert received == [big, big[:1]] and not core.dropped()
         core.channels.close()
         await peer.close()
     asyncio.run(run())
