@@ -153,7 +153,7 @@ class Cleaning:
     empty if need be."""
 
     def __init__(self, to_clean: LogToClean, reader: SegmentReader, producer_last_offsets: Mapping[int, int],
-                 max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES):
+                 max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, delete_horizon: int | None = None):
         if to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset:
             raise ValueError(f"{to_clean.tp}: nothing to clean in [{to_clean.first_dirty_offset}, "
                              f"{to_clean.first_uncleanable_offset})")
@@ -161,7 +161,8 @@ class Cleaning:
         self.reader = reader
         self.producer_last_offsets = dict(producer_last_offsets)
         self.max_index_bytes = max_index_bytes
-        self.delete_horizon_ms = delete_horizon_ms(to_clean)
+        # Cleaner.clean computes it; Cleaner.doClean takes it given (Kafka's tests do so too).
+        self.delete_horizon_ms = delete_horizon_ms(to_clean) if delete_horizon is None else delete_horizon
         self.offset_map: dict[str, int] = {}
         self.latest_offset = -1  # OffsetMap.latestOffset
         self.stats = CleanerStats()
