@@ -174,12 +174,27 @@ class BrokerConfig:
         return max(self.replica_lag_time_max_ms // 2, 1)
     registration_conflict: str = "exit"
 
+    # -- log compaction (issue 22, the cleaner's slice): Kafka 2.7.0 KafkaConfig's log.cleanup.policy
+    # and log.cleaner.* keys with their defaults (LogConfig.scala, Defaults in KafkaConfig.scala).
+    # cleanup.policy is a list ("delete", "compact" or both, comma-separated), kept as its
+    # normalised text; the ratio is a float in [0, 1] (ConfigDef's DOUBLE with between(0, 1)).
+    log_cleanup_policy: str = "delete"
+    log_cleaner_min_cleanable_ratio: float = 0.5
+    log_cleaner_delete_retention_ms: int = 86400000  # one day
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = NEVER
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15000  # a cleaner thread's sleep when no log needs cleaning
+    # -- end of log compaction
+
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _CHOICES:
                 if value not in _CHOICES[f.name]:
                     raise ConfigError(kafka_name(f.name), f"must be one of {', '.join(_CHOICES[f.name])}")
+            elif f.name in CLEANER_VALUE_KEYS:
+                validate_cleaner_value(f.name, value)
             elif f.name in BOOL_KEYS:
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
@@ -190,6 +205,7 @@ class BrokerConfig:
         for name in _AT_LEAST_ONE:
             if getattr(self, name) < 1:
                 raise ConfigError(kafka_name(name), _AT_LEAST_ONE[name])
+        validate_compaction_lags(self.log_cleaner_min_compaction_lag_ms, self.log_cleaner_max_compaction_lag_ms)
         return self
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "BrokerConfig":
@@ -199,7 +215,7 @@ class BrokerConfig:
             attr = attribute_name(key)
             if attr not in _FIELD_NAMES:
                 raise ConfigError(key, "unknown configuration key")
-            changes[attr] = overrides[key]
+            changes[attr] = normalize_cleaner_value(attr, overrides[key])
         return replace(self, **changes).validate()
 
 
@@ -211,6 +227,12 @@ TOPIC_KEYS = {
     "flush.ms": "log_flush_interval_ms",
     "segment.bytes": "log_segment_bytes",
     "index.interval.bytes": "log_index_interval_bytes",
+    # log compaction (the cleaner's slice of issue 22): LogConfig's topic names
+    "cleanup.policy": "log_cleanup_policy",
+    "min.cleanable.dirty.ratio": "log_cleaner_min_cleanable_ratio",
+    "delete.retention.ms": "log_cleaner_delete_retention_ms",
+    "min.compaction.lag.ms": "log_cleaner_min_compaction_lag_ms",
+    "max.compaction.lag.ms": "log_cleaner_max_compaction_lag_ms",
 }
 
 PROFILES: dict[str, dict[str, Any]] = {
@@ -298,4 +320,79 @@ def topic_config(base: BrokerConfig, overrides: Mapping[str, Any]) -> BrokerConf
         if key not in TOPIC_KEYS:
             raise ConfigError(key, f"unknown topic configuration key; known: {', '.join(sorted(TOPIC_KEYS))}")
         mapped[TOPIC_KEYS[key]] = overrides[key]
-    return base.with_overrides(mapped)
+    try:
+        return base.with_overrides(mapped)
+    except ConfigError as error:
+        # Name the setting as the topic's owner wrote it (cleanup.policy, not log.cleanup.policy).
+        named = [key for key in sorted(overrides) if kafka_name(TOPIC_KEYS[key]) == error.key]
+        if not named:
+            raise
+        raise ConfigError(named[0], error.message) from None
+
+
+# -- log compaction (issue 22, the cleaner's slice) ------------------------------------------
+# Values that are neither ints nor bools: cleanup.policy (ConfigDef LIST with
+# ValidList.in("compact", "delete")) and min.cleanable.dirty.ratio (DOUBLE, between(0, 1)),
+# and the lag rules of LogConfig.validateValues. The other keys stay ints and bools, checked
+# as before.
+CLEANUP_POLICIES = ("compact", "delete")
+CLEANER_VALUE_KEYS = frozenset({"log_cleanup_policy", "log_cleaner_min_cleanable_ratio",
+                                "log_cleaner_max_compaction_lag_ms", "log_cleaner_enable"})
+# Topic keys whose text in a config node is neither an int nor a bool.
+CLEANER_TEXT_KEYS = frozenset({"log_cleanup_policy", "log_cleaner_min_cleanable_ratio"})
+
+
+def cleanup_policies(policy: str) -> tuple[str, ...]:
+    """The policies a cleanup.policy value names ("compact,delete" -> both), lower case,
+    as LogConfig.compact and LogConfig.delete read the list."""
+    return tuple(part.strip().lower() for part in policy.split(",") if part.strip())
+
+
+def normalize_cleaner_value(attribute: str, value: Any) -> Any:
+    """cleanup.policy given as a list (YAML, a client's list) becomes its comma-joined text;
+    an int ratio (0 or 1) becomes a float. Other values pass unchanged, to be checked."""
+    if attribute == "log_cleanup_policy" and isinstance(value, (list, tuple)) and all(
+            isinstance(part, str) for part in value):
+        return ",".join(part.strip().lower() for part in value)
+    if attribute == "log_cleanup_policy" and isinstance(value, str):
+        return ",".join(cleanup_policies(value))
+    if attribute == "log_cleaner_min_cleanable_ratio" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def validate_cleaner_value(attribute: str, value: Any) -> None:
+    name = kafka_name(attribute)
+    if attribute == "log_cleanup_policy":
+        policies = cleanup_policies(value) if isinstance(value, str) else ()
+        if not policies or any(policy not in CLEANUP_POLICIES for policy in policies):
+            raise ConfigError(name, f"must be a list of {' and '.join(CLEANUP_POLICIES)} (got {value!r})")
+    elif attribute == "log_cleaner_min_cleanable_ratio":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ConfigError(name, f"must be a number between 0 and 1 (got {value!r})")
+    elif attribute == "log_cleaner_enable":
+        if not isinstance(value, bool):
+            raise ConfigError(name, "must be true or false")
+    elif attribute == "log_cleaner_max_compaction_lag_ms":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(name, f"must be an integer of at least 1 (got {value!r})")
+
+
+def validate_compaction_lags(min_lag_ms: int, max_lag_ms: int) -> None:
+    """LogConfig.validateValues: min.compaction.lag.ms may not exceed max.compaction.lag.ms."""
+    if min_lag_ms > max_lag_ms:
+        raise ConfigError("log.cleaner.min.compaction.lag.ms",
+                          f"({min_lag_ms}) must not exceed log.cleaner.max.compaction.lag.ms ({max_lag_ms})")
+
+
+def parse_cleaner_text(attribute: str, text: str) -> Any:
+    """A compaction key's value from its text in a topic's config node (ZooKeeper keeps
+    every value as a string): the ratio as a float, the policy as its text; None when it
+    does not parse. Checked afterwards like any other value."""
+    if attribute == "log_cleaner_min_cleanable_ratio":
+        try:
+            return float(text.strip())
+        except ValueError:
+            return None
+    return text.strip()
+# -- end of log compaction -------------------------------------------------------------------

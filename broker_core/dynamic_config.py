@@ -23,7 +23,7 @@ import json
 from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
-from broker_core.config import BOOL_KEYS, TOPIC_KEYS, BrokerConfig
+from broker_core.config import BOOL_KEYS, CLEANER_TEXT_KEYS, TOPIC_KEYS, BrokerConfig, parse_cleaner_text
 from broker_core.context import NodeContext
 from broker_core.coordination_store import CoordinationStore
 from broker_core.log import PartitionLog
@@ -83,6 +83,8 @@ def _parse_value(attribute: str, text: Any) -> Any:
     for True, which BrokerConfig's bool fields refuse."""
     if not isinstance(text, str):
         return None
+    if attribute in CLEANER_TEXT_KEYS:  # a float ratio and a policy list (log compaction)
+        return parse_cleaner_text(attribute, text)
     if attribute in BOOL_KEYS:  # ConfigDef's BOOLEAN: true or false, in any case
         lowered = text.strip().lower()
         return True if lowered == "true" else False if lowered == "false" else None
