@@ -97,7 +97,8 @@ class ReplicationQuota:
 
     @property
     def upper_bound(self) -> int:
-        return NEVER if self.bound is None else int(self.bound)
+        # Java's double-to-long saturates: float(Long.MAX_VALUE) is 2^63, read back as Long.MAX_VALUE.
+        return NEVER if self.bound is None else min(int(self.bound), NEVER)
 
     def mark_throttled(self, topic: str, partitions: ThrottledPartitions) -> None:
         self.throttled[topic] = partitions
