@@ -92,6 +92,13 @@ _AT_LEAST_ONE = {
                                                      "forever without time passing; Kafka's scheduler refuses it)",
     "controller_socket_timeout_ms": "must be at least 1 (with 0 every controller request would time out as it "
                                     "is sent, again and again, without time passing)",
+    # Quotas (issue 22): KafkaConfig's atLeast(1) for the windows and the static defaults.
+    "quota_window_num": "must be at least 1 (KafkaConfig: atLeast(1))",
+    "quota_window_size_seconds": "must be at least 1 (KafkaConfig: atLeast(1))",
+    "replication_quota_window_num": "must be at least 1 (KafkaConfig: atLeast(1))",
+    "replication_quota_window_size_seconds": "must be at least 1 (KafkaConfig: atLeast(1))",
+    "quota_producer_default": "must be at least 1 byte per second (KafkaConfig: atLeast(1))",
+    "quota_consumer_default": "must be at least 1 byte per second (KafkaConfig: atLeast(1))",
 }
 
 
@@ -173,6 +180,24 @@ class BrokerConfig:
             return max(self.replica_lag_time_max_ms, 1)
         return max(self.replica_lag_time_max_ms // 2, 1)
     registration_conflict: str = "exit"
+    # --- Quotas (issue 22; broker_core/quotas.py, quota_replication.py, docs/quotas.md) ---
+    # Kafka 2.7's keys and defaults (KafkaConfig, DynamicConfig.Broker); their minimums are
+    # in _AT_LEAST_ONE and the topic keys in THROTTLED_REPLICAS_KEYS, below.
+    # Client quota rates: quota.window.num samples of quota.window.size.seconds each.
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
+    # The same for the replication throttles.
+    replication_quota_window_num: int = 11
+    replication_quota_window_size_seconds: int = 1
+    # Static client-id quotas in bytes/s, deprecated since 0.11 but read by 2.7:
+    # Long.MaxValue is none (the lowest level of the precedence, below /config/clients/<default>).
+    quota_producer_default: int = NEVER
+    quota_consumer_default: int = NEVER
+    # Replication throttles in bytes/s. 2.7 reads them only as dynamic configs of this
+    # broker (/config/brokers/<id>); here they are also the value that node holds at start.
+    leader_replication_throttled_rate: int = NEVER
+    follower_replication_throttled_rate: int = NEVER
+    # --- end of quotas ---
 
     # -- log compaction (issue 22, the cleaner's slice): Kafka 2.7.0 KafkaConfig's log.cleanup.policy
     # and log.cleaner.* keys with their defaults (LogConfig.scala, Defaults in KafkaConfig.scala).
@@ -234,6 +259,11 @@ TOPIC_KEYS = {
     "min.compaction.lag.ms": "log_cleaner_min_compaction_lag_ms",
     "max.compaction.lag.ms": "log_cleaner_max_compaction_lag_ms",
 }
+# Quotas (issue 22): the topic keys that list a topic's throttled replicas, as
+# "<partition>:<broker>,..." or "*" (2.7.0 LogConfig; parsed by
+# broker_core/quota_replication.parse_throttled_replicas). Not in TOPIC_KEYS yet: the slice
+# that wires quotas into the broker adds them to the topic configs it reads.
+THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 PROFILES: dict[str, dict[str, Any]] = {
     "kafka-3.0": {"truncation": "diverging_epoch"},
