@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
-from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig, topic_config
+from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
 from broker_core.config_admin import ConfigAdmin
@@ -67,6 +67,11 @@ class BrokerNode:
         self.static_config = config
         self.config_layers = ConfigLayers(static_layer(broker_id, config))
         self.topic_overrides: dict[str, dict[str, str]] = {}
+        # topics configured by the runtime at start (a scenario's topic configs): their
+        # overrides, to put on top of a changed broker config
+        self._initial_overrides = {topic: {key: getattr(topic_cfg, attribute) for key, attribute in TOPIC_KEYS.items()
+                                           if getattr(topic_cfg, attribute) != getattr(config, attribute)}
+                                   for topic, topic_cfg in self.topic_configs.items()}
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -265,8 +270,9 @@ class BrokerNode:
         if config == self.config:
             return
         self.config = self.ctx.config = config
-        for topic in sorted(self.topic_overrides):
-            overrides = modelled_overrides(self.topic_overrides[topic]) or {}
+        for topic in sorted(set(self.topic_overrides) | set(self.topic_configs)):
+            stored = self.topic_overrides.get(topic)
+            overrides = self._initial_overrides.get(topic, {}) if stored is None else modelled_overrides(stored) or {}
             try:
                 self.topic_configs[topic] = topic_config(config, overrides)
             except ConfigError:
