@@ -537,6 +537,14 @@ class BrokerNode:
         """Whether the controller's last UpdateMetadata named a partition of ``topic``."""
         return any(tp.topic == topic for tp in self.metadata)
 
+    def config_layers_now(self) -> ConfigLayers:
+        """The static and dynamic config layers DescribeConfigs describes."""
+        return self.config_layers
+
+    def stored_topic_overrides(self, topic: str) -> dict[str, str]:
+        """``topic``'s overrides as this broker last read and took them (every key, as text)."""
+        return dict(self.topic_overrides.get(topic, {}))
+
     def config_for_topic(self, topic: str) -> BrokerConfig:
         """The config ``topic``'s logs run with: the broker's, overridden by the topic's."""
         return self.replicas.config_for(topic)

@@ -224,9 +224,8 @@ class KafkaServer:
         if local is not None:
             body = local(request.body)
         elif key == ApiKey.DESCRIBE_CONFIGS:
-            node = self.runtime.node
-            body = local_apis.describe_configs(request.body, version, self.runtime.broker_id, node.config_layers,
-                                               self._topic_overrides)
+            body = local_apis.describe_configs(request.body, version, self.runtime.broker_id,
+                                               self.runtime.node.config_layers_now(), self._topic_overrides)
         else:
             body = await self._through_core(address, key, version, request.body)
             if body is None:
@@ -236,7 +235,7 @@ class KafkaServer:
 
     def _topic_overrides(self, topic: str):
         node = self.runtime.node
-        return node.topic_overrides.get(topic, {}) if node.has_topic(topic) else None
+        return node.stored_topic_overrides(topic) if node.has_topic(topic) else None
 
     async def _through_core(self, address: str, key: int, version: int, body: dict) -> dict | None:
         cid = next(self._correlation)
