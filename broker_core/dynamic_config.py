@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 from broker_core import coordination as coord
 from broker_core.config import BOOL_KEYS, TOPIC_KEYS, BrokerConfig
 from broker_core.context import NodeContext
+from broker_core.kafka_config_keys import TOPIC_KEYS_KAFKA
 from broker_core.coordination_store import CoordinationStore
 from broker_core.log import PartitionLog
 from broker_core.partition import Partition
@@ -75,22 +76,31 @@ def modelled_overrides(config: Mapping[str, Any]) -> dict[str, Any] | None:
     for key in sorted(config):
         if key not in TOPIC_KEYS:
             continue
-        parsed = _parse_value(TOPIC_KEYS[key], config[key])
+        parsed = _parse_value(TOPIC_KEYS[key], config[key], TOPIC_KEYS_KAFKA[key][0] if key in TOPIC_KEYS_KAFKA else "")
         if parsed is None:
             return None
         out[key] = parsed
     return out
 
 
-def _parse_value(attribute: str, text: Any) -> Any:
-    """A typed value: bool, int, or None when it does not parse. Typed Any on purpose:
-    mypyc reads ``bool | int`` as ``int`` (bool is an int to mypy) and would hand back 1
-    for True, which BrokerConfig's bool fields refuse."""
+def _parse_value(attribute: str, text: Any, kind: str = "") -> Any:
+    """A typed value, by the key's ConfigDef type in Kafka's table (broker_core/
+    kafka_config_keys.py): bool, int, float (DOUBLE), the text itself (STRING, LIST), or
+    None when it does not parse. Typed Any on purpose: mypyc reads ``bool | int`` as
+    ``int`` (bool is an int to mypy) and would hand back 1 for True, which BrokerConfig's
+    bool fields refuse."""
     if not isinstance(text, str):
         return None
-    if attribute in BOOL_KEYS:  # ConfigDef's BOOLEAN: true or false, in any case
+    if attribute in BOOL_KEYS or kind == "BOOLEAN":  # ConfigDef's BOOLEAN: true or false, in any case
         lowered = text.strip().lower()
         return True if lowered == "true" else False if lowered == "false" else None
+    if kind in ("STRING", "LIST"):
+        return text.strip()
+    if kind == "DOUBLE":
+        try:
+            return float(text.strip())
+        except ValueError:
+            return None
     try:
         return int(text.strip())
     except ValueError:
