@@ -35,6 +35,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
+from analysis.workload import workload_label
 from broker_core.admin_nodes import admin_topic_nodes
 from broker_core.config import PROFILES, broker_config, client_defaults
 from broker_core.types import TopicPartition
@@ -321,7 +322,8 @@ class RealRun:
         defaults = client_defaults(scenario.cluster.profile)
         self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record, w.partitioner or defaults.partitioner,
-                                       derive(self.seed, f"partitioner-producer-{i}"))
+                                       derive(self.seed, f"partitioner-producer-{i}"),
+                                       derive(self.seed, workload_label(f"producer-{i}")))
                           for i, w in enumerate(scenario.producers)]
         self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record) for i, w in enumerate(scenario.consumers)]

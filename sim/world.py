@@ -18,6 +18,7 @@ import simpy
 
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, replica_digests
 from analysis.trace import TraceWriter, run_started_fields
+from analysis.workload import workload_label
 from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.admin_nodes import admin_topic_nodes
 from broker_core.types import TopicPartition
@@ -94,7 +95,8 @@ class World:
                                               scenario.topic(w.topic).partitions,
                                               w.partitioner or defaults.partitioner,
                                               derive(seed, f"partitioner-{name}"),
-                                              w.sequence_restart or defaults.sequence_restart))
+                                              w.sequence_restart or defaults.sequence_restart,
+                                              derive(seed, workload_label(name))))
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]
