@@ -139,13 +139,12 @@ def _add_final_read(view: CompactionView, op: Operation) -> None:
     previous = view.reads.get(partition)
     if previous is not None and previous.complete:
         return
-    records = (done.get("records") or []) if done is not None else []
-    complete = done is not None and done.type == "ok"
-    end = done.get("high_watermark", 0) if complete else (records[-1][0] + 1 if records else 0)
     at = done if done is not None else op.invoke
+    records = at.get("records") or []
+    complete = done is not None and done.type == "ok"
+    end = at.get("high_watermark", 0) if complete else (records[-1][0] + 1 if records else 0)
     view.reads[partition] = KeyedRead("read", op.process, op.op, at.t_ms, partition,
-                                      _triples(records, done.get("keys") if done is not None else None),
-                                      complete, end)
+                                      _triples(records, at.get("keys")), complete, end)
 
 
 def _add_polls(view: CompactionView, op: Operation) -> None:
