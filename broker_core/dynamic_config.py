@@ -58,16 +58,8 @@ def decode_overrides(raw: bytes | None) -> dict[str, Any] | None:
     """The topic keys isrlab models, typed; keys it does not model are left out. None if
     the node does not parse or a modelled key's value is not valid (Kafka's LogConfig
     refuses the whole config then, and the logs keep the one they had)."""
-    if not raw:
-        return {}
-    try:
-        value = coord.decode_data(raw)
-    except ValueError:
-        return None
-    config = value.get("config") if isinstance(value, dict) else None
-    if not isinstance(config, dict):
-        return None
-    return modelled_overrides(config)
+    config = _node_config(raw)
+    return None if config is None else modelled_overrides(config)
 
 
 def modelled_overrides(config: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -111,6 +103,15 @@ def entity_config(raw: bytes | None) -> dict[str, str] | None:
     """A config node's {"version": 1, "config": {...}} as the strings Kafka keeps, every
     key (modelled or not); None if it does not parse. No node is no config (2.7.0
     AdminZkClient.fetchEntityConfig answers empty properties)."""
+    config = _node_config(raw)
+    if config is None or not all(isinstance(v, str) for v in config.values()):
+        return None
+    return {str(k): config[k] for k in sorted(config)}
+
+
+def _node_config(raw: bytes | None) -> dict | None:
+    """The "config" object of a config node ({"version": 1, "config": {...}}): empty for
+    no node, None when it does not parse."""
     if not raw:
         return {}
     try:
@@ -118,9 +119,7 @@ def entity_config(raw: bytes | None) -> dict[str, str] | None:
     except ValueError:
         return None
     config = value.get("config") if isinstance(value, dict) else None
-    if not isinstance(config, dict) or not all(isinstance(v, str) for v in config.values()):
-        return None
-    return {str(k): config[k] for k in sorted(config)}
+    return config if isinstance(config, dict) else None
 
 
 def write_entity_config(entity_type: str, name: str, configs: Mapping[str, str]):
