@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from itertools import takewhile
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence, cast
 
@@ -45,7 +46,11 @@ ACTIVE_HEADERS = 4096
 class Segment:
     base_offset: int
     path: str
-    size_bytes: int = 0
+    size_bytes: int = 0  # the file's length: positions in it are in the binding's format
+    # Its batches' Kafka v2 sizes, summed: what segment.bytes and retention.bytes count,
+    # so that a threshold means the same in the simulation (whose files hold its own
+    # format) as on the real broker (whose files hold v2, where the two are equal).
+    log_bytes: int = 0
     # The active segment's index is always here; a sealed one's only while loaded.
     index: OffsetIndex | None = None
 
@@ -100,7 +105,7 @@ class PartitionLog:
         return f"{self.directory}/{EPOCH_CHECKPOINT}"
 
     def new_segment(self, base_offset: int) -> Segment:
-        return Segment(base_offset, self.segment_path(base_offset), 0, OffsetIndex(base_offset))
+        return Segment(base_offset, self.segment_path(base_offset), index=OffsetIndex(base_offset))
 
     # -- appends -------------------------------------------------------------------
     def append_as_leader(self, records: Sequence[Record] | ClientBatch, leader_epoch: int) -> tuple[ClientBatch, list]:
@@ -140,7 +145,8 @@ class PartitionLog:
         sealed = None
         if not segments:
             segments.append(self.new_segment(base_offset))
-        elif segments[-1].size_bytes > 0 and segments[-1].size_bytes + size > self.segment_bytes:
+        elif segments[-1].log_bytes > 0 and segments[-1].log_bytes + size_bytes > self.segment_bytes:
+            # Kafka's LogSegment.shouldRoll: size > maxSegmentBytes - messagesSize, in v2 bytes.
             # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
             effects.extend(self._fsync_up_to(base_offset))
             sealed = segments[-1]
@@ -161,6 +167,7 @@ class PartitionLog:
             self._drop_older_headers()
         segment.held_index.maybe_append(next_offset - 1, position, self.index_interval_bytes)
         segment.size_bytes += size
+        segment.log_bytes += size_bytes
         self.log_end_offset = next_offset
         self.unflushed_messages += next_offset - base_offset
         if stored.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
@@ -264,6 +271,7 @@ class PartitionLog:
         effects: list[Effect] = []
         was_active = len(self.segments) - 1
         new_end, i, position = first.base_offset, first.segment, first.position
+        removed_bytes = sum(b.size_bytes for b in takewhile(lambda b: b.segment == i, self._batches_from(new_end)))
         for segment in self.segments[i + 1:]:
             effects += [DeleteFile(segment.path), DeleteFile(segment.index_path)]
         del self.segments[i + 1:]
@@ -274,6 +282,7 @@ class PartitionLog:
             position = self.segments[i].size_bytes
         else:
             self.segments[i].size_bytes = position
+            self.segments[i].log_bytes -= removed_bytes
             effects.append(TruncateFile(self.segments[i].path, position))
         if i < was_active:
             # A sealed segment becomes the active one: its headers are read back and its

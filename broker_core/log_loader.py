@@ -122,6 +122,7 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool,
         if batch.producer_id >= 0:
             log.producers.record(batch)
         log.log_end_offset = batch.next_offset
+        segment.log_bytes += batch.size_bytes
         position = end
     log.set_active_headers(batches)
     segment.size_bytes = position
