@@ -155,7 +155,7 @@ class PartitionLog:
             own = cast(RecordBatch, batch)
             data: bytes | BatchBytes = stored_bytes(own)
             size_bytes = own.size_bytes
-            max_timestamp = own.max_timestamp
+            max_timestamp = own.v2_max_timestamp
         else:
             data = batch.encode()
             size_bytes = batch.size_bytes
@@ -165,17 +165,17 @@ class PartitionLog:
         next_offset: int = batch.next_offset
         segments = self.segments
         sealed = None
-        if not segments:
+        active = segments[-1] if segments else None
+        if active is None:
             segments.append(self.new_segment(base_offset, now_ms))
-        else:
-            reason = self._roll_reason(segments[-1], size_bytes, max_timestamp, now_ms)
+        elif active.log_bytes > 0 and (active.log_bytes + size_bytes > self.segment_bytes
+                                       or now_ms - active.created_ms > self.roll_ms - self.roll_jitter_ms
+                                       or active.rolling_timestamp >= 0):
+            # Most appends fit and are young: _roll_reason (the whole rule) only when not.
+            reason = self._roll_reason(active, size_bytes, max_timestamp, now_ms)
             if reason is not None:
-                # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
-                effects.extend(self._fsync_up_to(base_offset))
-                sealed = segments[-1]
-                segments.append(self.new_segment(base_offset, now_ms))
-                self.active_batches, self._active_bases = [], []
-                self.rolls.append((base_offset, reason))
+                sealed = active
+                effects.extend(self._roll(base_offset, reason, now_ms))
         segment = segments[-1]
         if segment.rolling_timestamp < 0 and segment.log_bytes == 0:
             segment.rolling_timestamp = max_timestamp
@@ -204,6 +204,15 @@ class PartitionLog:
         if stored.leader_epoch > self.epochs.latest_epoch:
             self.epochs.assign(stored.leader_epoch, base_offset)
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
+        return effects
+
+    def _roll(self, base_offset: int, reason: str, now_ms: int) -> list[Effect]:
+        """Start a new active segment at ``base_offset``. Kafka's Log.roll schedules
+        flush(newOffset): the rolled segment is fsynced at once."""
+        effects = self._fsync_up_to(base_offset)
+        self.segments.append(self.new_segment(base_offset, now_ms))
+        self.active_batches, self._active_bases = [], []
+        self.rolls.append((base_offset, reason))
         return effects
 
     def _roll_reason(self, segment: Segment, size_bytes: int, max_timestamp: int, now_ms: int) -> str | None:

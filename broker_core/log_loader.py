@@ -14,6 +14,7 @@ from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.log import SEGMENT_SUFFIX, PartitionLog
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX
+from broker_core.records import RecordBatch
 from broker_core.segment_format import DecodeError
 from broker_core.storage import LogStorage, StoredBatch
 from broker_core.types import TopicPartition
@@ -124,9 +125,10 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool,
         if batch.producer_id >= 0:
             log.producers.record(batch)
         log.log_end_offset = batch.next_offset
+        max_timestamp = batch.v2_max_timestamp if isinstance(batch, RecordBatch) else getattr(batch, "max_timestamp", -1)
         if segment.log_bytes == 0:
-            segment.rolling_timestamp = getattr(batch, "max_timestamp", -1)
-        segment.max_timestamp = max(segment.max_timestamp, getattr(batch, "max_timestamp", -1))
+            segment.rolling_timestamp = max_timestamp
+        segment.max_timestamp = max(segment.max_timestamp, max_timestamp)
         segment.log_bytes += batch.size_bytes
         position = end
     log.set_active_headers(batches)

@@ -178,6 +178,14 @@ class RecordBatch:
         self.max_timestamp = max_timestamp
 
     @property
+    def v2_max_timestamp(self) -> int:
+        """The max timestamp its v2 header carries: the one set, else its records'
+        largest (as real_io's encoder writes it), else -1."""
+        if self.max_timestamp != NO_TIMESTAMP or not self.records.timestamps:
+            return self.max_timestamp
+        return max(self.records.timestamps)
+
+    @property
     def has_producer_id(self) -> bool:
         return self.producer_id >= 0
 

@@ -88,12 +88,13 @@ def _segment_bases(log: PartitionLog) -> list[int]:
     return [segment.base_offset for segment in log.segments]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(simulated_batches(max_records=12), min_size=1, max_size=25), st.integers(100, 4000))
 def test_a_segment_rolls_at_the_same_record_in_both_bindings(tmp_path_factory, batches, segment_bytes):
     """2.7.0 LogSegment.shouldRoll (core/src/main/scala/kafka/log/LogSegment.scala):
     size > maxSegmentBytes - messagesSize. The simulation's log stores its own format,
-    the real broker's v2; both count v2 bytes, so the rolls fall on the same batches."""
+    the real broker's v2; both count v2 bytes and read the same max timestamps, so the
+    rolls fall on the same batches."""
     tp = TopicPartition("t", 0)
     files = MemoryFiles()
     simulated = PartitionLog(tp, segment_bytes, files.storage)
@@ -107,6 +108,9 @@ def test_a_segment_rolls_at_the_same_record_in_both_bindings(tmp_path_factory, b
             _, effects = real.append_as_leader(wire, 1)
             write(real_dir, effects)
         assert _segment_bases(simulated) == _segment_bases(real)
+        # Rolls by size and, where the records carry timestamps, by segment.ms (the
+        # batches' max timestamps, which the v2 header carries in both).
+        assert [t.fields for t in simulated.roll_traces()] == [t.fields for t in real.roll_traces()]
         assert [s.log_bytes for s in simulated.segments] == [s.log_bytes for s in real.segments] == [
             s.size_bytes for s in real.segments]
     finally:
