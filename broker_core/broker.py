@@ -21,6 +21,7 @@ from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
     FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
+from broker_core.retention import delete_old_segments
 from broker_core.log_manager import LogManager
 from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
@@ -134,6 +135,9 @@ class BrokerNode:
         # every log.flush.scheduler.interval.ms (by default never again). Always set: a
         # topic's flush.ms may change before it runs.
         ctx.set_timer(("flush-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
+        # Kafka's kafka-log-retention task: first after InitialTaskDelayMs, then every
+        # log.retention.check.interval.ms (broker_core.retention).
+        ctx.set_timer(("retention-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
 
     # -- coordination ----------------------------------------------------------------
     def _on_session_started(self, event: CoordSessionStarted) -> None:
@@ -452,7 +456,11 @@ class BrokerNode:
             self.ctx.set_timer(key, self.config.replica_high_watermark_checkpoint_interval_ms)
         elif kind == "recovery-point-checkpoint":
             self.logs.checkpoint_recovery_points(self._all_logs())
+            self.logs.checkpoint_log_starts(self._all_logs())  # kafka-log-start-offset-checkpoint, same period
             self.ctx.set_timer(key, max(self.config.log_flush_offset_checkpoint_interval_ms, 1))
+        elif kind == "retention-check":
+            self._delete_old_segments()
+            self.ctx.set_timer(key, self.config.log_retention_check_interval_ms)
         elif kind == "create-topics":
             self.topics.timed_out(key[1])
         elif kind == "shutdown-retry":
@@ -470,6 +478,14 @@ class BrokerNode:
         logs = dict(self.replicas.recovered_logs)
         logs.update((tp, p.log) for tp, p in self.replicas.partitions.items())
         return logs
+
+    def _delete_old_segments(self) -> None:
+        """LogManager.cleanupLogs: every log's retention rules, with its topic's config
+        as it is now (a dynamic change applies at the next check)."""
+        logs = self._all_logs()
+        for tp in sorted(logs):
+            for effect in delete_old_segments(logs[tp], self.ctx.now_ms, self.config_for_topic(tp.topic)):
+                self.ctx.emit(effect)
 
     def _checkpoint_high_watermarks(self) -> None:
         self.logs.checkpoint_high_watermarks(self._all_logs())

@@ -120,6 +120,46 @@ class BrokerConfig:
     log_flush_offset_checkpoint_interval_ms: int = 60000  # how often recovery points are checkpointed
     log_segment_bytes: int = 1073741824
     log_index_interval_bytes: int = 4096  # bytes between a segment's offset index entries
+    # -- segments and retention (issue 22; Kafka 2.7.0 KafkaConfig and LogConfig) ---------
+    # Retention by time: log.retention.ms, else .minutes, else .hours (KafkaConfig.
+    # logRetentionTimeMillis); a negative value keeps data forever. Retention by size:
+    # log.retention.bytes of v2 bytes per partition, -1 none. Segments also roll by age:
+    # log.roll.ms, else .hours, less a jitter (log.roll.jitter.ms, else .hours; 0 here
+    # unless configured, where Kafka draws it at random up to the configured bound). The
+    # deletion checks run every log.retention.check.interval.ms (the kafka-log-retention
+    # task). Topics override retention.ms, retention.bytes, segment.ms, segment.jitter.ms
+    # (RETENTION_TOPIC_KEYS). Values of -1 mean "none" where Kafka allows it.
+    log_retention_hours: int = 168
+    log_retention_minutes: int | None = None
+    log_retention_ms: int | None = None
+    log_retention_bytes: int = -1
+    log_roll_hours: int = 168
+    log_roll_ms: int | None = None
+    log_roll_jitter_hours: int = 0
+    log_roll_jitter_ms: int | None = None
+    log_retention_check_interval_ms: int = 300000
+
+    @property
+    def retention_ms(self) -> int:
+        """KafkaConfig.logRetentionTimeMillis: ms, else minutes, else hours; -1 if negative."""
+        if self.log_retention_ms is not None:
+            millis = self.log_retention_ms
+        elif self.log_retention_minutes is not None:
+            millis = self.log_retention_minutes * 60_000
+        else:
+            millis = self.log_retention_hours * 3_600_000
+        return -1 if millis < 0 else millis
+
+    @property
+    def roll_ms(self) -> int:
+        """KafkaConfig.logRollTimeMillis: log.roll.ms, else log.roll.hours."""
+        return self.log_roll_ms if self.log_roll_ms is not None else self.log_roll_hours * 3_600_000
+
+    @property
+    def roll_jitter_ms(self) -> int:
+        """KafkaConfig.logRollTimeJitterMillis: log.roll.jitter.ms, else .hours."""
+        return self.log_roll_jitter_ms if self.log_roll_jitter_ms is not None else self.log_roll_jitter_hours * 3_600_000
+    # -- end of segments and retention ------------------------------------------------
     # Topic creation on first use (KafkaConfig: auto.create.topics.enable, num.partitions,
     # default.replication.factor, with Kafka's defaults).
     auto_create_topics_enable: bool = True
@@ -225,7 +265,7 @@ class BrokerConfig:
                     raise ConfigError(kafka_name(f.name), "must be true or false")
             elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ConfigError(kafka_name(f.name), "must be an integer")
-            elif value is not None and value < 0:
+            elif value is not None and value < 0 and not (f.name in MINUS_ONE_MEANS_NONE and value == -1):
                 raise ConfigError(kafka_name(f.name), "must not be negative")
         for name in _AT_LEAST_ONE:
             if getattr(self, name) < 1:
@@ -244,6 +284,19 @@ class BrokerConfig:
         return replace(self, **changes).validate()
 
 
+# Segments and retention (issue 22): the topic keys Kafka 2.7.0's LogConfig names, the
+# keys where -1 means "none" (LogConfig: retention.ms and retention.bytes, and the broker
+# keys behind them), and the check interval, which a period of 0 would make spin.
+RETENTION_TOPIC_KEYS = {
+    "retention.ms": "log_retention_ms",
+    "retention.bytes": "log_retention_bytes",
+    "segment.ms": "log_roll_ms",
+    "segment.jitter.ms": "log_roll_jitter_ms",
+}
+MINUS_ONE_MEANS_NONE = frozenset({"log_retention_ms", "log_retention_minutes", "log_retention_hours",
+                                  "log_retention_bytes"})
+_AT_LEAST_ONE["log_retention_check_interval_ms"] = "must be at least 1 (Kafka's scheduler refuses a period of 0)"
+
 # Topic-level keys a topic may override (Kafka's topic configs without the log. prefix).
 TOPIC_KEYS = {
     "min.insync.replicas": "min_insync_replicas",
@@ -259,6 +312,7 @@ TOPIC_KEYS = {
     "min.compaction.lag.ms": "log_cleaner_min_compaction_lag_ms",
     "max.compaction.lag.ms": "log_cleaner_max_compaction_lag_ms",
 }
+TOPIC_KEYS.update(RETENTION_TOPIC_KEYS)
 # Quotas (issue 22): the topic keys that list a topic's throttled replicas, as
 # "<partition>:<broker>,..." or "*" (2.7.0 LogConfig; parsed by
 # broker_core/quota_replication.parse_throttled_replicas). Not in TOPIC_KEYS yet: the slice

@@ -209,8 +209,15 @@ def reconfigure_logs(topic: str, config: BrokerConfig, partitions: Mapping[Topic
 
 
 def _reconfigure_log(log: PartitionLog, config: BrokerConfig) -> None:
+    configure_log(log, config)
+
+
+def configure_log(log: PartitionLog, config: BrokerConfig) -> None:
+    """The settings a log reads itself (retention's are read by each check)."""
     log.segment_bytes = config.log_segment_bytes
     log.index_interval_bytes = config.log_index_interval_bytes
+    log.roll_ms = config.roll_ms
+    log.roll_jitter_ms = config.roll_jitter_ms
 
 
 class TopicConfigListener:

@@ -68,6 +68,17 @@ class LeaderEpochCache:
             self.entries.pop()
         return len(self.entries) != before
 
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """Drop the epochs that end at or before ``start_offset``, the last of those
+        before it kept as starting there (2.7.0 LeaderEpochFileCache.truncateFromStart,
+        when the log start offset moves up)."""
+        before = list(self.entries)
+        while len(self.entries) > 1 and self.entries[1][1] <= start_offset:
+            self.entries.pop(0)
+        if self.entries and self.entries[0][1] < start_offset:
+            self.entries[0] = (self.entries[0][0], start_offset)
+        return self.entries != before
+
     def encode(self) -> bytes:
         lines = ["0", str(len(self.entries))] + [f"{e} {o}" for e, o in self.entries]
         return ("\n".join(lines) + "\n").encode()

@@ -265,12 +265,20 @@ class ReplicaFetcherManager:
                 continue
             if batch.base_offset != log.log_end_offset:
                 break  # not contiguous: refetch from our log end
-            for effect in log.append_as_follower(batch):
+            for effect in log.append_as_follower(batch, self.ctx.now_ms):
                 self.ctx.emit(effect)
             appended = True
+        for effect in log.roll_traces() if log.rolls else ():
+            self.ctx.emit(effect)
         new_high_watermark = min(result.high_watermark, log.log_end_offset)
         if new_high_watermark != log.high_watermark:
             log.high_watermark = new_high_watermark
+        if result.log_start_offset > log.log_start_offset:
+            # 2.7.0 ReplicaFetcherThread.processPartitionData: the follower takes the
+            # leader's log start (maybeIncrementLogStartOffset, LeaderOffsetIncremented);
+            # its own retention check then deletes the segments below it.
+            for effect in log.maybe_increment_log_start_offset(result.log_start_offset):
+                self.ctx.emit(effect)
         if appended:
             self.on_append(partition)
         return appended

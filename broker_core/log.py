@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from itertools import takewhile
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence, cast
 
-from broker_core.effects import DeleteFile, Effect, Fsync, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, Effect, Fsync, ReplaceFile, Trace, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
@@ -45,9 +46,26 @@ ACTIVE_HEADERS = 4096
 class Segment:
     base_offset: int
     path: str
-    size_bytes: int = 0
+    size_bytes: int = 0  # the file's length: positions in it are in the binding's format
+    # Its batches' Kafka v2 sizes, summed: what segment.bytes and retention.bytes count,
+    # so that a threshold means the same in the simulation (whose files hold its own
+    # format) as on the real broker (whose files hold v2, where the two are equal).
+    log_bytes: int = 0
     # The active segment's index is always here; a sealed one's only while loaded.
     index: OffsetIndex | None = None
+    # Time (Kafka 2.7.0 LogSegment): when it was made (``created``), its first batch's max
+    # timestamp (``rollingBasedTimestamp``, -1 none), its largest timestamp so far
+    # (``maxTimestampSoFar``, -1 none) and when it was last written (the file's
+    # ``lastModified``, which stands in for the largest timestamp when no batch has one).
+    created_ms: int = 0
+    rolling_timestamp: int = -1
+    max_timestamp: int = -1
+    modified_ms: int = 0
+
+    @property
+    def largest_timestamp(self) -> int:
+        """LogSegment.largestTimestamp: what retention by time compares."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.modified_ms
 
     @property
     def index_path(self) -> str:
@@ -71,6 +89,11 @@ class PartitionLog:
         self.directory = str(tp)
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
+        self.roll_ms = 7 * 24 * 3_600_000  # segment.ms (log.roll.hours 168), less the jitter
+        self.roll_jitter_ms = 0
+        # Rolls since the caller last looked, as (new segment's base offset, "size" or
+        # "time"): the partition traces them (segment_rolled) and clears the list.
+        self.rolls: list[tuple[int, str]] = []
         self.storage = storage  # the runtime's read side of the data directory
         self.active_batches: list[StoredBatch] = []  # the active segment's newest headers
         self.active_headers = ACTIVE_HEADERS
@@ -99,11 +122,13 @@ class PartitionLog:
     def epoch_checkpoint_path(self) -> str:
         return f"{self.directory}/{EPOCH_CHECKPOINT}"
 
-    def new_segment(self, base_offset: int) -> Segment:
-        return Segment(base_offset, self.segment_path(base_offset), 0, OffsetIndex(base_offset))
+    def new_segment(self, base_offset: int, now_ms: int = 0) -> Segment:
+        return Segment(base_offset, self.segment_path(base_offset), index=OffsetIndex(base_offset),
+                       created_ms=now_ms, modified_ms=now_ms)
 
     # -- appends -------------------------------------------------------------------
-    def append_as_leader(self, records: Sequence[Record] | ClientBatch, leader_epoch: int) -> tuple[ClientBatch, list]:
+    def append_as_leader(self, records: Sequence[Record] | ClientBatch, leader_epoch: int,
+                         now_ms: int = 0) -> tuple[ClientBatch, list]:
         """Append records, or a client's batch (its producer fields kept), at the log end."""
         # A client's batch (the core's or a binding's). Plain Records are asked first, as
         # hasattr's miss raises and catches an AttributeError per append.
@@ -111,17 +136,17 @@ class PartitionLog:
             batch = records.with_offsets(self.log_end_offset, leader_epoch)
         else:
             batch = RecordBatch(self.log_end_offset, leader_epoch, records)
-        return batch, self._append(batch)
+        return batch, self._append(batch, now_ms)
 
-    def append_as_follower(self, batch: Any) -> list[Effect]:
+    def append_as_follower(self, batch: Any, now_ms: int = 0) -> list[Effect]:
         """Append a batch the leader sent: a RecordBatch (stored in the core's segment
         format, ``broker_core.segment_format``), or any other object with a batch's
         header fields and ``encode()`` (the real binding's wire batch)."""
         if batch.base_offset != self.log_end_offset:
             raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
-        return self._append(batch)
+        return self._append(batch, now_ms)
 
-    def _append(self, batch: Any) -> list[Effect]:
+    def _append(self, batch: Any, now_ms: int = 0) -> list[Effect]:
         effects: list[Effect] = []
         # The core's own batches are written as BatchBytes: their length is exact, their
         # bytes are made only when something reads them (most simulated runs never do).
@@ -130,23 +155,33 @@ class PartitionLog:
             own = cast(RecordBatch, batch)
             data: bytes | BatchBytes = stored_bytes(own)
             size_bytes = own.size_bytes
+            max_timestamp = own.v2_max_timestamp
         else:
             data = batch.encode()
             size_bytes = batch.size_bytes
+            max_timestamp = getattr(batch, "max_timestamp", -1)
         size = len(data)
         base_offset: int = batch.base_offset
         next_offset: int = batch.next_offset
         segments = self.segments
         sealed = None
-        if not segments:
-            segments.append(self.new_segment(base_offset))
-        elif segments[-1].size_bytes > 0 and segments[-1].size_bytes + size > self.segment_bytes:
-            # Kafka's Log.roll schedules flush(newOffset): a rolled segment is fsynced at once.
-            effects.extend(self._fsync_up_to(base_offset))
-            sealed = segments[-1]
-            segments.append(self.new_segment(base_offset))
-            self.active_batches, self._active_bases = [], []
+        active = segments[-1] if segments else None
+        if active is None:
+            segments.append(self.new_segment(base_offset, now_ms))
+        elif active.log_bytes > 0 and (active.log_bytes + size_bytes > self.segment_bytes
+                                       or now_ms - active.created_ms > self.roll_ms - self.roll_jitter_ms
+                                       or active.rolling_timestamp >= 0):
+            # Most appends fit and are young: _roll_reason (the whole rule) only when not.
+            reason = self._roll_reason(active, size_bytes, max_timestamp, now_ms)
+            if reason is not None:
+                sealed = active
+                effects.extend(self._roll(base_offset, reason, now_ms))
         segment = segments[-1]
+        if segment.rolling_timestamp < 0 and segment.log_bytes == 0:
+            segment.rolling_timestamp = max_timestamp
+        if max_timestamp > segment.max_timestamp:
+            segment.max_timestamp = max_timestamp
+        segment.modified_ms = now_ms
         position = segment.size_bytes
         effects.append(WriteBytes(segment.path, position, data, batch))
         if sealed is not None:
@@ -161,6 +196,7 @@ class PartitionLog:
             self._drop_older_headers()
         segment.held_index.maybe_append(next_offset - 1, position, self.index_interval_bytes)
         segment.size_bytes += size
+        segment.log_bytes += size_bytes
         self.log_end_offset = next_offset
         self.unflushed_messages += next_offset - base_offset
         if stored.producer_id >= 0:  # leader or follower alike (Kafka's Log.append, either origin)
@@ -170,11 +206,77 @@ class PartitionLog:
             effects.append(ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode()))
         return effects
 
+    def _roll(self, base_offset: int, reason: str, now_ms: int) -> list[Effect]:
+        """Start a new active segment at ``base_offset``. Kafka's Log.roll schedules
+        flush(newOffset): the rolled segment is fsynced at once."""
+        effects = self._fsync_up_to(base_offset)
+        self.segments.append(self.new_segment(base_offset, now_ms))
+        self.active_batches, self._active_bases = [], []
+        self.rolls.append((base_offset, reason))
+        return effects
+
+    def _roll_reason(self, segment: Segment, size_bytes: int, max_timestamp: int, now_ms: int) -> str | None:
+        """Kafka 2.7.0 LogSegment.shouldRoll for a non-empty segment, or None: "size"
+        when size > segment.bytes - messagesSize (v2 bytes), "time" when the time waited
+        for a roll (timeWaitedForRoll: the batch's max timestamp less the segment's first
+        batch's, or without timestamps now less the segment's creation) passes segment.ms
+        less the jitter. Kafka's other reasons (a full index, an offset beyond int32 of
+        the base) are not modelled: the index grows as needed."""
+        if segment.log_bytes <= 0:
+            return None
+        if segment.log_bytes + size_bytes > self.segment_bytes:
+            return "size"
+        first = segment.rolling_timestamp
+        waited = max_timestamp - first if first >= 0 else now_ms - segment.created_ms
+        return "time" if waited > self.roll_ms - self.roll_jitter_ms else None
+
     def assign_epoch(self, epoch: int) -> list[Effect]:
         """A new leader records that its epoch starts at the current log end (KIP-101)."""
         if self.epochs.assign(epoch, self.log_end_offset):
             return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
         return []
+
+    def roll_traces(self) -> list[Trace]:
+        """``segment_rolled`` for the rolls since the last call (the caller emits them)."""
+        traces = [Trace("segment_rolled", {"partition": str(self.tp), "base_offset": base, "reason": reason})
+                  for base, reason in self.rolls]
+        self.rolls.clear()
+        return traces
+
+    # -- the log start: retention and the leader's start ---------------------------
+    def maybe_increment_log_start_offset(self, offset: int) -> list[Effect]:
+        """Kafka 2.7.0 Log.maybeIncrementLogStartOffset: move the log start up (never
+        past the high watermark), drop the epochs and producers wholly below it."""
+        offset = min(offset, self.high_watermark)
+        if offset <= self.log_start_offset:
+            return []
+        self.log_start_offset = offset
+        self.producers.truncate_head(offset)
+        if self.epochs.truncate_from_start(offset):
+            return [ReplaceFile(self.epoch_checkpoint_path, self.epochs.encode())]
+        return []
+
+    def delete_oldest_segments(self, count: int, now_ms: int) -> list[Effect]:
+        """Kafka 2.7.0 Log.deleteSegments: delete the ``count`` oldest segments, their
+        files with them; when that is every segment, first roll an empty one at the log
+        end (a log always has one); then the log start moves to the first segment left."""
+        effects: list[Effect] = []
+        if count >= len(self.segments):
+            count = len(self.segments)
+            base = self.log_end_offset
+            self.segments.append(self.new_segment(base, now_ms))
+            self.active_batches, self._active_bases = [], []
+            self.rolls.append((base, "retention"))
+            effects.append(WriteBytes(self.segment_path(base), 0, b""))  # the file exists, as Kafka's does
+        deleted = self.segments[:count]
+        del self.segments[:count]
+        self._loaded_indexes = deque(s for s in self._loaded_indexes if s.base_offset >= self.segments[0].base_offset)
+        for batch in self.active_batches:
+            batch.segment -= count  # positions in ``segments`` moved down
+        for segment in deleted:
+            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path)]
+        effects += self.maybe_increment_log_start_offset(self.segments[0].base_offset)
+        return effects
 
     # -- finding batches -----------------------------------------------------------
     def _segment_holding(self, offset: int) -> int:
@@ -264,6 +366,7 @@ class PartitionLog:
         effects: list[Effect] = []
         was_active = len(self.segments) - 1
         new_end, i, position = first.base_offset, first.segment, first.position
+        removed_bytes = sum(b.size_bytes for b in takewhile(lambda b: b.segment == i, self._batches_from(new_end)))
         for segment in self.segments[i + 1:]:
             effects += [DeleteFile(segment.path), DeleteFile(segment.index_path)]
         del self.segments[i + 1:]
@@ -274,6 +377,7 @@ class PartitionLog:
             position = self.segments[i].size_bytes
         else:
             self.segments[i].size_bytes = position
+            self.segments[i].log_bytes -= removed_bytes
             effects.append(TruncateFile(self.segments[i].path, position))
         if i < was_active:
             # A sealed segment becomes the active one: its headers are read back and its

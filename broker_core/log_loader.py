@@ -14,6 +14,7 @@ from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.log import SEGMENT_SUFFIX, PartitionLog
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX
+from broker_core.records import RecordBatch
 from broker_core.segment_format import DecodeError
 from broker_core.storage import LogStorage, StoredBatch
 from broker_core.types import TopicPartition
@@ -28,7 +29,7 @@ class RecoveryReport:
 
 def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, recovery_point: int = 0,
                 clean_shutdown: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                ) -> tuple[PartitionLog, list, RecoveryReport]:
+                now_ms: int = 0) -> tuple[PartitionLog, list, RecoveryReport]:
     """Rebuild a log from the bytes a restarted process finds on disk.
 
     Segments are scanned in offset order through the storage port; the first batch
@@ -41,7 +42,9 @@ def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, rec
     replayed from them), so each sealed segment's index is rebuilt as it is scanned
     and rewritten when the file differs (Kafka rebuilds a missing or corrupt index,
     Log.loadSegmentFiles -> recoverSegment); the active segment's index lives in
-    memory, and index files of no sealed segment are deleted.
+    memory, and index files of no sealed segment are deleted. Each segment's v2 size
+    and timestamps come from the scan; its creation and last-modified times are
+    ``now_ms`` (Kafka reads the file's modification time; the storage port has none).
     """
     log = PartitionLog(tp, segment_bytes, storage, index_interval_bytes)
     prefix = log.directory + "/"
@@ -65,7 +68,7 @@ def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, rec
             deleted.append(path)
             truncated_bytes += size
             continue
-        log.segments.append(log.new_segment(base))
+        log.segments.append(log.new_segment(base, now_ms))
         reason, first = _recover_segment(log, size, not clean_shutdown and base >= first_checked,
                                          base if first_base is None else None)
         if first_base is None:
@@ -122,6 +125,11 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool,
         if batch.producer_id >= 0:
             log.producers.record(batch)
         log.log_end_offset = batch.next_offset
+        max_timestamp = batch.v2_max_timestamp if isinstance(batch, RecordBatch) else getattr(batch, "max_timestamp", -1)
+        if segment.log_bytes == 0:
+            segment.rolling_timestamp = max_timestamp
+        segment.max_timestamp = max(segment.max_timestamp, max_timestamp)
+        segment.log_bytes += batch.size_bytes
         position = end
     log.set_active_headers(batches)
     segment.size_bytes = position

@@ -20,6 +20,7 @@ from typing import Callable, Mapping
 
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
+from broker_core.dynamic_config import configure_log
 from broker_core.effects import DeleteFile, ReplaceFile
 from broker_core.log import PartitionLog
 from broker_core.log_loader import recover_log
@@ -28,6 +29,7 @@ from broker_core.types import TopicPartition
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
@@ -55,11 +57,15 @@ class LogManager:
         self.ctx = ctx
         self.config_for = config_for  # a topic's effective configuration
         self.closing: str | None = None  # the reason of a clean shutdown under way
+        self._log_starts_written = b""  # the log-start-offset-checkpoint last written (none: empty)
 
     def recover(self, storage: LogStorage) -> dict[TopicPartition, PartitionLog]:
         ctx = self.ctx
         marks = decode_offset_checkpoint(storage.read_file(HW_CHECKPOINT))
         points = decode_offset_checkpoint(storage.read_file(RECOVERY_POINT_CHECKPOINT))
+        raw_starts = storage.read_file(LOG_START_CHECKPOINT)
+        starts = decode_offset_checkpoint(raw_starts)
+        self._log_starts_written = raw_starts or b""
         clean = storage.read_file(CLEAN_SHUTDOWN_FILE) is not None
         directories = sorted({path.split("/", 1)[0] for path in storage.paths() if "/" in path})
         recovered = {}
@@ -70,10 +76,14 @@ class LogManager:
                 continue
             config = self.config_for(tp.topic)
             log, effects, report = recover_log(tp, storage, config.log_segment_bytes, points.get(tp, 0),
-                                               clean, config.log_index_interval_bytes)
+                                               clean, config.log_index_interval_bytes, ctx.now_ms)
+            configure_log(log, config)
             for effect in effects:
                 ctx.emit(effect)
-            log.high_watermark = min(marks.get(tp, 0), log.log_end_offset)
+            # 2.7.0 Log: the log start is the checkpointed one where above the first
+            # segment's base (a follower that took its leader's start mid-segment).
+            log.log_start_offset = min(max(starts.get(tp, 0), log.log_start_offset), log.log_end_offset)
+            log.high_watermark = min(max(marks.get(tp, 0), log.log_start_offset), log.log_end_offset)
             for effect in log.flush(ctx.now_ms):  # make the recovered log durable, as recovery does
                 ctx.emit(effect)
             recovered[tp] = log
@@ -95,6 +105,17 @@ class LogManager:
         self.ctx.emit(ReplaceFile(RECOVERY_POINT_CHECKPOINT, encode_offset_checkpoint(
             {tp: log.recovery_point for tp, log in logs.items()})))
 
+    def checkpoint_log_starts(self, logs: Mapping[TopicPartition, PartitionLog]) -> None:
+        """2.7.0 LogManager.checkpointLogStartOffsetsInDir: the log start of each log
+        where it lies above its first segment's base (elsewhere the segments say it).
+        Written only when it changed, so that runs without retention never write it."""
+        data = encode_offset_checkpoint({tp: log.log_start_offset for tp, log in logs.items()
+                                         if log.segments and log.log_start_offset > log.segments[0].base_offset})
+        unwritten = self._log_starts_written or encode_offset_checkpoint({})  # no file: as one of no logs
+        if data != unwritten:
+            self._log_starts_written = data
+            self.ctx.emit(ReplaceFile(LOG_START_CHECKPOINT, data))
+
     # -- clean shutdown ----------------------------------------------------------------
     def start_closing(self, reason: str, logs: Mapping[TopicPartition, PartitionLog]) -> bool:
         """Flush every log; True when there was nothing to wait for."""
@@ -112,5 +133,6 @@ class LogManager:
         """The checkpoints and the marker, once every flush completed."""
         self.checkpoint_high_watermarks(logs)
         self.checkpoint_recovery_points(logs)
+        self.checkpoint_log_starts(logs)
         self.ctx.emit(ReplaceFile(CLEAN_SHUTDOWN_FILE, b""))
         self.ctx.trace("logs_closed", partitions=len(logs))

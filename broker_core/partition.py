@@ -150,8 +150,8 @@ class Partition:
         self.isr_locked = False
 
     # -- leader: appends -------------------------------------------------------------
-    def append_as_leader(self, records: Any,
-                         acks: int) -> tuple[ErrorCode, BatchHeader | None, list]:
+    def append_as_leader(self, records: Any, acks: int,
+                         now_ms: int = 0) -> tuple[ErrorCode, BatchHeader | None, list]:
         """Append a client's records (Record tuples, or a client's batch object). A
         duplicate of one of an idempotent producer's last five batches returns the
         stored original's header and appends nothing."""
@@ -165,7 +165,9 @@ class Partition:
             error, duplicate = self.log.producers.check_client_batch(records)
             if error is not ErrorCode.NONE or duplicate is not None:
                 return self._producer_check_failed(records, error, duplicate)
-        batch, effects = self.log.append_as_leader(records, self.leader_epoch)
+        batch, effects = self.log.append_as_leader(records, self.leader_epoch, now_ms)
+        if self.log.rolls:
+            effects += self.log.roll_traces()
         return ErrorCode.NONE, batch, effects
 
     def _producer_check_failed(self, batch: Any, error: ErrorCode,

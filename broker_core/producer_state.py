@@ -99,6 +99,12 @@ class ProducerStateManager:
         entry.add_batch(batch.producer_epoch, BatchMetadata(
             batch.base_sequence, batch.last_sequence, batch.base_offset, batch.next_offset - 1))
 
+    def truncate_head(self, log_start_offset: int) -> None:
+        """Forget producers whose last batch lies below the log start (2.7.0
+        ProducerStateManager.truncateHead, after retention deleted their batches)."""
+        self.entries = {pid: entry for pid, entry in self.entries.items()
+                        if entry.batches and entry.batches[-1].last_offset >= log_start_offset}
+
     def rebuild(self, batches: Iterable[BatchHeader]) -> None:
         """Forget everything and replay the log's batches (recovery, truncation)."""
         self.entries = {}

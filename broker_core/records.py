@@ -16,12 +16,15 @@ first and max timestamps.
 """
 from __future__ import annotations
 
+from operator import add
 from typing import Iterable, Iterator, NamedTuple, Protocol, Sequence, overload
 
-# A batch header's bytes in the size model: base_offset, leader_epoch, record_count,
-# payload_length and crc, as broker_core.segment_format stores them (it checks this).
+# A stored batch header's bytes in the simulation's own segment format: base_offset,
+# leader_epoch, record_count, payload_length and crc (broker_core.segment_format checks
+# this). Only file positions count it; sizes the core compares with limits are v2 sizes.
 HEADER_BYTES = 24
-_RECORD_OVERHEAD_BYTES = 14  # a rough per-record framing cost, as in Kafka's varint format
+# Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD: the v2 batch header every batch has.
+V2_BATCH_HEADER_BYTES = 61
 
 # Kafka's RecordBatch.NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE and NO_TIMESTAMP.
 NO_PRODUCER_ID = -1
@@ -61,13 +64,7 @@ class Record(NamedTuple):
     """One record, as a caller sees it; batches store records by column (``Records``)."""
     key: str | None
     value: str | None  # None is a tombstone
-    size_bytes: int = 0  # the payload size the record stands for (values are short ids)
-
-    @property
-    def wire_bytes(self) -> int:
-        if self.size_bytes:
-            return self.size_bytes + _RECORD_OVERHEAD_BYTES
-        return len(self.key or "") + len(self.value or "") + _RECORD_OVERHEAD_BYTES
+    size_bytes: int = 0  # the value's size the record stands for (values are short ids)
 
 
 class Records(Sequence[Record]):
@@ -139,16 +136,10 @@ class Records(Sequence[Record]):
     def __repr__(self) -> str:
         return f"Records({list(self)!r})"
 
-    def payload_bytes(self) -> int:
-        """The bytes the records stand for: ``size_bytes`` where set, else key and
-        value; plus the headers' keys and values when there are headers."""
-        if isinstance(self.sizes, int) and self.sizes:
-            total = self.sizes * len(self.values)
-        else:
-            total = sum(size or len(key or "") + len(value or "") for key, value, size in self)
-        if self.headers is not None:
-            total += sum(len(k) + len(v or "") for pairs in self.headers for k, v in pairs)
-        return total
+    def v2_bytes(self, first_timestamp: int = NO_TIMESTAMP) -> int:
+        """The length of these records in a Kafka v2 batch (uncompressed), counted by
+        column without encoding them: see ``v2_records_bytes``."""
+        return v2_records_bytes(self, first_timestamp)
 
 
 class RecordBatch:
@@ -159,8 +150,9 @@ class RecordBatch:
 
     Besides offsets and the leader epoch it carries the v2 header's producer_id,
     producer_epoch, base_sequence (idempotent producers; -1 otherwise), attributes and
-    first/max timestamps. The size model does not depend on them: Kafka's v2 header
-    has these fields whether they are set or not."""
+    first/max timestamps. Its ``size_bytes`` is the length of its Kafka v2 encoding
+    (uncompressed), the size every byte limit of the core compares, in the simulation
+    as on the real broker's files (``v2_records_bytes``)."""
     __slots__ = ("base_offset", "leader_epoch", "records", "next_offset", "_size_bytes", "encoding",
                  "encoding_size", "producer_id", "producer_epoch", "base_sequence", "attributes", "first_timestamp",
                  "max_timestamp")
@@ -184,6 +176,14 @@ class RecordBatch:
         self.attributes = attributes
         self.first_timestamp = first_timestamp
         self.max_timestamp = max_timestamp
+
+    @property
+    def v2_max_timestamp(self) -> int:
+        """The max timestamp its v2 header carries: the one set, else its records'
+        largest (as real_io's encoder writes it), else -1."""
+        if self.max_timestamp != NO_TIMESTAMP or not self.records.timestamps:
+            return self.max_timestamp
+        return max(self.records.timestamps)
 
     @property
     def has_producer_id(self) -> bool:
@@ -228,7 +228,10 @@ class RecordBatch:
     def size_bytes(self) -> int:
         if self._size_bytes < 0:
             records = self.records
-            self._size_bytes = HEADER_BYTES + records.payload_bytes() + _RECORD_OVERHEAD_BYTES * len(records)
+            first = self.first_timestamp
+            if first == NO_TIMESTAMP and records.timestamps:
+                first = records.timestamps[0]  # as real_io's v2 encoder takes it
+            self._size_bytes = V2_BATCH_HEADER_BYTES + v2_records_bytes(records, first)
         return self._size_bytes
 
 
@@ -246,3 +249,97 @@ def last_sequence(base_sequence: int, record_count: int) -> int:
 PRODUCER_FIELDS = (("producer_id", NO_PRODUCER_ID), ("producer_epoch", NO_PRODUCER_EPOCH),
                    ("base_sequence", NO_SEQUENCE), ("attributes", 0),
                    ("first_timestamp", NO_TIMESTAMP), ("max_timestamp", NO_TIMESTAMP))
+
+
+# -- the v2 size, counted by column ---------------------------------------------------
+# A zigzag varint of n >= 0 takes k bytes while n < 2**(7k - 1): the tiers' bounds.
+_VARINT_BOUNDS = (64, 8192, 1 << 20, 1 << 27, 1 << 34, 1 << 41, 1 << 48, 1 << 55, 1 << 62)
+
+
+def varint_size(n: int) -> int:
+    """Kafka's ByteUtils.sizeOfVarint / sizeOfVarlong: the bytes of n's zigzag varint."""
+    zigzag = n << 1 if n >= 0 else ((-n) << 1) - 1
+    return (zigzag.bit_length() + 6) // 7 or 1
+
+
+def _offset_delta_tiers(count: int) -> Iterator[tuple[int, int]]:
+    """(how many, varint size) of the offset deltas 0 .. count-1, by size."""
+    low = 0
+    for size, bound in enumerate(_VARINT_BOUNDS, 1):
+        if low >= count:
+            return
+        high = min(bound, count)
+        yield high - low, size
+        low = high
+
+
+def _text_parts(texts: Sequence[str | None], sizes: int | Sequence[int] = 0) -> tuple[int, list[int] | None]:
+    """A key or value column's bytes per record (varint length, then the bytes; null:
+    the varint -1): one constant when every record takes the same, else a list. A
+    value's length is the size it stands for, where set; a null stays null."""
+    if isinstance(sizes, int) and sizes:
+        if None not in texts:
+            return varint_size(sizes) + sizes, None
+        lengths = [-1 if text is None else sizes for text in texts]
+    elif isinstance(sizes, int):
+        try:
+            lengths = list(map(len, texts))  # type: ignore[arg-type]
+        except TypeError:  # a null among them
+            lengths = [-1 if text is None else len(text) for text in texts]
+    else:
+        lengths = [-1 if text is None else (size or len(text)) for text, size in zip(texts, sizes)]
+    if lengths and -1 < min(lengths) and max(lengths) < 64:  # one-byte varints, no nulls: the common case
+        return 1, lengths
+    return 0, [length + varint_size(length) if length >= 0 else 1 for length in lengths]
+
+
+def v2_records_bytes(records: Records, first_timestamp: int = NO_TIMESTAMP) -> int:
+    """The records' length in a Kafka v2 batch, counted without encoding (2.7.0
+    DefaultRecord.sizeInBytes): per record a varint of its body's length, then the body
+    -- attributes (1 byte), varlong timestamp delta (from ``first_timestamp``), varint
+    offset delta, the key and the value (varint length and bytes, -1 for null; a value
+    counts the size it stands for), a varint header count and each header's key and
+    value. Columns that are the same for every record are counted once: a simulated
+    batch without keys, times or headers costs a few operations whatever its length."""
+    count = len(records.values)
+    constant = 1  # attributes
+    varying: list[int] | None = None
+    parts: list[tuple[int, list[int] | None]] = [
+        (1, None) if records.keys is None else _text_parts(records.keys),
+        _text_parts(records.values, records.sizes)]
+    stamps = records.timestamps
+    parts.append((1, None) if stamps is None else
+                 (0, [varint_size(stamp - first_timestamp) for stamp in stamps]))
+    if records.headers is None:
+        parts.append((1, None))
+    else:
+        parts.append((0, [varint_size(len(pairs)) + sum(
+            _header_text_size(name) + _header_text_size(value) for name, value in pairs)
+            for pairs in records.headers]))
+    for fixed, column in parts:
+        constant += fixed
+        if column is not None:
+            varying = column if varying is None else list(map(add, varying, column))
+    if varying is None:
+        # Only the offset delta varies: whole tiers of records share one body length.
+        total = 0
+        for how_many, delta_size in _offset_delta_tiers(count):
+            body = constant + delta_size
+            total += how_many * (body + varint_size(body))
+        return total
+    total = 0
+    start = 0
+    for how_many, delta_size in _offset_delta_tiers(count):
+        bodies = varying[start:start + how_many]
+        start += how_many
+        low, high = min(bodies) + constant + delta_size, max(bodies) + constant + delta_size
+        total += sum(bodies) + how_many * (constant + delta_size)
+        if varint_size(low) == varint_size(high):
+            total += how_many * varint_size(low)
+        else:
+            total += sum(varint_size(body + constant + delta_size) for body in bodies)
+    return total
+
+
+def _header_text_size(text: str | None) -> int:
+    return 1 if text is None else varint_size(len(text)) + len(text)

@@ -7,6 +7,7 @@ from typing import Hashable
 
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
+from broker_core.dynamic_config import configure_log
 from broker_core.delayed import DelayedFetch, DelayedProduce, HeldProduce, Purgatory
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.effects import CloseConnection
@@ -46,8 +47,10 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None:
             config = self.config_for(tp.topic)
-            log = self.recovered_logs.pop(tp, None) or PartitionLog(
-                tp, config.log_segment_bytes, self.storage, config.log_index_interval_bytes)
+            log = self.recovered_logs.pop(tp, None)
+            if log is None:
+                log = PartitionLog(tp, config.log_segment_bytes, self.storage, config.log_index_interval_bytes)
+                configure_log(log, config)
             partition = Partition(self.ctx.broker_id, tp, log, config)
             self.partitions[tp] = partition
         return partition
@@ -178,7 +181,7 @@ class ReplicaManager:
             if partition is None:
                 results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
-            error, batch, effects = partition.append_as_leader(request.partitions[tp], request.acks)
+            error, batch, effects = partition.append_as_leader(request.partitions[tp], request.acks, ctx.now_ms)
             for effect in effects:
                 ctx.emit(effect)
             if batch is None:

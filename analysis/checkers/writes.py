@@ -15,9 +15,12 @@ _second = itemgetter(1)
 
 def check_lost_writes(index: RunIndex) -> list[CheckResult]:
     """Acknowledged values missing from the final read of their partition. Where that
-    read did not finish (or never happened), a missing value is unknown, not lost."""
+    read did not finish (or never happened), a missing value is unknown, not lost; one
+    acknowledged below where the read started (the log start then) was deleted by
+    retention (Kafka's Log.deleteOldSegments), not lost, and is counted apart."""
     lost = {"all": Examples(), "1": Examples(), "any": Examples()}
     unknown = {"all": 0, "1": 0, "any": 0}
+    deleted = {"all": 0, "1": 0, "any": 0}
     reads = index.reads
     wanted: dict[str, set] = {}
     for op in index.unconfirmed_sends:
@@ -35,6 +38,10 @@ def check_lost_writes(index: RunIndex) -> list[CheckResult]:
                 unknown["any"] += 1
                 unknown[acks] = unknown.get(acks, 0) + 1
                 continue
+            if first + i < read.start:
+                deleted["any"] += 1
+                deleted[acks] = deleted.get(acks, 0) + 1
+                continue
             example = {"t_ms": op.done.t_ms, "process": op.process, "op": op.op,
                        "partition": partition, "offset": first + i, "value": value, "acks": acks}
             lost["any"].add(example)
@@ -46,6 +53,9 @@ def check_lost_writes(index: RunIndex) -> list[CheckResult]:
         what = "acknowledged records" + ("" if key == "any" else f" (acks={key})")
         note = f"; {unknown[key]} unknown (final read unfinished)" if unknown[key] else ""
         details = {"unknown": unknown[key]}
+        if deleted[key]:
+            note += f"; {deleted[key]} deleted by retention (below the log start)"
+            details["deleted_by_retention"] = deleted[key]
         if key == "any":
             details["acknowledged_records"] = index.acknowledged_records
         results.append(anomaly(name, lost[key], f"{what} missing from the final read{note}",

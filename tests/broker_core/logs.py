@@ -23,8 +23,13 @@ class AppliedLog(PartitionLog):
         self.disk = MemoryFiles()
         super().__init__(tp, segment_bytes, self.disk.storage)
 
-    def _append(self, batch) -> list:
-        effects = super()._append(batch)
+    def _append(self, batch, now_ms: int = 0) -> list:
+        effects = super()._append(batch, now_ms)
+        self.disk.apply_all(effects)
+        return effects
+
+    def delete_oldest_segments(self, count: int, now_ms: int) -> list:
+        effects = super().delete_oldest_segments(count, now_ms)
         self.disk.apply_all(effects)
         return effects
 

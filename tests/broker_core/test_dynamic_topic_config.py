@@ -122,7 +122,9 @@ def test_config_nodes_hold_kafka_strings_and_notifications_of_either_version_par
     assert coord.decode_data(raw) == {"version": 1, "config": {"min.insync.replicas": "2",
                                                                "unclean.leader.election.enable": "true"}}
     assert decode_overrides(raw) == {"unclean.leader.election.enable": True, "min.insync.replicas": 2}
-    assert decode_overrides(b'{"version":1,"config":{"retention.ms":"5","flush.ms":"7"}}') == {"flush.ms": 7}
+    assert decode_overrides(b'{"version":1,"config":{"preallocate":"true","flush.ms":"7"}}') == {"flush.ms": 7}
+    assert decode_overrides(b'{"version":1,"config":{"retention.ms":"-1","retention.bytes":"5"}}') == {
+        "retention.ms": -1, "retention.bytes": 5}
     assert decode_overrides(b'{"version":1,"config":{"min.insync.replicas":"two"}}') is None
     assert notified_topic(b'"t"') == "t"  # 0.8.2.2 AdminUtils.changeTopicConfig: Json.encode(topic)
     assert notified_topic(b'{"version":1,"entity_type":"topics","entity_name":"t"}') == "t"

@@ -60,7 +60,7 @@ def test_a_rolled_segment_gets_an_index_of_8_byte_entries_every_interval_bytes()
     indexIntervalBytes: the batch's last offset, relative to the segment's base, and its
     position, as OffsetIndex.append writes them: two big-endian int32) and
     LogSegment.onBecomeInactiveSegment (the index trimmed when the segment is rolled)."""
-    log = build(300, segment_bytes=3000, interval=200)
+    log = build(300, segment_bytes=4500, interval=200)
     sealed = log.segments[:-1]
     assert len(sealed) >= 3
     for segment in sealed:
