@@ -26,6 +26,7 @@ from broker_core.messages import (
     UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest)
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
+from broker_core.quota_config import QuotaConfigListener
 from broker_core.replica_manager import ReplicaManager
 from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
 from broker_core.types import NO_LEADER, TopicPartition
@@ -57,7 +58,8 @@ class BrokerNode:
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
-        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read)
+        self.quota_listener = QuotaConfigListener(self.replicas.client_quotas.apply_config)
+        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self.quota_listener.notified)
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}

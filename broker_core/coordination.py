@@ -69,6 +69,7 @@ class Create:
     data: bytes
     ephemeral: bool = False
     make_parents: bool = False
+    sequential: bool = False  # ZooKeeper's PERSISTENT_SEQUENTIAL: the path is a prefix, a number follows
 
 
 @dataclass(frozen=True, slots=True)

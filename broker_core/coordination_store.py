@@ -74,6 +74,22 @@ class CoordinationStore:
         self.put(path, data)
         return path
 
+    def _create_sequential(self, sid: int, op: coord.Create) -> coord.Reply:
+        """A sequential child: numbered past every child already there too, since a
+        snapshot (the embedded store's) keeps the children but not the counter."""
+        parent_path = _parent(op.path)
+        if parent_path not in self.znodes:
+            if not op.make_parents:
+                return coord.Reply(False, coord.NO_NODE)
+            self._ensure_parents(op.path)
+        parent = self.znodes[parent_path]
+        while f"{op.path}{parent.child_sequence:010d}" in self.znodes:
+            parent.child_sequence += 1
+        path = f"{op.path}{parent.child_sequence:010d}"
+        parent.child_sequence += 1
+        self._create_node(path, op.data, sid if op.ephemeral else None)
+        return coord.Reply(True, version=0, data=path.encode())
+
     def get(self, path: str) -> bytes | None:
         node = self.znodes.get(path)
         return node.data if node else None
@@ -144,6 +160,8 @@ class CoordinationStore:
             if op.watch:
                 self._child_watches.setdefault(op.path, set()).add(sid)
             return coord.Reply(True, children=tuple(sorted(node.children)), version=node.version)
+        if kind is coord.Create and op.sequential:
+            return self._create_sequential(sid, op)
         if kind is coord.Create:
             if op.path in self.znodes:
                 return coord.Reply(False, coord.NODE_EXISTS)

@@ -165,9 +165,12 @@ class TopicConfigListener:
     """A broker's reader of topic configs: all of them at its first session, then the
     change notifications. ``on_config(topic, overrides)`` gets each config read."""
 
-    def __init__(self, ctx: NodeContext, on_config: Callable[[str, dict[str, Any]], None]):
+    def __init__(self, ctx: NodeContext, on_config: Callable[[str, dict[str, Any]], None],
+                 on_other: Callable[[bytes | None], Any] | None = None):
         self.ctx = ctx
         self.on_config = on_config
+        # a task step for each notification naming no topic (client quotas: broker_core/quota_config.py)
+        self.on_other = on_other
         self.last_change = -1  # lastExecutedChange: kept across sessions, as Kafka's listener keeps it
         self.loaded = False
         self._running = False
@@ -214,6 +217,8 @@ class TopicConfigListener:
             for number, name in sorted(numbered):
                 note = yield coord.GetData(f"{CONFIG_CHANGES_PATH}/{name}")
                 topic = notified_topic(note.data) if note.ok else None
+                if topic is None and note.ok and self.on_other is not None:
+                    yield from self.on_other(note.data)
                 if topic is not None:
                     data = yield coord.GetData(topic_config_path(topic))
                     # a missing node means no overrides (2.7.0 fetchEntityConfig: empty properties)

@@ -349,8 +349,9 @@ def _carry_out(client: KazooClient, op: Any, watcher: _Watcher, finish: Callable
 
     if kind is coord.Create:
         # ZooKeeper answers version 0 for a new node, as the simulated service does.
-        on(client.create_async(op.path, op.data, ephemeral=op.ephemeral, makepath=op.make_parents),
-           lambda _path: coord.Reply(True, version=0))
+        on(client.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential,
+                               makepath=op.make_parents),
+           lambda path: coord.Reply(True, version=0, data=path.encode() if op.sequential else None))
     elif kind is coord.SetData and op.check_path is not None:
         transaction = client.transaction()
         transaction.check(op.check_path, op.check_version)

@@ -26,8 +26,8 @@ from analysis.trace import TraceWriter
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, FileEffect, Fsync, Halt, ReplaceFile, Send,
-    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, FileEffect, Fsync, Halt, MuteConnection,
+    ReplaceFile, Send, SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.messages import FetchResponse
 from faults.nodes import broker_node
 from real_io.protocol.primitives import Splice
@@ -90,6 +90,7 @@ class BrokerRuntime:
         self._timers: dict[tuple, asyncio.TimerHandle] = {}
         self._clients: dict[Hashable, Callable[[Any], None]] = {}
         self._closers: dict[Hashable, Callable[[], None]] = {}
+        self._muters: dict[Hashable, Callable[[float], None]] = {}
         self.halted: asyncio.Future[Halt] | None = None  # from start(); done once the node halts
         self.halt_reason: Halt | None = None
         self._draining = False
@@ -142,16 +143,21 @@ class BrokerRuntime:
         self.feed(MessageReceived(src, message))
 
     def register_client(self, address: Hashable, on_message: Callable[[Any], None],
-                        on_close: Callable[[], None] | None = None) -> None:
+                        on_close: Callable[[], None] | None = None,
+                        on_mute: Callable[[float], None] | None = None) -> None:
         """``on_message`` takes the core's messages to the client; ``on_close`` closes
-        its connection when the core says so (CloseConnection)."""
+        its connection when the core says so (CloseConnection); ``on_mute(until)`` stops
+        reading it until the event loop's time ``until`` (MuteConnection)."""
         self._clients[address] = on_message
         if on_close is not None:
             self._closers[address] = on_close
+        if on_mute is not None:
+            self._muters[address] = on_mute
 
     def unregister_client(self, address: Hashable) -> None:
         self._clients.pop(address, None)
         self._closers.pop(address, None)
+        self._muters.pop(address, None)
 
     def _wakeup_threadsafe(self) -> None:
         loop = self.loop  # set: start() sets it before it hands this to the coordination
@@ -200,6 +206,10 @@ class BrokerRuntime:
                 close = self._closers.get(effect.dst)
                 if close is not None:  # else the client is gone already
                     close()
+            elif type(effect) is MuteConnection:
+                mute = self._muters.get(effect.dst)
+                if mute is not None:  # else the client is gone already
+                    mute(self._origin + effect.until_ms / 1000.0)
             elif type(effect) is Halt:
                 self._halt(effect)
             else:

@@ -95,6 +95,8 @@ class World:
                                               w.partitioner or defaults.partitioner,
                                               derive(seed, f"partitioner-{name}"),
                                               w.sequence_restart or defaults.sequence_restart))
+            # the Java producer's default client.id: producer-<n>, counting from 1
+            self.producers[-1].client_id = w.client_id or f"producer-{i + 1}"
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]
@@ -103,6 +105,7 @@ class World:
                                               poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms,
                                               auto_offset_reset=w.auto_offset_reset, start_offset=w.start_offset,
                                               validate_positions=validate))
+            self.consumers[-1].client_id = w.client_id or f"consumer-{i + 1}"  # the Java consumer's, without a group
 
     def _incarnation(self, node: str) -> int:
         broker = broker_id_of(node)

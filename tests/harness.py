@@ -6,7 +6,8 @@ The coordination store is reached as through ZooKeeper's client: a request sent 
 the link to it is blocked, or whose answer is blocked, fails with CONNECTION_LOSS once
 the link works again (applied or not, as the block fell), and ``lose_answers`` makes a
 chosen request be applied with its answer lost. A ``Halt`` effect stops the process; a
-``CloseConnection`` is recorded in ``closed_connections``."""
+``CloseConnection`` is recorded in ``closed_connections``, a ``MuteConnection`` in
+``muted_connections``."""
 from __future__ import annotations
 
 import heapq
@@ -17,8 +18,8 @@ from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes, unhandled_effect)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
+    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.errors import ErrorCode
 from broker_core.storage import MemoryFiles, resolve_message
 from broker_core.inputs import (
@@ -62,6 +63,7 @@ class Cluster:
         self.blocked: set[tuple] = set()
         self.responses: dict[int, Any] = {}
         self.closed_connections: list[tuple[int, int, Any]] = []  # (t_ms, broker, client) per CloseConnection
+        self.muted_connections: list[tuple[int, int, Any, int]] = []  # (t_ms, broker, client, until_ms)
         self.traces: list[tuple[int, int, str, dict]] = []
         self._lost: dict[int, list[int]] = {}  # requests whose connection dropped, per broker
         self._lose_rules: list[list] = []
@@ -180,6 +182,10 @@ class Cluster:
                 # The client has one connection per broker and nothing to cancel on it:
                 # the close is recorded for tests to check.
                 self.closed_connections.append((self.now, broker, e.dst))
+            elif type(e) is MuteConnection:
+                # The in-test client sends one request at a time and waits for its answer:
+                # the mute is recorded for tests to check, and the client honours it itself.
+                self.muted_connections.append((self.now, broker, e.dst, e.until_ms))
             elif type(e) is WriteBytes or type(e) is TruncateFile or type(e) is DeleteFile or type(e) is ReplaceFile:
                 self.disks[broker].apply(e)
             elif type(e) is Fsync:
