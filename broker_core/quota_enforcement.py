@@ -117,10 +117,11 @@ class ClientQuotaEnforcer:
         throttle = max(throttle, 0)  # a wrapped (negative) throttle is none, as Kafka's throttle() treats it
         sent = size if throttle <= 0 else size_if_throttled
         self.ctx.trace("quota_recorded", client=client_id, user=user, quota_type=quota_type, bytes=sent,
-                       quota=_number(quota), throttle_time_ms=throttle)
+                       quota=_number(quota), throttle_time_ms=throttle, samples=manager.samples,
+                       window_ms=manager.window_ms)
         if throttle > 0:
-            self.ctx.trace("throttled", client=client_id, user=user, quota_type=quota_type, bytes=size,
-                           throttle_time_ms=throttle, quota=_number(quota),
+            self.ctx.trace("throttled", client=client_id, user=user, connection=str(src), quota_type=quota_type,
+                           bytes=size, throttle_time_ms=throttle, quota=_number(quota),
                            rate=None if rate is None else round(rate, 3))
             self._throttled[src] = (throttle, now, quota_type)
             self.ctx.emit(MuteConnection(src, now + throttle))

@@ -20,6 +20,7 @@ from analysis.checkers.happened import check_happened
 from analysis.checkers.index import RunIndex
 from analysis.checkers.leadership import LeadershipReplay
 from analysis.checkers.replicas import check_divergence
+from analysis.checkers.quotas import check_quotas
 from analysis.checkers.result import CheckResult
 from analysis.checkers.unseen import check_unseen
 from analysis.checkers.writes import (
@@ -72,6 +73,11 @@ CHECKERS: tuple[Checker, ...] = (
             lambda run: check_produce_rates(run.index)),
     Checker(_counts("hw_regressions", timed=True), lambda run: check_hw_regressions(run.index)),
     Checker(_counts("failed_but_present", timed=True), lambda run: check_failed_but_present(run.index)),
+    # Client quotas (analysis/checkers/quotas.py): within the tolerance, throttles honoured,
+    # then what happened (throttles, the unthrottled producers' latency) for expect: to name.
+    Checker((Result("quota_violations", timed=True), Result("throttle_not_honoured", timed=True),
+             *_counts("throttled", "unthrottled_produce_p99_ms")),
+            lambda run: check_quotas(run.index.events, run.history)),
     # What happened rather than what went wrong: always valid, for expect: to name.
     Checker((*_counts("unclean_elections", "leader_elections", "fenced_requests", "isr_shrinks", "isr_expansions"),
              Result("final_leader", "mapping")),
