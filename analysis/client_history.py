@@ -59,8 +59,13 @@ def send_error_outcome(error: ErrorCode, acks: int, unknown_before: bool) -> str
     return completion_of(unknown_before or may_have_appended(error, acks))
 
 
-def send_invoke(op: int, partition: str, values: list[str], acks: int) -> dict[str, Any]:
-    return {"f": SEND, "op": op, "partition": partition, "values": values, "acks": acks}
+def send_invoke(op: int, partition: str, values: list, acks: int, keys: list | None = None) -> dict[str, Any]:
+    """``values[i]`` None is a tombstone; ``keys`` (a keyed producer's, ``keys[i]`` the key
+    of ``values[i]``) is written only when given, so keyless traces stay as they were."""
+    fields: dict[str, Any] = {"f": SEND, "op": op, "partition": partition, "values": values, "acks": acks}
+    if keys is not None:
+        fields["keys"] = keys
+    return fields
 
 
 def send_completion(op: int, partition: str, offset: int | None = None, error: str | None = None,
@@ -85,11 +90,14 @@ def poll_invoke(op: int, positions: dict[str, int]) -> dict[str, Any]:
 
 
 def poll_ok(op: int, records: dict[str, Any], high_watermarks: dict[str, int],
-            errors: dict[str, str] | None = None) -> dict[str, Any]:
-    """``errors`` is written only when a partition failed."""
+            errors: dict[str, str] | None = None, keys: dict[str, list] | None = None) -> dict[str, Any]:
+    """``errors`` is written only when a partition failed, ``keys`` (partition -> the key
+    of each of its records, in order) only when some record had a key."""
     fields: dict[str, Any] = {"f": POLL, "op": op, "records": records, "high_watermarks": high_watermarks}
     if errors:
         fields["errors"] = errors
+    if keys:
+        fields["keys"] = keys
     return fields
 
 
@@ -102,11 +110,20 @@ def read_invoke(op: int, partition: str) -> dict[str, Any]:
     return {"f": READ, "op": op, "partition": partition}
 
 
-def read_ok(op: int, partition: str, records: Any, high_watermark: int) -> dict[str, Any]:
-    """``records``: ``[[offset, value], ...]``, as a list or as its JSON text (RawJson)."""
-    return {"f": READ, "op": op, "partition": partition, "records": records, "high_watermark": high_watermark}
+def read_ok(op: int, partition: str, records: Any, high_watermark: int, keys: list | None = None) -> dict[str, Any]:
+    """``records``: ``[[offset, value], ...]``, as a list or as its JSON text (RawJson);
+    ``keys``, the key of each record, only when some record had one."""
+    fields: dict[str, Any] = {"f": READ, "op": op, "partition": partition, "records": records,
+                              "high_watermark": high_watermark}
+    if keys is not None:
+        fields["keys"] = keys
+    return fields
 
 
-def read_gave_up(op: int, partition: str, records: Any) -> dict[str, Any]:
+def read_gave_up(op: int, partition: str, records: Any, keys: list | None = None) -> dict[str, Any]:
     """The final read ran out of time: an ``info`` with what it got."""
-    return {"f": READ, "op": op, "partition": partition, "reason": FINAL_READ_TIMED_OUT, "records": records}
+    fields: dict[str, Any] = {"f": READ, "op": op, "partition": partition, "reason": FINAL_READ_TIMED_OUT,
+                              "records": records}
+    if keys is not None:
+        fields["keys"] = keys
+    return fields

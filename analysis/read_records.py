@@ -50,6 +50,23 @@ def records_from(batches: Sequence[Any], position: int, end: int | None) -> list
     return got
 
 
+def keys_from(batches: Sequence[Any], position: int, end: int | None) -> list[str | None] | None:
+    """The keys of the records ``records_from`` returns, in the same order, or None when
+    no batch has keys (every keyless workload: nothing more is written)."""
+    if all(batch.records.keys is None for batch in batches):
+        return None
+    got: list[str | None] = []
+    for batch in batches:
+        base: int = batch.base_offset
+        count = len(batch.records.values)
+        low = position - base if position > base else 0
+        high = count if end is None or end - base > count else end - base
+        if high > low:
+            keys = batch.records.keys
+            got.extend(keys[low:high] if keys is not None else [None] * (high - low))
+    return got
+
+
 # ',[%d,"%s"]' n times, by n: one %-format writes a batch's n [offset, value] pairs
 _PAIRS_FORMATS: dict[int, str] = {}
 
@@ -62,20 +79,29 @@ class ReadRecords:
     ``(offset, value)`` tuple per record for the trace's encoder to take apart again cost
     7 to 8% of a compiled run. A batch whose values JSON writes as they are (no
     nulls, no escapes) is written by one %-format; any other batch is encoded."""
-    __slots__ = ("_chunks", "next_offset")
+    __slots__ = ("_chunks", "next_offset", "_count", "keys")
 
     def __init__(self) -> None:
         self._chunks: list[str] = []
         self.next_offset = 0  # the offset after the last record got (0 while none was)
+        self._count = 0
+        # the key of every record got, once one had a key (None before: keyless reads write none)
+        self.keys: list[str | None] | None = None
 
     def add(self, batches: Sequence[Any], position: int, end: int | None) -> bool:
         """The records of ``batches`` at or after ``position`` (and before ``end``);
         whether there were any."""
         windows = _windows(batches, position, end)
+        keys = keys_from(batches, position, end) if windows else None
+        if keys is not None and self.keys is None:
+            self.keys = [None] * self._count
         for base, values, low, high in windows:
             got = values if low == 0 and high == len(values) else values[low:high]
             self._chunks.append(_pairs_json(base + low, got))
             self.next_offset = base + high
+            self._count += high - low
+        if self.keys is not None:
+            self.keys.extend(keys if keys is not None else [None] * (self._count - len(self.keys)))
         return bool(windows)
 
     def json(self) -> RawJson:
@@ -108,19 +134,24 @@ def _pairs_json(first: int, values: tuple[str | None, ...]) -> str:
 class RecordList:
     """What a read got of one partition, record by record, as ``[offset, value]`` lists:
     the real binding's final read, whose client hands it one record at a time."""
-    __slots__ = ("records", "log_start", "position", "end")
+    __slots__ = ("records", "log_start", "position", "end", "keys")
 
     def __init__(self, log_start: int, end: int) -> None:
         self.records: list[list[Any]] = []
         self.log_start = log_start
         self.position = log_start  # the next offset wanted
         self.end = end
+        self.keys: list[str | None] | None = None  # as ReadRecords.keys
 
-    def add(self, offset: int, value: str | None) -> bool:
+    def add(self, offset: int, value: str | None, key: str | None = None) -> bool:
         """Keep the record at ``offset`` if it is the window's (at or after the position,
         below the end); whether it was."""
         if not self.position <= offset < self.end:
             return False
+        if key is not None and self.keys is None:
+            self.keys = [None] * len(self.records)
+        if self.keys is not None:
+            self.keys.append(key)
         self.records.append([offset, value])
         self.position = offset + 1
         return True

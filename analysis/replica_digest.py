@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from broker_core.segment_format import is_plain_json_text
 
@@ -100,3 +100,39 @@ def record_digests(records: Sequence[tuple[int, object]], start: int, upto: int)
         else:
             runs.append(_Run(offset, offset + 1, _Values([value])))
     return replica_digests(runs, start, upto)
+
+
+def key_map_digest(records: Iterable[tuple[str | None, str | None]]) -> tuple[str, int]:
+    """``(digest, keys)`` of the key -> value map a compacted replica stands for:
+    ``records`` are ``(key, value)`` in offset order; the last record of a key wins and a
+    tombstone (value None) removes the key, so that replicas that compacted differently
+    (each cleans on its own, and one may still hold a tombstone another removed) compare
+    equal when they mean the same map. Keyless records are left out. The digest is the
+    first 16 hex characters of the SHA-256 of the compact JSON list of ``[key, value]``
+    sorted by key (docs/trace-schema.md, ``replica_log``)."""
+    latest: dict[str, str | None] = {}
+    for key, value in records:
+        if key is not None:
+            latest[key] = value
+    pairs = [[key, latest[key]] for key in sorted(latest) if latest[key] is not None]
+    return hashlib.sha256(_digest_json(pairs).encode()).hexdigest()[:16], len(pairs)
+
+
+def batch_key_values(batches, start: int, upto: int) -> list[tuple[str | None, str | None]]:
+    """``(key, value)`` of the records of ``batches`` at offsets [start, upto), in order.
+    A cleaned batch (broker_core/cleaned_batch.py) lists its records' offsets."""
+    out: list[tuple[str | None, str | None]] = []
+    for batch in batches:
+        low, high = max(batch.base_offset, start), min(batch.next_offset, upto)
+        if high <= low:
+            continue
+        offsets = getattr(batch, "offsets", None)
+        if offsets is not None:
+            keys = batch.records.keys or (None,) * len(offsets)
+            out.extend((k, v) for o, k, v in zip(offsets, keys, batch.records.values) if low <= o < high)
+            continue
+        values = batch.records.values[low - batch.base_offset:high - batch.base_offset]
+        keys = batch.records.keys
+        out.extend(zip(keys[low - batch.base_offset:high - batch.base_offset] if keys is not None
+                       else [None] * len(values), values))
+    return out

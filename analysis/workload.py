@@ -38,3 +38,70 @@ class RecordCredit:
         count = int(self._credit)
         self._credit -= count
         return count
+
+
+# How a keyed producer picks each record's key (the scenario's ``key_distribution``).
+ROUND_ROBIN_KEYS = "round_robin"  # key seq % keys: every key in turn (record_key)
+UNIFORM_KEYS = "uniform"  # a key drawn uniformly from the producer's seeded workload stream
+KEY_DISTRIBUTIONS = (ROUND_ROBIN_KEYS, UNIFORM_KEYS)
+
+
+def workload_label(producer: str) -> str:
+    """The label of a producer's random stream (faults/rng.py derive): both bindings draw
+    its keys and tombstones from the same stream, so the same seed sends the same records."""
+    return f"workload-{producer}"
+
+
+class KeyedRecords:
+    """The records of a keyed or scripted producer, one per sequence number, in order:
+    ``(key, value)``, ``value`` None for a tombstone.
+
+    ``spec`` is the scenario's ProducerWorkload (duck-typed: ``keys``,
+    ``key_distribution``, ``tombstone_rate``, ``records``); ``rng`` its workload stream,
+    drawn from only for a uniform distribution or a tombstone rate, so that a producer with
+    neither makes today's round-robin records. Generated values are ``record_value``'s, so
+    every value but a tombstone stays unique; scripted records (``records:``, each with
+    ``key``, ``value`` and ``at_ms``) are sent as written, each once its time has come."""
+
+    def __init__(self, producer: str, spec, rng) -> None:
+        self.producer = producer
+        self.keys: int = spec.keys or 0
+        self.uniform = getattr(spec, "key_distribution", ROUND_ROBIN_KEYS) == UNIFORM_KEYS
+        self.tombstone_rate: float = getattr(spec, "tombstone_rate", 0.0) or 0.0
+        self.script: tuple = tuple(getattr(spec, "records", None) or ())
+        self._rng = rng
+        self._scheduled = 0  # scripted records handed out so far
+
+    @property
+    def scripted(self) -> bool:
+        return bool(self.script)
+
+    def due(self, now_ms: float) -> int:
+        """How many more scripted records are due at ``now_ms`` (ms since the run's start)."""
+        count = 0
+        script = self.script
+        while self._scheduled + count < len(script) and script[self._scheduled + count].at_ms <= now_ms:
+            count += 1
+        self._scheduled += count
+        return count
+
+    def record(self, seq: int) -> tuple[str, str | None]:
+        """Record ``seq`` (from 1); generated records must be asked for in order, as the
+        draws from the stream are."""
+        if self.script:
+            scripted = self.script[seq - 1]
+            return scripted.key, scripted.value
+        if self.uniform:
+            key = f"k{self._rng.randrange(self.keys)}"
+        else:
+            key = record_key(seq, self.keys)
+        if self.tombstone_rate and self._rng.random() < self.tombstone_rate:
+            return key, None
+        return key, record_value(self.producer, seq)
+
+
+def keyed_records(producer: str, spec, rng) -> KeyedRecords | None:
+    """The producer's keyed records, or None for a keyless producer."""
+    if spec.keys or getattr(spec, "records", None):
+        return KeyedRecords(producer, spec, rng)
+    return None

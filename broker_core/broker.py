@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from broker_core import coordination as coord
-from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, BrokerConfig, topic_config
+from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
-from broker_core.dynamic_config import CONFIG_CHANGES_PATH, UNCLEAN_KEY, TopicConfigListener, reconfigure_logs
+from broker_core.config_admin import ConfigAdmin
+from broker_core.config_describe import ConfigLayers, effective_config, static_layer
+from broker_core.dynamic_config import (
+    CONFIG_CHANGES_PATH, DEFAULT_ENTITY, UNCLEAN_KEY, TopicConfigListener, modelled_overrides, reconfigure_logs)
 from broker_core.effects import Effect, Halt
 from broker_core.errors import ConfigError, CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
@@ -23,10 +26,9 @@ from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
-    UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest)
+    UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest, AlterConfigsRequest)
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
-from broker_core.quota_config import QuotaConfigListener
 from broker_core.replica_manager import ReplicaManager
 from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
 from broker_core.types import NO_LEADER, TopicPartition
@@ -58,8 +60,19 @@ class BrokerNode:
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
-        self.quota_listener = QuotaConfigListener(self.replicas.client_quotas.apply_config)
-        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self.quota_listener.notified)
+        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self._broker_config_read,
+                                                   self.replicas.client_quotas.apply_config)
+        self.config_admin = ConfigAdmin(self.ctx, broker_id, self.has_topic)
+        # What DescribeConfigs shows: the static config and the dynamic layers read from
+        # /config/brokers, and each topic's overrides as stored (every key, as text).
+        self.static_config = config
+        self.config_layers = ConfigLayers(static_layer(broker_id, config))
+        self.topic_overrides: dict[str, dict[str, str]] = {}
+        # topics configured by the runtime at start (a scenario's topic configs): their
+        # overrides, to put on top of a changed broker config
+        self._initial_overrides = {topic: {key: getattr(topic_cfg, attribute) for key, attribute in TOPIC_KEYS.items()
+                                           if getattr(topic_cfg, attribute) != getattr(config, attribute)}
+                                   for topic, topic_cfg in self.topic_configs.items()}
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -214,21 +227,60 @@ class BrokerNode:
         elif event.path == CONFIG_CHANGES_PATH:
             self.config_listener.changes_notified()
 
-    def _topic_config_read(self, topic: str, overrides: dict[str, Any]) -> None:
+    def _topic_config_read(self, topic: str, configs: dict[str, str]) -> None:
         """2.7.0 TopicConfigHandler.processConfigChanges (0.8.2.2 TopicConfigManager
         .processConfigChanges): the topic's logs take the broker's config overridden by
         the topic's; in 2.7 overrides that enable unclean election also ask the active
         controller to elect the topic's offline partitions."""
+        overrides = modelled_overrides(configs)
+        if overrides is None:
+            return  # LogConfig refuses it: the logs keep their config
         try:
             config = topic_config(self.config, overrides)
         except ConfigError:
-            return  # LogConfig refuses it: the logs keep their config
+            return
+        self.topic_overrides[topic] = configs
         if config != self.replicas.config_for(topic):
             self.topic_configs[topic] = config
             reconfigure_logs(topic, config, self.replicas.partitions, self.replicas.recovered_logs)
             self.ctx.trace("topic_config_changed", topic=topic, overrides=dict(sorted(overrides.items())))
         if overrides.get(UNCLEAN_KEY) is True and self.config.unclean_enable_triggers_election:
             self.controller.enqueue(("topic_unclean_leader_election_enable", topic))
+
+    def _broker_config_read(self, entity: str, configs: dict[str, str]) -> None:
+        """2.7.0 BrokerConfigHandler.processConfigChanges: the cluster default's or this
+        broker's dynamic config changed (another broker's is not ours). The broker's
+        config becomes the static one with the dynamic layers on top, and every log
+        takes it, under its topic's overrides (DynamicLogConfig.reconfigure)."""
+        layers = self.config_layers
+        if entity == DEFAULT_ENTITY:
+            before, layers.dynamic_default = layers.dynamic_default, dict(configs)
+        elif entity == str(self.broker_id):
+            before, layers.dynamic_broker = layers.dynamic_broker, dict(configs)
+        else:
+            return
+        try:
+            config = effective_config(self.static_config, layers)
+        except ConfigError:  # refused: the broker keeps its config, and shows what it keeps
+            if entity == DEFAULT_ENTITY:
+                layers.dynamic_default = before
+            else:
+                layers.dynamic_broker = before
+            return
+        self.ctx.trace("broker_config_changed", entity=entity, configs=dict(sorted(configs.items())))
+        if config == self.config:
+            return
+        self.config = self.ctx.config = config
+        for topic in sorted(set(self.topic_overrides) | set(self.topic_configs)):
+            stored = self.topic_overrides.get(topic)
+            overrides = self._initial_overrides.get(topic, {}) if stored is None else modelled_overrides(stored) or {}
+            try:
+                self.topic_configs[topic] = topic_config(config, overrides)
+            except ConfigError:
+                self.topic_configs.pop(topic, None)
+        for topic in sorted({tp.topic for tp in self.replicas.partitions} | {tp.topic for tp in self.replicas.recovered_logs}):
+            reconfigure_logs(topic, self.replicas.config_for(topic), self.replicas.partitions,
+                             self.replicas.recovered_logs)
 
     def _on_coord_reply(self, event: CoordReplied) -> None:
         self.ctx.tasks.on_reply(event.request_id, event.reply)
@@ -275,6 +327,8 @@ class BrokerNode:
             self.replicas.isr.handle_response(message)
         elif kind is InitProducerIdRequest:
             self.producer_ids.handle_init_producer_id(src, message)
+        elif kind is AlterConfigsRequest:
+            self.config_admin.handle_alter(src, message)
         elif kind is CreateTopicsRequest:
             self.topics.handle_create_topics(src, message)
         else:
@@ -483,6 +537,14 @@ class BrokerNode:
     def has_topic(self, topic: str) -> bool:
         """Whether the controller's last UpdateMetadata named a partition of ``topic``."""
         return any(tp.topic == topic for tp in self.metadata)
+
+    def config_layers_now(self) -> ConfigLayers:
+        """The static and dynamic config layers DescribeConfigs describes."""
+        return self.config_layers
+
+    def stored_topic_overrides(self, topic: str) -> dict[str, str]:
+        """``topic``'s overrides as this broker last read and took them (every key, as text)."""
+        return dict(self.topic_overrides.get(topic, {}))
 
     def config_for_topic(self, topic: str) -> BrokerConfig:
         """The config ``topic``'s logs run with: the broker's, overridden by the topic's."""

@@ -368,8 +368,7 @@ def topic_config(base: BrokerConfig, overrides: Mapping[str, Any]) -> BrokerConf
 CLEANUP_POLICIES = ("compact", "delete")
 CLEANER_VALUE_KEYS = frozenset({"log_cleanup_policy", "log_cleaner_min_cleanable_ratio",
                                 "log_cleaner_max_compaction_lag_ms", "log_cleaner_enable"})
-# Topic keys whose text in a config node is neither an int nor a bool.
-CLEANER_TEXT_KEYS = frozenset({"log_cleanup_policy", "log_cleaner_min_cleanable_ratio"})
+# (A topic key's text in a config node is parsed by its Kafka type: dynamic_config._parse_value.)
 
 
 def cleanup_policies(policy: str) -> tuple[str, ...]:
@@ -415,14 +414,4 @@ def validate_compaction_lags(min_lag_ms: int, max_lag_ms: int) -> None:
                           f"({min_lag_ms}) must not exceed log.cleaner.max.compaction.lag.ms ({max_lag_ms})")
 
 
-def parse_cleaner_text(attribute: str, text: str) -> Any:
-    """A compaction key's value from its text in a topic's config node (ZooKeeper keeps
-    every value as a string): the ratio as a float, the policy as its text; None when it
-    does not parse. Checked afterwards like any other value."""
-    if attribute == "log_cleaner_min_cleanable_ratio":
-        try:
-            return float(text.strip())
-        except ValueError:
-            return None
-    return text.strip()
 # -- end of log compaction -------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """What a node asks its runtime to do (imperative).
 
 ``Effect`` is the union of them all: ``BrokerNode.handle`` returns a list of it. Every
-runtime that carries effects out (sim/broker_host.py, real_io/runtime.py, tests/harness.py)
-dispatches on the exact class and ends its dispatch with :func:`unhandled_effect`, so
-mypy rejects a runtime that forgets a member and an unknown effect is a loud error at
-run time (tests/broker_core/test_effect_dispatch.py tries every member on every
-runtime). The classes are ``@final``: that lets mypy narrow ``type(e) is Send`` in both
+runtime (sim/broker_host.py, real_io/runtime.py, tests/harness.py) carries them out
+through the one loop in broker_core/effect_loop.py, which dispatches on the exact class
+and ends its dispatch with :func:`unhandled_effect`, so mypy rejects a loop that forgets
+a member (and a runtime whose port lacks its method), and an unknown effect is a loud
+error at run time (tests/test_effect_dispatch.py tries every member on every runtime). The classes are ``@final``: that lets mypy narrow ``type(e) is Send`` in both
 directions, which the exhaustiveness check needs.
 """
 from __future__ import annotations

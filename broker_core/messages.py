@@ -200,13 +200,48 @@ class MetadataResponse:
 
 @dataclass(frozen=True, slots=True)
 class CreateTopicsRequest:
-    """Kafka's CreateTopics (API key 19) without explicit assignments or configs:
+    """Kafka's CreateTopics (API key 19) without explicit assignments:
     ``topics`` is ((name, (num_partitions, replication_factor)), ...) in request order,
-    -1 meaning the broker's default."""
+    -1 meaning the broker's default; ``configs`` the topic configs asked for, by topic
+    (Kafka names, values as text; None: a null value, which Kafka refuses)."""
     correlation_id: int
     topics: tuple[tuple[str, tuple[int, int]], ...]
     timeout_ms: int = 30000
     validate_only: bool = False
+    configs: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResourceChange:
+    """One resource of an AlterConfigs or IncrementalAlterConfigs request: its type
+    (2 topic, 4 broker, 8 broker logger: Kafka's ConfigResource.Type ids), its name, and
+    the operations (broker_core.config_keys.ConfigOp; AlterConfigs sends only SETs and
+    replaces the whole set)."""
+    resource_type: int
+    name: str
+    ops: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsRequest:
+    correlation_id: int
+    resources: tuple[ConfigResourceChange, ...]
+    validate_only: bool = False
+    incremental: bool = True  # False: AlterConfigs (API 33), which replaces the resource's configs
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResourceResult:
+    resource_type: int
+    name: str
+    error: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResponse:
+    correlation_id: int
+    results: tuple[ConfigResourceResult, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Hashable, Mapping, Sequence
 
 from broker_core import coordination as coord
+from broker_core.config_keys import InvalidConfig, validate_topic_configs
 from broker_core.context import NodeContext
 from broker_core.errors import ErrorCode
 from broker_core.messages import CreateTopicsRequest, CreateTopicsResponse, PartitionState, TopicCreationResult
@@ -28,6 +29,8 @@ TOP_LEVEL_PATHS = ("/consumers", "/brokers/ids", "/brokers/topics", "/config/cha
                    "/log_dir_event_notification", "/config/topics", "/config/clients", "/config/users",
                    "/config/brokers")
 TOPIC_CONFIG_PATH = "/config/topics"
+CONFIG_CHANGES_PATH = "/config/changes"
+CHANGE_PREFIX = "config_change_"  # 2.7.0 ConfigEntityChangeNotificationSequenceZNode; 0.8.2.2 TopicConfigChangeZnodePrefix
 MAX_TOPIC_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 USE_DEFAULT = -1  # CreateTopics: -1 partitions or replication factor means the broker's default
@@ -105,11 +108,31 @@ def assign_replicas_to_brokers(brokers: Sequence[int], num_partitions: int, repl
     return assignment
 
 
-def create_topic(topic: str, num_partitions: int, replication_factor: int):
+def check_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """The configs of a CreateTopics topic (2.7.0 AdminManager.createTopics: a null value
+    is INVALID_REQUEST; AdminZkClient.validateTopicCreate -> LogConfig.validate: an
+    unknown name or a bad value is INVALID_CONFIG)."""
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        raise TopicCreationError(ErrorCode.INVALID_REQUEST,
+                                 f"Null value not supported for topic configs : {','.join(nulls)}")
+    checked = {name: value for name, value in configs.items() if value is not None}
+    try:
+        validate_topic_configs(checked)
+    except InvalidConfig as invalid:
+        raise TopicCreationError(ErrorCode.INVALID_CONFIG, invalid.message) from None
+    return dict(sorted(checked.items()))
+
+
+def create_topic(topic: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str] | None = None):
     """AdminZkClient.createTopic (2.7.0): assign over the registered brokers, refuse a
     topic that exists, write its config node, then its assignment (the node the
     controller watches). A task returning the assignment; failures raise
-    TopicCreationError."""
+    TopicCreationError. A topic created with configs also gets a change notification
+    (Kafka's brokers read a new topic's config node when they create its logs; isrlab's
+    read configs through their listener only), written before the assignment so that
+    brokers have read it, as a rule, before the controller asks them to create the logs;
+    a log created first takes the config when the notification is read."""
     validate_topic_name(topic)
     registered = yield coord.GetChildren(coord.BROKER_IDS_PATH)
     brokers = sorted(int(b) for b in registered.children) if registered.ok else []
@@ -120,8 +143,13 @@ def create_topic(topic: str, num_partitions: int, replication_factor: int):
     exists = yield coord.Exists(coord.topic_path(topic))
     if exists.ok:
         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
-    yield coord.Create(f"{TOPIC_CONFIG_PATH}/{topic}", coord.encode_data({"version": 1, "config": {}}),
-                       make_parents=True)  # an existing config node (a half-done earlier create) is kept
+    config_data = coord.encode_data({"version": 1, "config": dict(sorted((configs or {}).items()))})
+    made = yield coord.Create(f"{TOPIC_CONFIG_PATH}/{topic}", config_data, make_parents=True)
+    if not made.ok and configs:  # a half-done earlier create left the node: the configs asked for now win
+        yield coord.SetData(f"{TOPIC_CONFIG_PATH}/{topic}", config_data)
+    if configs:
+        note = coord.encode_data({"version": 2, "entity_path": f"topics/{topic}"})
+        yield coord.Create(f"{CONFIG_CHANGES_PATH}/{CHANGE_PREFIX}", note, make_parents=True, sequential=True)
     data = {"version": 2, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
             "adding_replicas": {}, "removing_replicas": {}}
     written = yield coord.Create(coord.topic_path(topic), coord.encode_data(data), make_parents=True)
@@ -177,14 +205,15 @@ class TopicCreator:
                 continue
             partitions = config.num_partitions if partitions == USE_DEFAULT else partitions
             replication = config.default_replication_factor if replication == USE_DEFAULT else replication
-            todo.append((topic, partitions, replication))
+            todo.append((topic, partitions, replication, request.configs.get(topic, {})))
         self._pending[pending.timer_key[1]] = pending
         self.ctx.set_timer(pending.timer_key, request.timeout_ms)
         self.ctx.tasks.start(self._create_all(pending, todo, request.validate_only))
 
     def _create_all(self, pending: _PendingCreate, todo: list, validate_only: bool):
-        for topic, partitions, replication in todo:
+        for topic, partitions, replication, asked in todo:
             try:
+                configs = check_topic_configs(asked)
                 if validate_only:
                     validate_topic_name(topic)
                     exists = yield coord.Exists(coord.topic_path(topic))
@@ -192,7 +221,7 @@ class TopicCreator:
                         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
                     pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
                     continue
-                assignment = yield from create_topic(topic, partitions, replication)
+                assignment = yield from create_topic(topic, partitions, replication, configs)
             except TopicCreationError as failure:
                 pending.results[topic] = TopicCreationResult(failure.error, failure.message)
                 continue

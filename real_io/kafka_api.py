@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from broker_core.config_keys import SET, ConfigOp
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, CreateTopicsRequest, CreateTopicsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, CreateTopicsRequest, CreateTopicsResponse,
     FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -203,18 +204,19 @@ def offset_for_leader_epoch_response(response: OffsetsForLeaderEpochResponse) ->
 
 
 def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopicsRequest, dict[str, tuple[int, str]]]:
-    """Explicit replica assignments and topic configs are not supported: such a topic
-    answers INVALID_REQUEST / INVALID_CONFIG rather than being created differently from
-    what was asked."""
-    topics, errors = [], {}
+    """Explicit replica assignments are not supported: such a topic answers
+    INVALID_REQUEST rather than being created differently from what was asked. Topic
+    configs go to the core, which validates them (broker_core/topic_admin.py)."""
+    topics, errors, configs = [], {}, {}
     for topic in body["topics"]:
         if topic["assignments"]:
             errors[topic["name"]] = (INVALID_REQUEST, "explicit replica assignments are not supported")
-        elif topic["configs"]:
-            errors[topic["name"]] = (INVALID_CONFIG, "topic configs are not supported at creation")
         else:
             topics.append((topic["name"], (topic["num_partitions"], topic["replication_factor"])))
-    return CreateTopicsRequest(correlation_id, tuple(topics), body["timeout_ms"], bool(body["validate_only"])), errors
+            if topic["configs"]:
+                configs[topic["name"]] = {c["name"]: c["value"] for c in topic["configs"]}
+    return CreateTopicsRequest(correlation_id, tuple(topics), body["timeout_ms"], bool(body["validate_only"]),
+                               configs), errors
 
 
 def create_topics_response(response: CreateTopicsResponse | None, local_errors: Mapping[str, tuple[int, str]]) -> dict:
@@ -227,3 +229,20 @@ def create_topics_response(response: CreateTopicsResponse | None, local_errors: 
         {"name": name, "error_code": code, "error_message": message, "topic_config_error_code": 0,
          "num_partitions": partitions, "replication_factor": replication, "configs": []}
         for name, (code, message, partitions, replication) in sorted(rows.items())]}
+
+
+# -- AlterConfigs (33) and IncrementalAlterConfigs (44) ---------------------------------
+def alter_configs_request(correlation_id: int, body: dict, incremental: bool) -> AlterConfigsRequest:
+    """AlterConfigs' entries are SETs of a set that replaces the resource's;
+    IncrementalAlterConfigs' carry their operation (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)."""
+    resources = tuple(
+        ConfigResourceChange(r["resource_type"], r["resource_name"], tuple(
+            ConfigOp(c["name"], c["config_operation"] if incremental else SET, c["value"]) for c in r["configs"]))
+        for r in body["resources"])
+    return AlterConfigsRequest(correlation_id, resources, bool(body["validate_only"]), incremental)
+
+
+def alter_configs_response(response: AlterConfigsResponse) -> dict:
+    return {"throttle_time_ms": 0, "responses": [
+        {"error_code": int(r.error), "error_message": r.message, "resource_type": r.resource_type,
+         "resource_name": r.name} for r in response.results]}

@@ -1,5 +1,5 @@
 """The APIs the binding answers without the core: ApiVersions (the supported table),
-DescribeConfigs (the configuration the node runs with), DeleteTopics (deletion is not
+DescribeConfigs (what the core's config layers say, encoded per version), DeleteTopics (deletion is not
 modelled) and FindCoordinator (consumer groups are not modelled yet).
 
 Each answer is a Kafka error a client treats as final, so that a client needing a group
@@ -7,10 +7,9 @@ or a deletion fails at once with a clear error instead of retrying until a timeo
 """
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Callable
+from typing import Callable, Mapping
 
-from broker_core.config import TOPIC_KEYS, BrokerConfig, kafka_name
+from broker_core.config_describe import DEFAULT_CONFIG, ConfigEntry, ConfigLayers, describe_broker, describe_topic
 from real_io.protocol.apis import api_versions_response
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -23,8 +22,6 @@ TOPIC_DELETION_DISABLED = 73  # what Kafka answers with delete.topic.enable=fals
 INVALID_REQUEST = 42
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
-CONFIG_SOURCE_TOPIC = 1
-CONFIG_SOURCE_STATIC_BROKER = 4
 COORDINATOR_KEY_TYPE_TRANSACTION = 1
 
 
@@ -46,43 +43,43 @@ def delete_topics(body: dict) -> dict:
         for name in body["topic_names"]]}
 
 
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def broker_entries(config: BrokerConfig) -> list[tuple[str, str | None]]:
-    return [(kafka_name(f.name), _text(getattr(config, f.name))) for f in fields(config)]
-
-
-def topic_entries(config: BrokerConfig) -> list[tuple[str, str | None]]:
-    return [(key, _text(getattr(config, attribute))) for key, attribute in sorted(TOPIC_KEYS.items())]
-
-
-def describe_configs(body: dict, broker_id: int, config: BrokerConfig,
-                     topic_config: Callable[[str], BrokerConfig | None]) -> dict:
-    """The broker's configuration (resource type 4, named by its id) and a topic's
-    (type 2: the keys a topic may override, as in effect). Entries are read-only: the
-    binding applies no config change at run time."""
+def describe_configs(body: dict, version: int, broker_id: int, layers: ConfigLayers,
+                     topic_overrides: Callable[[str], Mapping[str, str] | None]) -> dict:
+    """Kafka 2.7.0 AdminManager.describeConfigs, resource by resource: the broker named by
+    this broker's id (every key) or "" (the cluster default's dynamic keys), a topic in
+    this broker's metadata (``topic_overrides`` answers None for one that is not); the
+    entries come from the core (broker_core/config_describe.py). v0 has ``is_default``
+    instead of a source, synonyms come from v1, types and documentation from v3 (the
+    encoder leaves out the fields a version lacks; isrlab has no documentation texts)."""
+    synonyms = bool(body.get("include_synonyms")) and version >= 1
     results = []
     for resource in body["resources"]:
         kind, name, keys = resource["resource_type"], resource["resource_name"], resource["configuration_keys"]
-        entries, error, message, source = [], 0, None, CONFIG_SOURCE_STATIC_BROKER
-        if kind == RESOURCE_BROKER and name in ("", str(broker_id)):
-            entries = broker_entries(config)
+        wanted = tuple(keys) if keys is not None else None
+        entries, error, message = [], 0, None
+        if kind == RESOURCE_BROKER and name == "":
+            entries = describe_broker(layers, False, synonyms, wanted)
+        elif kind == RESOURCE_BROKER and name == str(broker_id):
+            entries = describe_broker(layers, True, synonyms, wanted)
+        elif kind == RESOURCE_BROKER:
+            error = INVALID_REQUEST
+            message = f"Broker id must be an integer, but it is: {name}" if not name.lstrip("-").isdigit() else \
+                f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
         elif kind == RESOURCE_TOPIC:
-            found = topic_config(name)
-            if found is None:
-                error, message = UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            overrides = topic_overrides(name)
+            if overrides is None:
+                error, message = UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
             else:
-                entries, source = topic_entries(found), CONFIG_SOURCE_TOPIC
+                entries = describe_topic(layers, overrides, synonyms, wanted)
         else:
-            error, message = INVALID_REQUEST, f"resource type {kind} {name!r} is not described here"
-        if keys is not None:
-            entries = [(key, value) for key, value in entries if key in keys]
+            error, message = INVALID_REQUEST, f"Unsupported resource type: {kind}"
         results.append({"error_code": error, "error_message": message, "resource_type": kind, "resource_name": name,
-                        "configs": [{"name": key, "value": value, "read_only": True, "is_default": False,
-                                     "config_source": source, "is_sensitive": False, "synonyms": [],
-                                     "config_type": 0, "documentation": None} for key, value in entries]})
+                        "configs": [_entry(entry) for entry in entries]})
     return {"throttle_time_ms": 0, "results": results}
+
+
+def _entry(entry: ConfigEntry) -> dict:
+    return {"name": entry.name, "value": entry.value, "read_only": entry.read_only,
+            "is_default": entry.source == DEFAULT_CONFIG, "config_source": entry.source,
+            "is_sensitive": entry.sensitive, "config_type": entry.config_type, "documentation": None,
+            "synonyms": [{"name": s.name, "value": s.value, "source": s.source} for s in entry.synonyms]}

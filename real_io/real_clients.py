@@ -34,7 +34,7 @@ from analysis.client_history import (
     ACKS_0, CLIENT_TIMEOUT, CONNECTION_RESET, INFO, INVOKE, OK, OUTCOME_UNKNOWN, READER, RUN_ENDED, completion_of,
     poll_invoke, poll_ok, read_gave_up, read_invoke, read_ok, send_completion, send_error_outcome, send_invoke)
 from analysis.read_records import RecordList
-from analysis.workload import RecordCredit, record_key, record_value
+from analysis.workload import RecordCredit, keyed_records, record_value
 from broker_core.errors import ErrorCode
 from broker_core.partitioner import make_partition_for_key, make_partitioner
 from broker_core.types import TopicPartition as PartitionName  # confluent_kafka's TopicPartition is the client's
@@ -49,13 +49,17 @@ UNUSED_GROUP = "isrlab-unused"  # librdkafka wants a group id; assign() never jo
 class RealProducer:
     """``spec`` is the scenario's ProducerWorkload (the layer above: used, not imported)."""
 
-    def __init__(self, name: str, spec, partitions: int, bootstrap: str, trace: TraceFn, partitioner: str, rng):
+    def __init__(self, name: str, spec, partitions: int, bootstrap: str, trace: TraceFn, partitioner: str, rng,
+                 workload_rng=None):
+        """``workload_rng``: the stream of a keyed workload's uniform keys and tombstones,
+        the simulation's (analysis/workload.py workload_label)."""
         self.name = name
         self.spec = spec
         self.partitions = partitions
         self.trace = trace
         self._partitioner = make_partitioner(partitioner, rng)
         self._partition_for_key = make_partition_for_key(partitions)
+        self._keyed = keyed_records(name, spec, workload_rng)
         self._seq = 0
         self._op = 0
         self.producer = Producer({
@@ -82,6 +86,8 @@ class RealProducer:
                 while ticks < due:
                     count += credit.take()
                     ticks += 1
+                if self._keyed is not None and self._keyed.scripted:
+                    count = self._keyed.due(spec.start_ms + elapsed_ms)
                 if count:
                     self._produce(count)
             self.producer.poll(0)
@@ -92,29 +98,30 @@ class RealProducer:
         n = self.partitions
         every = list(range(n))
         sticky = None
-        if not spec.keys and self._partitioner.name == "sticky":  # one batch per tick, as simulated
+        if self._keyed is None and self._partitioner.name == "sticky":  # one batch per tick, as simulated
             sticky = self._partitioner.on_new_batch(n, every, self._partitioner.partition(n, every))
         for _ in range(count):
             self._seq += 1
             seq = self._seq
-            key = record_key(seq, spec.keys) if spec.keys else None
-            if key is not None:
-                partition = self._partition_for_key(key)
-            else:
-                partition = sticky if sticky is not None else self._partitioner.partition(n, every)
-            value = record_value(self.name, seq)
-            self._send(partition, key, value)
+            if self._keyed is not None:
+                key, value = self._keyed.record(seq)
+                self._send(self._partition_for_key(key), key, value)
+                continue
+            partition = sticky if sticky is not None else self._partitioner.partition(n, every)
+            self._send(partition, None, record_value(self.name, seq))
 
-    def _send(self, partition: int, key: str | None, value: str) -> None:
+    def _send(self, partition: int, key: str | None, value: str | None) -> None:
+        """One record; ``value`` None is a tombstone (librdkafka sends a null value)."""
         self._op += 1
         op = self._op
         where = str(PartitionName(self.spec.topic, partition))
         try:
-            self.producer.produce(self.spec.topic, value.encode(), key.encode() if key else None, partition,
+            self.producer.produce(self.spec.topic, None if value is None else value.encode(),
+                                  None if key is None else key.encode(), partition,
                                   on_delivery=lambda error, message: self._delivered(op, where, error, message))
         except BufferError:
             return  # the client's queue is full: the record never existed for Kafka
-        self.trace(self.name, INVOKE, send_invoke(op, where, [value], self.spec.acks))
+        self.trace(self.name, INVOKE, send_invoke(op, where, [value], self.spec.acks, None if key is None else [key]))
 
     def _delivered(self, op: int, partition: str, error: KafkaError | None, message) -> None:
         if self.spec.acks == 0:
@@ -194,6 +201,7 @@ class RealConsumer:
         positions = dict(self.positions)
         messages = self.consumer.consume(500, 0.2)
         records: dict[str, list] = {}
+        keys: dict[str, list] = {}
         errors: dict[str, str] = {}
         for message in messages:
             error = message.error()
@@ -208,14 +216,17 @@ class RealConsumer:
             if where is None:
                 continue
             partition, offset = where
-            value = message.value()
-            records.setdefault(partition, []).append([offset, None if value is None else value.decode()])
+            value, key = message.value(), message.key()
+            got = records.setdefault(partition, [])
+            if key is not None or partition in keys:
+                keys.setdefault(partition, [None] * len(got)).append(key.decode() if key is not None else None)
+            got.append([offset, None if value is None else value.decode()])
             self.positions[partition] = offset + 1
         if not records and not errors:
             return
         self._op += 1
         self.trace(self.name, INVOKE, poll_invoke(self._op, positions))
-        self.trace(self.name, OK, poll_ok(self._op, records, self._high_watermarks(records), errors))
+        self.trace(self.name, OK, poll_ok(self._op, records, self._high_watermarks(records), errors, keys))
 
     def _high_watermarks(self, records: dict[str, list]) -> dict[str, int]:
         """For the partitions that returned records: the high watermark of the latest fetch
@@ -267,8 +278,8 @@ def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: 
                 where = _record_position(message) if message.error() is None else None
                 read = reads.get(where[0]) if where is not None else None
                 if where is not None and read is not None:
-                    value = message.value()
-                    read.add(where[1], None if value is None else value.decode())
+                    value, key = message.value(), message.key()
+                    read.add(where[1], None if value is None else value.decode(), None if key is None else key.decode())
     finally:
         consumer.close()
     return _read_outcomes(partitions, ops, reads, trace)
@@ -282,9 +293,10 @@ def _read_outcomes(partitions: list[str], ops: dict[str, int], reads: dict[str, 
         read = reads.get(name)
         if read is not None and read.complete:
             done[name] = (read.log_start, read.end, read.records)
-            trace(READER, OK, read_ok(ops[name], name, read.records, read.end))
+            trace(READER, OK, read_ok(ops[name], name, read.records, read.end, read.keys))
         else:
-            trace(READER, INFO, read_gave_up(ops[name], name, read.records if read is not None else []))
+            trace(READER, INFO, read_gave_up(ops[name], name, read.records if read is not None else [],
+                                             read.keys if read is not None else None))
     return done
 
 

@@ -28,10 +28,12 @@ def segment_files(data_dir: Path, tp: TopicPartition) -> list[Path]:
                   key=lambda p: int(p.stem))
 
 
-def read_replica(data_dir: Path, tp: TopicPartition, upto: int) -> tuple[int, list[tuple[int, str | None]]]:
+def read_replica(data_dir: Path, tp: TopicPartition, upto: int,
+                 keys: list[str | None] | None = None) -> tuple[int, list[tuple[int, str | None]]]:
     """(log start offset, [(offset, value)] below ``upto``) of the replica of ``tp`` in
     ``data_dir``; the log start is the first stored batch's base offset (``upto`` when
-    none is stored)."""
+    none is stored). ``keys``, when given, gets each record's key, in the same order (a
+    compacted replica's key -> value digest)."""
     records: list[tuple[int, str | None]] = []
     start: int | None = None
     for path in segment_files(data_dir, tp):
@@ -44,9 +46,12 @@ def read_replica(data_dir: Path, tp: TopicPartition, upto: int) -> tuple[int, li
                 break  # zeros after the last write (a preallocated segment), or a torn tail
             if start is None:
                 start = batch.base_offset
+            batch_keys = batch.records.keys
             for delta, value in enumerate(batch.records.values):
                 offset = batch.base_offset + delta
                 if offset >= upto:
                     return start, records
                 records.append((offset, value))
+                if keys is not None:
+                    keys.append(batch_keys[delta] if batch_keys is not None else None)
     return (upto if start is None else start), records

@@ -12,7 +12,7 @@ and trace effects to the trace writer with the simulation's schema (binding ``re
 
 The core refers to stored bytes it does not hold (broker_core/storage.py): ``Started``
 hands it the data directory as its storage port, and a fetch response carries file
-regions, which ``_send`` reads from the segment files as they are (no decoding, no
+regions, which ``send`` reads from the segment files as they are (no decoding, no
 re-encoding) when it carries out the ``Send``, in effect order, so every region's bytes
 were written before it is read.
 """
@@ -25,9 +25,8 @@ from typing import Any, Callable, Hashable, Mapping, Protocol
 from analysis.trace import TraceWriter
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
-from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, FileEffect, Fsync, Halt, MuteConnection,
-    ReplaceFile, Send, SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
+from broker_core.effect_loop import carry_out_effects
+from broker_core.effects import FileEffect, Halt
 from broker_core.messages import FetchResponse
 from faults.nodes import broker_node
 from real_io.protocol.primitives import Splice
@@ -136,7 +135,7 @@ class BrokerRuntime:
     def feed(self, event: Input) -> None:
         if not self.is_running and not isinstance(event, Started):
             return
-        self.apply(self.node.handle(event, self.now_ms()))
+        carry_out_effects(self.node.handle(event, self.now_ms()), self)
 
     def deliver(self, src: Hashable, message: Any) -> None:
         """A client's request, translated to the core's message."""
@@ -177,49 +176,12 @@ class BrokerRuntime:
         finally:
             self._draining = False
 
-    # -- effects ---------------------------------------------------------------------
-    def apply(self, effects: list[Effect]) -> None:
-        for effect in effects:
-            if not self.is_running:
-                return  # the node halted part-way: the rest never happened
-            # By exact class (final classes: mypy narrows each branch, and
-            # unhandled_effect fails mypy when a member of Effect has no branch).
-            if type(effect) is Send:
-                self._send(effect.dst, effect.message)
-            elif type(effect) is Trace:
-                self.trace(effect.type, effect.fields)
-            elif type(effect) is SetTimer:
-                self._set_timer(effect.key, effect.at_ms)
-            elif type(effect) is CancelTimer:
-                handle = self._timers.pop(effect.key, None)
-                if handle is not None:
-                    handle.cancel()
-            elif type(effect) is CoordRequest:
-                self.coordination.request(effect.request_id, effect.op)
-                self.loop.call_soon(self._drain_coordination)
-            elif (type(effect) is WriteBytes or type(effect) is TruncateFile or type(effect) is DeleteFile
-                  or type(effect) is ReplaceFile):
-                self._file_effect(effect)
-            elif type(effect) is Fsync:
-                self._fsync(effect.path, effect.token)
-            elif type(effect) is CloseConnection:
-                close = self._closers.get(effect.dst)
-                if close is not None:  # else the client is gone already
-                    close()
-            elif type(effect) is MuteConnection:
-                mute = self._muters.get(effect.dst)
-                if mute is not None:  # else the client is gone already
-                    mute(self._origin + effect.until_ms / 1000.0)
-            elif type(effect) is Halt:
-                self._halt(effect)
-            else:
-                unhandled_effect(effect)
-
+    # -- effects: the port broker_core.effect_loop.carry_out_effects drives ------------
     def trace(self, type_: str, fields: Any) -> None:
         if self.writer is not None:
             self.writer.write(self.now_ms(), self.name, type_, fields)
 
-    def _send(self, dst: Hashable, message: Any) -> None:
+    def send(self, dst: Hashable, message: Any) -> None:
         if dst == self.broker_id:  # the controller's request to its own broker
             self.loop.call_soon(self.feed, MessageReceived(self.broker_id, message))
             return
@@ -248,14 +210,30 @@ class BrokerRuntime:
                 # compiling the core, enforces) is a tuple; kafka_api.fetch_records takes it out.
                 result.batches = (Splice(sum(r.size for r in regions), [self.data_dir.pin(r) for r in regions]),)
 
-    def _file_effect(self, effect: FileEffect) -> None:
+    def file_effect(self, effect: FileEffect) -> None:
         try:
             self.data_dir.carry_out(effect)
         except OSError as error:
             # The core hears of it before anything after the write happens.
             self.feed(DiskWriteFailed(effect.path, f"{type(error).__name__}: {error.strerror or error}"))
 
-    def _fsync(self, path: str, token: int) -> None:
+    write_bytes = file_effect  # the data directory carries out every file effect alike
+
+    def coord_request(self, request_id: int, op: Any) -> None:
+        self.coordination.request(request_id, op)
+        self.loop.call_soon(self._drain_coordination)
+
+    def close_connection(self, dst: Hashable) -> None:
+        close = self._closers.get(dst)
+        if close is not None:  # else the client is gone already
+            close()
+
+    def mute_connection(self, dst: Hashable, until_ms: int) -> None:
+        mute = self._muters.get(dst)
+        if mute is not None:  # else the client is gone already
+            mute(self._origin + until_ms / 1000.0)  # the node's clock to the event loop's
+
+    def fsync(self, path: str, token: int) -> None:
         # One fsync thread: fsyncs complete in the order they were asked for, which the
         # core's durable offsets rely on (PartitionLog.fsync_completed).
         future = self.loop.run_in_executor(self._fsync_thread, self.data_dir.fsync, path)
@@ -270,17 +248,22 @@ class BrokerRuntime:
                 self.feed(FsyncCompleted(path, token))
         future.add_done_callback(done)
 
-    def _set_timer(self, key: tuple, at_ms: int) -> None:
+    def set_timer(self, key: tuple, at_ms: int) -> None:
         old = self._timers.pop(key, None)
         if old is not None:
             old.cancel()
         self._timers[key] = self.loop.call_at(self._origin + at_ms / 1000.0, self._fire, key)
 
+    def cancel_timer(self, key: tuple) -> None:
+        handle = self._timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
     def _fire(self, key: tuple) -> None:
         if self._timers.pop(key, None) is not None:
             self.feed(TimerFired(key))
 
-    def _halt(self, effect: Halt) -> None:
+    def halt(self, effect: Halt) -> None:
         self.trace("broker_halted", {"reason": effect.reason, "clean": effect.clean})
         self.halt_reason = effect
         # No fsync of its own: a clean halt comes after the core flushed every log
@@ -288,7 +271,7 @@ class BrokerRuntime:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        if self.halted is not None:  # always: apply runs only while is_running
+        if self.halted is not None:  # always: effects are carried out only while is_running
             self.halted.set_result(effect)
 
 

@@ -33,8 +33,10 @@ from typing import Callable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from analysis.replica_digest import REPLICA_DIGEST_CHUNK, record_digests
+from analysis.compacted_topics import compacted_topics
+from analysis.replica_digest import REPLICA_DIGEST_CHUNK, key_map_digest, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
+from analysis.workload import workload_label
 from broker_core.admin_nodes import admin_topic_nodes
 from broker_core.config import PROFILES, broker_config, client_defaults
 from broker_core.types import TopicPartition
@@ -321,7 +323,8 @@ class RealRun:
         defaults = client_defaults(scenario.cluster.profile)
         self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record, w.partitioner or defaults.partitioner,
-                                       derive(self.seed, f"partitioner-producer-{i}"))
+                                       derive(self.seed, f"partitioner-producer-{i}"),
+                                       derive(self.seed, workload_label(f"producer-{i}")))
                           for i, w in enumerate(scenario.producers)]
         self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record) for i, w in enumerate(scenario.consumers)]
@@ -447,16 +450,23 @@ class RealRun:
         writes them, read from each replica's segment files (real_io/replica_files.py):
         nothing is in flight once settled, and a follower cannot be read over the wire."""
         partitions = self.view()["partitions"]
+        cluster = self.scenario.cluster
+        compacted = compacted_topics(cluster.config, [(t.name, t.config) for t in cluster.topics])
         for name in self.partitions:
             view = partitions[name]
             tp = TopicPartition.parse(name)
             for broker, state in sorted(view["replicas"].items()):
                 upto = view["high_watermark"] if view["leader"] is not None else state["high_watermark"]
-                log_start, records = read_replica(self.data_dirs[broker], tp, upto)
-                self.record(broker_node(broker), "replica_log", {
+                keys: list | None = [] if tp.topic in compacted else None
+                log_start, records = read_replica(self.data_dirs[broker], tp, upto, keys)
+                fields = {
                     "partition": name, "upto_offset": upto, "log_start_offset": log_start,
                     "log_end_offset": state["log_end_offset"], "high_watermark": state["high_watermark"],
-                    "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, upto)})
+                    "chunk_size": REPLICA_DIGEST_CHUNK, "chunks": record_digests(records, log_start, upto)}
+                if keys is not None:  # a compacted replica also stands for a key -> value map
+                    digest, count = key_map_digest(zip(keys, (value for _, value in records)))
+                    fields.update(key_map_digest=digest, key_map_keys=count)
+                self.record(broker_node(broker), "replica_log", fields)
 
     def has_consumers(self) -> bool:
         return bool(self.consumers)

@@ -229,8 +229,8 @@ class KafkaServer:
         if local is not None:
             body = local(request.body)
         elif key == ApiKey.DESCRIBE_CONFIGS:
-            body = local_apis.describe_configs(request.body, self.runtime.broker_id, self.runtime.config,
-                                               self._topic_config)
+            body = local_apis.describe_configs(request.body, version, self.runtime.broker_id,
+                                               self.runtime.node.config_layers_now(), self._topic_overrides)
         else:
             body = await self._through_core(address, key, version, request.body, header.client_id or "", len(payload))
             if body is None:
@@ -238,9 +238,9 @@ class KafkaServer:
         # (a response that fails to encode drops its pinned regions: they close when collected)
         return apis.encode_response_parts(key, version, header.correlation_id, body)
 
-    def _topic_config(self, topic: str):
+    def _topic_overrides(self, topic: str):
         node = self.runtime.node
-        return node.config_for_topic(topic) if node.has_topic(topic) else None
+        return node.stored_topic_overrides(topic) if node.has_topic(topic) else None
 
     async def _through_core(self, address: str, key: int, version: int, body: dict, client_id: str = "",
                             size: int = -1) -> dict | None:
@@ -278,6 +278,9 @@ class KafkaServer:
             creation, topic_errors = kafka_api.create_topics_request(cid, body)
             answer = await self._ask(address, creation) if creation.topics else None
             return kafka_api.create_topics_response(answer, topic_errors)
+        if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+            change = kafka_api.alter_configs_request(cid, body, incremental=key == ApiKey.INCREMENTAL_ALTER_CONFIGS)
+            return kafka_api.alter_configs_response(await self._ask(address, change))
         inter_broker = inter_broker_api.INBOUND.get(key)
         if inter_broker is not None:  # the controller's requests, and those to the controller
             to_core, to_wire = inter_broker

@@ -43,6 +43,14 @@ class DiskSpec:
 
 
 @dataclass(frozen=True)
+class ScriptedRecord:
+    """One record of a producer's ``records:`` list: sent once the run reaches ``at_ms``."""
+    key: str
+    value: str | None  # None: a tombstone
+    at_ms: int
+
+
+@dataclass(frozen=True)
 class ProducerWorkload:
     topic: str
     acks: int = -1
@@ -60,6 +68,9 @@ class ProducerWorkload:
     enable_idempotence: bool = False  # enable.idempotence, after the profile's default and its conditions
     sequence_restart: str | None = None  # the idempotent producer's epoch bump (KAFKA-12152); None: the profile's
     client_id: str | None = None  # client.id, what client quotas name; None: Kafka's default, producer-<n>
+    key_distribution: str = "round_robin"  # how keys are picked from ``keys``: round_robin or uniform
+    tombstone_rate: float = 0.0  # the fraction of generated keyed records sent with a null value
+    records: tuple[ScriptedRecord, ...] = ()  # explicit records, sent instead of generated ones
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from analysis.workload import KEY_DISTRIBUTIONS, ROUND_ROBIN_KEYS
 from broker_core.config import broker_config, client_defaults, topic_config, PROFILES, SEQUENCE_RESTARTS
 from broker_core.errors import ConfigError
 from broker_core.partitioner import PARTITIONERS
@@ -13,7 +14,7 @@ from faults.nodes import SERVICE_NODE, broker_node
 from scenarios.parse_faults import FaultParser, check_contradictions
 from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
-    Scenario, TopicSpec)
+    Scenario, ScriptedRecord, TopicSpec)
 from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
 from scenarios.variants import apply_set, variant_data, variant_lines
 
@@ -238,12 +239,49 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile:
                                 f"must be one of {', '.join(SEQUENCE_RESTARTS)}"),
         client_id=f.take("client.id", "str", None, _client_id_check),
     )
+    workload = _keyed_workload(source, f, path, workload, duration_ms)
     f.done()
     return workload
 
 
 def _client_id_check(value: str) -> str | None:
     return None if value and "/" not in value else "must be a name without /"
+
+
+def _keyed_workload(source: Source, f: Fields, path: tuple, workload: ProducerWorkload,
+                    duration_ms: int) -> ProducerWorkload:
+    """``key_distribution`` and ``tombstone_rate`` (which need ``keys``), or a ``records:``
+    script (which replaces the generated records, so it takes neither ``keys`` nor ``rate``)."""
+    distribution = f.take("key_distribution", "str", ROUND_ROBIN_KEYS,
+                          lambda v: None if v in KEY_DISTRIBUTIONS else f"must be one of {', '.join(KEY_DISTRIBUTIONS)}")
+    rate = f.take("tombstone_rate", "number", 0.0, lambda v: None if 0 <= v <= 1 else "must be between 0 and 1")
+    for name in ("key_distribution", "tombstone_rate"):
+        if f.has(name) and not workload.keys:
+            raise source.error(path + (name,), "needs keys (the size of the key space)")
+    if not f.has("records"):
+        return replace(workload, key_distribution=distribution, tombstone_rate=rate)
+    for name in ("keys", "rate", "key_distribution", "tombstone_rate", "partitioner"):
+        if f.has(name):
+            raise source.error(path + (name,), "a producer with records: sends those records only; remove " + name)
+    items = f.take("records", "list", check=lambda v: None if v else "must list at least one record")
+    script: list[ScriptedRecord] = []
+    at_ms = workload.start_ms
+    for i, item in enumerate(items):
+        r = Fields(source, item, path + ("records", i), "a record")
+        key = r.take("key", "str", check=lambda v: None if v else "must not be empty")
+        if not r.has("value"):
+            raise source.error(path + ("records", i, "value"), "is required (null for a tombstone)")
+        raw = r.data["value"]
+        value = None if raw is None else convert(source, path + ("records", i, "value"), raw, "str")
+        r.take("value", "any", None)
+        earliest = at_ms
+        at_ms = r.take("at", "duration", at_ms, lambda v: None if v >= earliest else
+                       f"must not be before the record above it or the producer's start ({earliest} ms)")
+        if at_ms >= (workload.stop_ms if workload.stop_ms is not None else duration_ms):
+            raise source.error(path + ("records", i, "at"), "is not before the producer stops (stop or duration)")
+        r.done()
+        script.append(ScriptedRecord(key, value, at_ms))
+    return replace(workload, records=tuple(script))
 
 
 RESET_POLICIES = ("earliest", "latest", "none")

@@ -12,9 +12,8 @@ from simpy.events import NORMAL
 
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
-from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
-    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
+from broker_core.effect_loop import carry_out_effects
+from broker_core.effects import DeleteFile, Halt, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect
 from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import (
     DiskWriteFailed, FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
@@ -299,43 +298,39 @@ class BrokerHost:
         if self.paused:
             self._paused_inputs.append(("input", event))
             return
-        self._apply(node.handle(event, self.now_ms()))
+        carry_out_effects(node.handle(event, self.now_ms()), self)
 
-    def _apply(self, effects: list[Effect]) -> None:
-        incarnation = self.incarnation
-        for effect in effects:
-            if self.incarnation != incarnation:
-                return  # the process halted part-way: the rest never happened
-            # By exact class, the most frequent first: mypy narrows ``effect`` in each
-            # branch (the classes are final), so mypyc reads its fields directly (no
-            # lookup by name), and the rest reach _apply_other as the union of the others.
-            if type(effect) is Send:
-                dst: Any = effect.dst
-                self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
-                                  resolve_message(effect.message, self.storage))
-            elif type(effect) is SetTimer:
-                self._set_timer(effect.key, effect.at_ms)
-            elif type(effect) is CancelTimer:
-                self._timers.cancel(effect.key)
-            elif type(effect) is WriteBytes:
-                error = self.disk.write(effect.path, effect.position, effect.data)
-                if error is not None:
-                    self._disk_failed(effect.path, error)
-                else:
-                    self.storage.remember(effect)
-            elif type(effect) is Trace:
-                fields: Any = effect.fields  # a dict (NodeContext.trace builds it)
-                self._trace(self.name, effect.type, fields)
-            else:
-                self._apply_other(effect)
+    # -- the core's effects: the port broker_core.effect_loop.carry_out_effects drives --
+    @property
+    def is_running(self) -> bool:
+        return self.node is not None
 
-    def _apply_other(self, effect: CoordRequest | Fsync | TruncateFile | DeleteFile | ReplaceFile | CloseConnection
-                     | MuteConnection | Halt) -> None:
-        if type(effect) is CoordRequest:
-            self.coord.request(effect.request_id, effect.op)
-        elif type(effect) is Fsync:
-            self.disk.fsync(effect.path, self._fsync_callback(effect.path, effect.token, self.incarnation))
-        elif type(effect) is TruncateFile:
+    def send(self, dst: Any, message: Any) -> None:
+        """``dst``: a broker id, or a client's address (its node name)."""
+        self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
+                          resolve_message(message, self.storage))
+
+    def cancel_timer(self, key: tuple) -> None:
+        self._timers.cancel(key)
+
+    def write_bytes(self, effect: WriteBytes) -> None:
+        error = self.disk.write(effect.path, effect.position, effect.data)
+        if error is not None:
+            self._disk_failed(effect.path, error)
+        else:
+            self.storage.remember(effect)
+
+    def trace(self, type_: str, fields: Any) -> None:
+        self._trace(self.name, type_, fields)  # fields: a dict (NodeContext.trace builds it)
+
+    def coord_request(self, request_id: int, op: Any) -> None:
+        self.coord.request(request_id, op)
+
+    def fsync(self, path: str, token: int) -> None:
+        self.disk.fsync(path, self._fsync_callback(path, token, self.incarnation))
+
+    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile) -> None:
+        if type(effect) is TruncateFile:
             self.disk.truncate(effect.path, effect.size)
         elif type(effect) is DeleteFile:
             self.disk.delete(effect.path)
@@ -344,24 +339,26 @@ class BrokerHost:
             error = self.disk.replace(effect.path, effect.data)
             if error is not None:
                 self._disk_failed(effect.path, error)
-        elif type(effect) is CloseConnection:
-            # The client's end sees the connection reset after what was sent before it.
-            closed: Any = effect.dst  # a broker id or a client's address, as Send's dst
-            self.network.send(self.name, broker_name(closed) if isinstance(closed, int) else closed,
-                              ConnectionReset(self.broker_id))
-        elif type(effect) is MuteConnection:
-            muted: Any = effect.dst  # a client's address (brokers' fetches are never throttled)
-            self._mute(broker_name(muted) if isinstance(muted, int) else muted, effect.until_ms)
-        elif type(effect) is Halt:
-            self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
-            if effect.clean:
-                self.coord.close()
-            self.crash()
-            if not effect.requested:
-                self.exited = True
-                self.on_exit(self.broker_id)
         else:
             unhandled_effect(effect)
+
+    def close_connection(self, dst: Any) -> None:
+        """The client's end sees the connection reset after what was sent before it."""
+        self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
+                          ConnectionReset(self.broker_id))
+
+    def mute_connection(self, dst: Any, until_ms: int) -> None:
+        """``dst``: a client's address (brokers' fetches are never throttled)."""
+        self._mute(broker_name(dst) if isinstance(dst, int) else dst, until_ms)
+
+    def halt(self, effect: Halt) -> None:
+        self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})
+        if effect.clean:
+            self.coord.close()
+        self.crash()
+        if not effect.requested:
+            self.exited = True
+            self.on_exit(self.broker_id)
 
     def _read_file(self, path: str) -> bytearray | None:
         f = self.disk.files.get(path)
@@ -398,7 +395,7 @@ class BrokerHost:
     # Timers live in the host's own queues; simpy holds one wake-up for the earliest, so a
     # cancelled timer (most produce and fetch timeouts) costs simpy nothing. Timers fire in
     # the order of (time, order of setting), as from one heap.
-    def _set_timer(self, key: tuple, at_ms: int) -> None:
+    def set_timer(self, key: tuple, at_ms: int) -> None:
         at = float(max(at_ms - self.clock_offset_ms, self._now()))
         self._timers.set(key, at)
         wake_at = self._wake_at

@@ -218,7 +218,7 @@ class SimReader(SimClient):
         for tp in self.partitions:
             state = self._state[tp]
             if not state["done"]:
-                self.history(INFO, read_gave_up(state["op"], str(tp), state["records"].json()))
+                self.history(INFO, read_gave_up(state["op"], str(tp), state["records"].json(), state["records"].keys))
         self.running = False
 
     def _step(self, tp: TopicPartition) -> None:
@@ -265,7 +265,7 @@ class SimReader(SimClient):
         if read_complete(state["position"], state["end"]):
             state["done"] = True
             self.results[tp] = state["records"]
-            self.history(OK, read_ok(state["op"], str(tp), state["records"].json(), state["end"]))
+            self.history(OK, read_ok(state["op"], str(tp), state["records"].json(), state["end"], state["records"].keys))
         else:
             self._step(tp)
 

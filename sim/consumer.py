@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.client_history import CLIENT_TIMEOUT, INFO, INVOKE, OK, poll_info, poll_invoke, poll_ok
-from analysis.read_records import records_from
+from analysis.read_records import keys_from, records_from
 from broker_core.errors import ErrorCode
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchPartition, FetchRequest,
@@ -268,6 +268,7 @@ class SimConsumer(SimClient):
         records: dict[str, list] = {}
         errors: dict[str, str] = {}
         high_watermarks: dict[str, int] = {}
+        keys: dict[str, list] = {}
         refresh = False
         for tp in sorted(message.partitions):
             result = message.partitions[tp]
@@ -281,6 +282,9 @@ class SimConsumer(SimClient):
                     state.position = got[-1][0] + 1
                     state.offset_epoch = _epoch_of(result.batches, got[-1][0])
                     records[str(tp)] = got
+                    got_keys = keys_from(result.batches, sent[tp], None)
+                    if got_keys is not None:
+                        keys[str(tp)] = got_keys
                     self.consumed[tp].extend(got)
                 continue
             errors[str(tp)] = result.error.name
@@ -290,7 +294,7 @@ class SimConsumer(SimClient):
                 self.leaders.pop(tp, None)
                 refresh = True
         if self.record_history:
-            self.history(OK, poll_ok(op, records, high_watermarks, errors))
+            self.history(OK, poll_ok(op, records, high_watermarks, errors, keys))
         if refresh:
             self.refresh_metadata()
         if records:

@@ -10,7 +10,7 @@ from typing import Any
 from analysis.client_history import (
     ACKS_0, CLIENT_TIMEOUT, CONNECTION_RESET, DELIVERY_TIMEOUT, INFO, INVOKE, OK, OUTCOME_UNKNOWN, RUN_ENDED,
     completion_of, may_have_appended, send_completion, send_invoke)
-from analysis.workload import RecordCredit, record_key, record_value, record_values
+from analysis.workload import KeyedRecords, RecordCredit, keyed_records, record_values
 from broker_core.errors import ErrorCode
 from broker_core.messages import ProduceRequest
 from broker_core.partitioner import StickyPartitioner, make_partition_for_key, make_partitioner
@@ -27,7 +27,7 @@ from sim.idempotence import NO_SEQUENCE, PER_PARTITION, IdempotentSends, Idempot
 class PendingBatch:
     op: int
     tp: TopicPartition
-    values: list[str]
+    values: list[str | None]  # None: a tombstone
     created_ms: int
     keys: list[str] | None = None  # None: unkeyed
     attempts: int = 0
@@ -41,7 +41,7 @@ class PendingBatch:
     base_sequence: int = NO_SEQUENCE
     sequence_reset: bool = False
 
-    def __init__(self, op: int, tp: TopicPartition, values: list[str], created_ms: int,
+    def __init__(self, op: int, tp: TopicPartition, values: list[str | None], created_ms: int,
                  keys: list[str] | None = None) -> None:
         self.op = op
         self.tp = tp
@@ -79,11 +79,12 @@ class SimProducer(IdempotentSends, SimClient):
     MAX_IN_FLIGHT = 5  # max.in.flight.requests.per.connection
 
     def __init__(self, env, network, name, brokers, trace, spec, partitions: int, partitioner: str, rng,
-                 sequence_restart: str = PER_PARTITION):
+                 sequence_restart: str = PER_PARTITION, workload_rng=None):
         """``partitioner`` names the keyless records' partitioner (``round_robin`` or
         ``sticky``); ``rng`` is its seeded generator. ``sequence_restart`` is the
         idempotent producer's epoch bump (sim.idempotence: ``per_partition``, 3.0's,
-        or ``in_flight``, 2.7's)."""
+        or ``in_flight``, 2.7's). ``workload_rng`` is the stream of a keyed workload's
+        uniform keys and tombstones (analysis/workload.py workload_label)."""
         super().__init__(env, network, name, brokers, trace, spec.request_timeout_ms)
         self.spec = spec
         self.partitioner = make_partitioner(partitioner, rng)
@@ -94,6 +95,7 @@ class SimProducer(IdempotentSends, SimClient):
         self._in_flight: dict[int, int] = {}  # broker -> requests in flight
         self._seq = 0
         self._credit = RecordCredit(spec.rate, spec.linger_ms)
+        self._keyed: KeyedRecords | None = keyed_records(name, spec, workload_rng)
         self.acknowledged = 0
         # enable.idempotence: producer id, epoch and per-partition sequences
         self.sequences = (IdempotentSequences(sequence_restart) if getattr(spec, "enable_idempotence", False)
@@ -110,7 +112,8 @@ class SimProducer(IdempotentSends, SimClient):
         self.refresh_metadata()
         while self.running:
             if spec.stop_ms is None or self.env.now < spec.stop_ms:
-                count = self._credit.take()
+                keyed = self._keyed
+                count = keyed.due(self.env.now) if keyed is not None and keyed.scripted else self._credit.take()
                 if count:
                     self._add_records(count)
                 self._close_open_batches()
@@ -138,14 +141,15 @@ class SimProducer(IdempotentSends, SimClient):
         name = self.name
         partitions = self.partitions
         now = self.now()
-        if spec.keys:
+        keyed = self._keyed
+        if keyed is not None:
             for seq in range(first, first + count):
-                key = record_key(seq, spec.keys)
+                key, value = keyed.record(seq)
                 batch = self._open_batch(partitions[self._partition_for_key(key)], now)
                 if batch.keys is None:
                     batch.keys = []
                 batch.keys.append(key)
-                batch.values.append(record_value(name, seq))
+                batch.values.append(value)
             return
         available = self._available()
         n = len(partitions)
@@ -295,7 +299,7 @@ class SimProducer(IdempotentSends, SimClient):
     def _invoke(self, batch: PendingBatch) -> None:
         if not batch.invoked:
             batch.invoked = True
-            self.history(INVOKE, send_invoke(batch.op, str(batch.tp), batch.values, self.spec.acks))
+            self.history(INVOKE, send_invoke(batch.op, str(batch.tp), batch.values, self.spec.acks, batch.keys))
 
     def on_refused(self, context) -> None:
         if context == self.INIT_PRODUCER_ID:

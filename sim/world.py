@@ -16,8 +16,10 @@ from faults.triggers import cluster_view
 
 import simpy
 
-from analysis.replica_digest import REPLICA_DIGEST_CHUNK, replica_digests
+from analysis.compacted_topics import compacted_topics
+from analysis.replica_digest import REPLICA_DIGEST_CHUNK, batch_key_values, key_map_digest, replica_digests
 from analysis.trace import TraceWriter, run_started_fields
+from analysis.workload import workload_label
 from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.admin_nodes import admin_topic_nodes
 from broker_core.types import TopicPartition
@@ -94,7 +96,8 @@ class World:
                                               scenario.topic(w.topic).partitions,
                                               w.partitioner or defaults.partitioner,
                                               derive(seed, f"partitioner-{name}"),
-                                              w.sequence_restart or defaults.sequence_restart))
+                                              w.sequence_restart or defaults.sequence_restart,
+                                              derive(seed, workload_label(name))))
             # the Java producer's default client.id: producer-<n>, counting from 1
             self.producers[-1].client_id = w.client_id or f"producer-{i + 1}"
         self.consumers = []
@@ -230,6 +233,8 @@ class World:
         fixed chunks of offsets, so that a checker can find replicas that diverge."""
         snaps = self.snapshots()
         memo: dict = {}
+        compacted = compacted_topics(self.scenario.cluster.config,
+                                     [(t.name, t.config) for t in self.scenario.cluster.topics])
         for tp in self.partitions:
             key = str(tp)
             leaders = [s[key] for s in snaps.values() if key in s and s[key]["role"] == "leader"]
@@ -240,11 +245,15 @@ class World:
                 if log is None:
                     continue
                 upto = log.high_watermark if committed is None else committed
-                self.trace(broker_name(broker), "replica_log", {
+                fields = {
                     "partition": key, "upto_offset": upto, "log_start_offset": log.log_start_offset,
                     "log_end_offset": log.log_end_offset, "high_watermark": log.high_watermark,
                     "chunk_size": REPLICA_DIGEST_CHUNK,
-                    "chunks": replica_digests(log.batches, log.log_start_offset, upto, memo)})
+                    "chunks": replica_digests(log.batches, log.log_start_offset, upto, memo)}
+                if tp.topic in compacted:  # a compacted replica also stands for a key -> value map
+                    digest, keys = key_map_digest(batch_key_values(log.batches, log.log_start_offset, upto))
+                    fields.update(key_map_digest=digest, key_map_keys=keys)
+                self.trace(broker_name(broker), "replica_log", fields)
 
     # -- observation -----------------------------------------------------------------
     def controller(self) -> int | None:

@@ -17,9 +17,8 @@ from typing import Any
 from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
-from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
-    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
+from broker_core.effect_loop import carry_out_effects
+from broker_core.effects import DeleteFile, Effect, Halt, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.errors import ErrorCode
 from broker_core.storage import MemoryFiles, resolve_message
 from broker_core.inputs import (
@@ -140,60 +139,8 @@ class Cluster:
             self._push(self.now + self.latency, broker, CoordWatchFired(event.path, event.kind))
 
     def _apply(self, broker: int, effects: list[Effect]) -> None:
-        for e in effects:
-            # By exact class, as the bindings do; unhandled_effect makes a missing branch
-            # a mypy error and a loud one at run time.
-            if type(e) is Send:
-                if (broker, e.dst) in self.blocked:
-                    continue
-                message = resolve_message(e.message, self.disks[broker].storage)
-                if e.dst == CLIENT:
-                    self._push(self.now + self.latency, CLIENT, message)
-                else:
-                    self._push(self.now + self.latency, e.dst, MessageReceived(broker, message))
-            elif type(e) is SetTimer:
-                self._seq += 1
-                self.timers[broker][e.key] = self._seq
-                self._push(max(e.at_ms, self.now), broker, ("timer", e.key, self._seq))
-            elif type(e) is CancelTimer:
-                self.timers[broker].pop(e.key, None)
-            elif type(e) is CoordRequest:
-                if (broker, ZK) in self.blocked:
-                    self._lost.setdefault(broker, []).append(e.request_id)  # never reached the store
-                    continue
-                reply = self.store.request(self.sessions.get(broker, -1), e.op, self.now)
-                if reply.error == coord.SESSION_EXPIRED:
-                    continue
-                if self._answer_lost(broker, e.op):
-                    self._push(self.now + 2 * self.latency, broker,
-                               CoordReplied(e.request_id, coord.Reply(False, coord.CONNECTION_LOSS)))
-                elif (ZK, broker) in self.blocked:
-                    self._lost.setdefault(broker, []).append(e.request_id)  # applied, answer lost
-                else:
-                    self._push(self.now + 2 * self.latency, broker, CoordReplied(e.request_id, reply))
-            elif type(e) is Halt:
-                self.traces.append((self.now, broker, "broker_halted", {"reason": e.reason, "clean": e.clean}))
-                sid = self.sessions.get(broker)
-                if e.clean and sid is not None:
-                    self.store.expire(sid, reason="closed")
-                self.crash(broker)
-                return  # the process is gone: its remaining effects never happen
-            elif type(e) is CloseConnection:
-                # The client has one connection per broker and nothing to cancel on it:
-                # the close is recorded for tests to check.
-                self.closed_connections.append((self.now, broker, e.dst))
-            elif type(e) is MuteConnection:
-                # The in-test client sends one request at a time and waits for its answer:
-                # the mute is recorded for tests to check, and the client honours it itself.
-                self.muted_connections.append((self.now, broker, e.dst, e.until_ms))
-            elif type(e) is WriteBytes or type(e) is TruncateFile or type(e) is DeleteFile or type(e) is ReplaceFile:
-                self.disks[broker].apply(e)
-            elif type(e) is Fsync:
-                self._push(self.now + 1, broker, FsyncCompleted(e.path, e.token))
-            elif type(e) is Trace:
-                self.traces.append((self.now, broker, e.type, dict(e.fields)))
-            else:
-                unhandled_effect(e)
+        """Carry out ``broker``'s effects (tests wrap this to watch or add to them)."""
+        carry_out_effects(effects, _BrokerEffects(self, broker))
 
     # -- time ------------------------------------------------------------------------
     def run_for(self, ms: int) -> None:
@@ -327,6 +274,82 @@ class Cluster:
         cid = self.send(broker, build(self.next_correlation_id()))
         self.wait_for(lambda: cid in self.responses, wait_ms, step_ms=1)
         return self.responses.get(cid)
+
+
+class _BrokerEffects:
+    """One broker's port for the shared effect loop (broker_core/effect_loop.py): what
+    each effect does in this router."""
+
+    def __init__(self, cluster: Cluster, broker: int) -> None:
+        self.cluster = cluster
+        self.broker = broker
+
+    @property
+    def is_running(self) -> bool:
+        return self.broker in self.cluster.nodes
+
+    def send(self, dst: Any, message: Any) -> None:
+        c, broker = self.cluster, self.broker
+        if (broker, dst) in c.blocked:
+            return
+        message = resolve_message(message, c.disks[broker].storage)
+        if dst == CLIENT:
+            c._push(c.now + c.latency, CLIENT, message)
+        else:
+            c._push(c.now + c.latency, dst, MessageReceived(broker, message))
+
+    def set_timer(self, key: tuple, at_ms: int) -> None:
+        c = self.cluster
+        c._seq += 1
+        c.timers[self.broker][key] = c._seq
+        c._push(max(at_ms, c.now), self.broker, ("timer", key, c._seq))
+
+    def cancel_timer(self, key: tuple) -> None:
+        self.cluster.timers[self.broker].pop(key, None)
+
+    def write_bytes(self, effect: WriteBytes | TruncateFile | DeleteFile | ReplaceFile) -> None:
+        self.cluster.disks[self.broker].apply(effect)
+
+    file_effect = write_bytes  # the page cache takes every file effect alike
+
+    def trace(self, type_: str, fields: Any) -> None:
+        self.cluster.traces.append((self.cluster.now, self.broker, type_, dict(fields)))
+
+    def coord_request(self, request_id: int, op: Any) -> None:
+        c, broker = self.cluster, self.broker
+        if (broker, ZK) in c.blocked:
+            c._lost.setdefault(broker, []).append(request_id)  # never reached the store
+            return
+        reply = c.store.request(c.sessions.get(broker, -1), op, c.now)
+        if reply.error == coord.SESSION_EXPIRED:
+            return
+        if c._answer_lost(broker, op):
+            c._push(c.now + 2 * c.latency, broker, CoordReplied(request_id, coord.Reply(False, coord.CONNECTION_LOSS)))
+        elif (ZK, broker) in c.blocked:
+            c._lost.setdefault(broker, []).append(request_id)  # applied, answer lost
+        else:
+            c._push(c.now + 2 * c.latency, broker, CoordReplied(request_id, reply))
+
+    def fsync(self, path: str, token: int) -> None:
+        self.cluster._push(self.cluster.now + 1, self.broker, FsyncCompleted(path, token))
+
+    def close_connection(self, dst: Any) -> None:
+        # The client has one connection per broker and nothing to cancel on it: the
+        # close is recorded for tests to check.
+        self.cluster.closed_connections.append((self.cluster.now, self.broker, dst))
+
+    def mute_connection(self, dst: Any, until_ms: int) -> None:
+        # The in-test client sends one request at a time and waits for its answer: the
+        # mute is recorded for tests to check, and the client honours it itself.
+        self.cluster.muted_connections.append((self.cluster.now, self.broker, dst, until_ms))
+
+    def halt(self, effect: Halt) -> None:
+        c, broker = self.cluster, self.broker
+        c.traces.append((c.now, broker, "broker_halted", {"reason": effect.reason, "clean": effect.clean}))
+        sid = c.sessions.get(broker)
+        if effect.clean and sid is not None:
+            c.store.expire(sid, reason="closed")
+        c.crash(broker)
 
 
 def started_cluster(**kwargs) -> Cluster:

@@ -3,10 +3,11 @@ named files are checked; libraries without types are Any, by the overrides there
 
 Why it matters beyond tidiness: mypyc refuses to compile what mypy rejects, so a type
 error in a compiled module (isrlab/compiled.py) is a broken `make compiled`; in the
-files that carry out the core's effects (sim/broker_host.py, real_io/runtime.py,
-tests/harness.py), mypy's exhaustiveness check (broker_core.effects.unhandled_effect) is
-what finds a forgotten effect; faults/binding.py's Protocol is how each binding is held to
-the fault primitives, and real_io/runtime.py's CoordinationPort how both coordination
+loop that carries out the core's effects (broker_core/effect_loop.py), mypy's
+exhaustiveness check (broker_core.effects.unhandled_effect) is what finds a forgotten
+effect, and its EffectPort Protocol holds each runtime (sim/broker_host.py,
+real_io/runtime.py, tests/harness.py) to a method for each; faults/binding.py's
+Protocol is how each binding is held to the fault primitives, and real_io/runtime.py's CoordinationPort how both coordination
 stores are held to what the runtime drives."""
 from __future__ import annotations
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from analysis.checkers.availability import Interval, LeadershipSamples, check_unavailable
+from analysis.checkers.compaction import CompactionView, compaction_view
+from analysis.checkers.compaction_logs import check_keeping_up, check_offsets_unchanged, check_replicas_converge
+from analysis.checkers.compaction_values import check_final_values, check_resurrected_keys
 from analysis.checkers.consumers import check_consumer_order, check_hw_regressions, check_truncated_reads
 from analysis.checkers.facts import check_facts
 from analysis.checkers.happened import check_happened
@@ -28,14 +31,22 @@ from analysis.checkers.writes import (
 from analysis.history import History
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunFacts:
     """What every checker may read: the shared index, the history, the replica_state
-    samples (or None) and the leadership replay computed once for all of them."""
+    samples (or None) and the leadership replay computed once for all of them; the
+    compaction view is built on first use, once."""
     index: RunIndex
     history: History
     replica_states: LeadershipSamples | None
     leadership: tuple[LeadershipReplay, dict[str, list[Interval]], int]
+    _compaction: CompactionView | None = None
+
+    @property
+    def compaction(self) -> CompactionView:
+        if self._compaction is None:
+            self._compaction = compaction_view(self.history, self.index.events)
+        return self._compaction
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,15 @@ CHECKERS: tuple[Checker, ...] = (
     Checker((Result("quota_violations", timed=True), Result("throttle_not_honoured", timed=True),
              *_counts("throttled", "unthrottled_produce_p99_ms")),
             lambda run: check_quotas(run.index.events, run.history)),
+    # Compacted topics only; each says "not tested" (invalid when a compacted topic had
+    # nothing it could judge) rather than pass quietly.
+    Checker((Result("compacted_final_values", untested=True),), lambda run: check_final_values(run.compaction)),
+    Checker((Result("resurrected_keys", untested=True),), lambda run: check_resurrected_keys(run.compaction)),
+    Checker((Result("compacted_replicas_converge", untested=True),),
+            lambda run: check_replicas_converge(run.compaction)),
+    Checker((Result("offsets_unchanged", untested=True),), lambda run: check_offsets_unchanged(run.compaction)),
+    Checker((Result("keeping_up_consumer_sees_all", untested=True),),
+            lambda run: check_keeping_up(run.compaction, run.history)),
     # What happened rather than what went wrong: always valid, for expect: to name.
     Checker((*_counts("unclean_elections", "leader_elections", "fenced_requests", "isr_shrinks", "isr_expansions"),
              Result("final_leader", "mapping")),

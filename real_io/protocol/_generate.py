@@ -17,7 +17,8 @@ import sys
 
 MESSAGES = ("ApiVersions", "Metadata", "Produce", "Fetch", "ListOffset", "CreateTopics", "DeleteTopics",
             "InitProducerId", "OffsetForLeaderEpoch", "DescribeConfigs", "FindCoordinator",
-            "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr")
+            "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr",
+            "AlterConfigs", "IncrementalAlterConfigs")
 
 
 def _snake(name: str) -> str:

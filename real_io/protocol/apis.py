@@ -9,7 +9,8 @@ from it (``api_versions_response``). The ranges, and why:
   .fetchRequestVersion), and the only version with LastFetchedEpoch / DivergingEpoch,
   which the kafka-3.0 profile's followers truncate by; clients may use it too.
 - ApiVersions 0-3, Metadata 0-9, CreateTopics 0-6, DeleteTopics 0-5, InitProducerId 0-4,
-  OffsetForLeaderEpoch 0-3, DescribeConfigs 0-3, FindCoordinator 0-3: every version of
+  OffsetForLeaderEpoch 0-3, DescribeConfigs 0-3, AlterConfigs 0-1, IncrementalAlterConfigs
+  0-1, FindCoordinator 0-3: every version of
   Kafka 2.7.0's definitions, which the generic codec handles alike.
 - The inter-broker APIs the core's controller and replicas send each other
   (real_io/inter_broker_api.py maps every one of these versions): LeaderAndIsr 0-4,
@@ -50,6 +51,8 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    INCREMENTAL_ALTER_CONFIGS = 44
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
@@ -70,6 +73,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.LEADER_AND_ISR: (0, 4),
     ApiKey.STOP_REPLICA: (0, 3),
     ApiKey.UPDATE_METADATA: (0, 6),

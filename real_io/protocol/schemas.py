@@ -462,4 +462,45 @@ MESSAGES = {
             )),
         )),
     )),
+    (33, False): Message(33, 'AlterConfigsRequest', (0, 1), None, (
+        F('resources', '[]struct', (0, None), fields=(
+            F('resource_type', 'int8', (0, None)),
+            F('resource_name', 'string', (0, None)),
+            F('configs', '[]struct', (0, None), fields=(
+                F('name', 'string', (0, None)),
+                F('value', 'string', (0, None), nullable=(0, None)),
+            )),
+        )),
+        F('validate_only', 'bool', (0, None)),
+    )),
+    (33, True): Message(33, 'AlterConfigsResponse', (0, 1), None, (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('responses', '[]struct', (0, None), fields=(
+            F('error_code', 'int16', (0, None)),
+            F('error_message', 'string', (0, None), nullable=(0, None)),
+            F('resource_type', 'int8', (0, None)),
+            F('resource_name', 'string', (0, None)),
+        )),
+    )),
+    (44, False): Message(44, 'IncrementalAlterConfigsRequest', (0, 1), (1, None), (
+        F('resources', '[]struct', (0, None), fields=(
+            F('resource_type', 'int8', (0, None)),
+            F('resource_name', 'string', (0, None)),
+            F('configs', '[]struct', (0, None), fields=(
+                F('name', 'string', (0, None)),
+                F('config_operation', 'int8', (0, None)),
+                F('value', 'string', (0, None), nullable=(0, None)),
+            )),
+        )),
+        F('validate_only', 'bool', (0, None)),
+    )),
+    (44, True): Message(44, 'IncrementalAlterConfigsResponse', (0, 1), (1, None), (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('responses', '[]struct', (0, None), fields=(
+            F('error_code', 'int16', (0, None)),
+            F('error_message', 'string', (0, None), nullable=(0, None)),
+            F('resource_type', 'int8', (0, None)),
+            F('resource_name', 'string', (0, None)),
+        )),
+    )),
 }

@@ -179,3 +179,58 @@ def test_a_fault_due_at_the_end_of_the_run_is_rejected():
     """Faults stop starting when the workload stops: one due then would never happen."""
     err = error_of(GOOD.replace("  - at: 3000ms\n", "  - at: 1m\n"))
     assert err.field == "faults[2].at" and "is not before the end of the run" in str(err)
+
+
+KEYED = """\
+name: keyed
+cluster:
+  brokers: 1
+  topics: [{name: t, config: {cleanup.policy: compact}}]
+workload:
+  producers:
+    - {topic: t, keys: 10, key_distribution: uniform, tombstone_rate: 0.25}
+    - topic: t
+      start: 1s
+      records:
+        - {key: a, value: a1}
+        - {key: a, value: null, at: 3s}
+        - {key: b, value: b1}
+duration: 5s
+"""
+
+
+def test_keyed_workloads_take_a_distribution_a_tombstone_rate_or_a_script():
+    s = parse_scenario(KEYED, "keyed.yaml")
+    generated, scripted = s.producers
+    assert (generated.keys, generated.key_distribution, generated.tombstone_rate) == (10, "uniform", 0.25)
+    # a record without at: goes with the one above it (the first with the producer's start)
+    assert [(r.key, r.value, r.at_ms) for r in scripted.records] == [("a", "a1", 1000), ("a", None, 3000),
+                                                                     ("b", "b1", 3000)]
+    plain = parse_scenario(GOOD, "ok.yaml").producers[0]
+    assert (plain.key_distribution, plain.tombstone_rate, plain.records) == ("round_robin", 0.0, ())
+
+
+@pytest.mark.parametrize("change,field,words", [
+    (("key_distribution: uniform", "key_distribution: zipf"), "workload.producers[0].key_distribution",
+     "round_robin, uniform"),
+    (("tombstone_rate: 0.25", "tombstone_rate: 1.5"), "workload.producers[0].tombstone_rate", "between 0 and 1"),
+    (("keys: 10, ", ""), "workload.producers[0].key_distribution", "needs keys"),
+    (("- topic: t\n      start", "- topic: t\n      rate: 5\n      start"), "workload.producers[1].rate",
+     "records only"),
+    (("{key: a, value: a1}", "{key: a}"), "workload.producers[1].records[0].value", "null for a tombstone"),
+    (("{key: a, value: a1}", "{value: a1}"), "workload.producers[1].records[0].key", "required"),
+    (("{key: a, value: a1}", "{key: a, value: [1]}"), "workload.producers[1].records[0].value", "string"),
+    (("{key: b, value: b1}", "{key: b, value: b1, at: 2s}"), "workload.producers[1].records[2].at",
+     "before the record above"),
+    (("{key: b, value: b1}", "{key: b, value: b1, at: 5s}"), "workload.producers[1].records[2].at",
+     "before the producer stops"),
+    (("{key: b, value: b1}", "{key: b, value: b1, partition: 0}"), "workload.producers[1].records[2].partition",
+     "unknown key"),
+    (("records:\n", "records: []\n"), "workload.producers[1].records", "at least one"),
+])
+def test_bad_keyed_workloads_name_their_field(change, field, words):
+    text = KEYED.replace(*change)
+    if change[1] == "records: []\n":
+        text = text.split("        - {key: a, value: a1}")[0] + "duration: 5s\n"
+    err = error_of(text)
+    assert err.field == field and words in err.message and err.line is not None, err

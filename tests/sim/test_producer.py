@@ -170,3 +170,66 @@ def test_a_stopped_producer_still_retries_what_it_had_sent(tmp_path: Path):
     retried = [o for o in sends if o.invoke.t_ms < 2000 and o.outcome == "ok" and o.completion.t_ms > 2800]
     assert retried, "a batch sent before the stop and timed out was acknowledged on a retry after the heal"
     assert all(o.outcome == "ok" for o in sends), "what was queued at the stop was sent too"
+
+
+KEYED = """
+name: keyed
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 3, replication_factor: 2, config: {cleanup.policy: compact}}]
+workload:
+  producers:
+    - {topic: t, acks: all, rate: 300, keys: 5, key_distribution: uniform, tombstone_rate: 0.3}
+    - topic: t
+      records:
+        - {key: a, value: a1, at: 500ms}
+        - {key: a, value: null, at: 1500ms}
+        - {key: b, value: b1}
+  consumers: [{topic: t}]
+duration: 3s
+"""
+
+
+def keyed_history(tmp_path: Path, seed: int):
+    result = run_scenario(parse_scenario(KEYED, "keyed.yaml"), seed, tmp_path / str(seed))
+    return load_history(result.trace_path), result.trace_path
+
+
+def test_a_keyed_workload_draws_keys_and_tombstones_from_the_seed_and_records_them(tmp_path: Path):
+    """Uniform keys and tombstones come from the producer's own seeded stream: the same
+    seed sends the same records (a byte-identical trace), another seed others; every
+    send records its keys, tombstones as null values, and goes where murmur2 sends its key."""
+    history, trace = keyed_history(tmp_path, 1)
+    _, again = keyed_history(tmp_path / "again", 1)
+    other, _ = keyed_history(tmp_path, 2)
+    assert trace.read_bytes() == again.read_bytes()
+    records = lambda h: [(k, v) for o in h.of("send") if o.process == "producer-0"  # noqa: E731
+                         for k, v in zip(o.invoke["keys"], o.invoke["values"])]
+    mine = records(history)
+    assert records(other) != mine
+    keys = Counter(k for k, _ in mine)
+    tombstones = sum(v is None for _, v in mine)
+    assert set(keys) == {f"k{i}" for i in range(5)} and len(mine) > 500
+    assert 0.2 < tombstones / len(mine) < 0.4
+    for o in history.of("send"):
+        assert len(o.invoke["keys"]) == len(o.invoke["values"])
+        for key in o.invoke["keys"]:
+            assert o.invoke["partition"] == f"t-{partition_for_key(key.encode(), 3)}"
+
+
+def test_scripted_records_are_sent_as_written_at_their_times_and_read_back_with_keys(tmp_path: Path):
+    history, _ = keyed_history(tmp_path, 1)
+    scripted = sorted((o for o in history.of("send") if o.process == "producer-1"), key=lambda o: o.op)
+    sent = [(o.invoke.t_ms, k, v) for o in scripted for k, v in zip(o.invoke["keys"], o.invoke["values"])]
+    assert [(k, v) for _, k, v in sent] == [("a", "a1"), ("a", None), ("b", "b1")]
+    assert 500 <= sent[0][0] < 600 and 1500 <= sent[1][0] < 1600 and sent[2][0] == sent[1][0]
+    assert all(o.outcome == "ok" for o in scripted)
+    # the final read and the polls give each record's key beside its [offset, value]
+    for read in history.of("read"):
+        assert len(read.done["keys"]) == len(read.done["records"]) > 0
+    tombstone = [(r, k) for read in history.of("read")
+                 for r, k in zip(read.done["records"], read.done["keys"]) if k == "a"]
+    assert [r[1] for r, _ in tombstone] == ["a1", None]
+    polled = [(r[1], k) for p in history.of("poll") if p.outcome == "ok"
+              for part, rs in p.done["records"].items() for r, k in zip(rs, p.done["keys"][part])]
+    assert ("b1", "b") in polled and (None, "a") in polled

@@ -8,6 +8,7 @@ import random
 import simpy
 
 from broker_core.config import broker_config
+from broker_core.effect_loop import carry_out_effects
 from broker_core.effects import MuteConnection
 from broker_core.messages import MetadataRequest, ProduceResponse
 from sim.broker_host import BrokerHost
@@ -28,7 +29,7 @@ def _world():
 
 def test_a_muted_client_is_not_read_until_the_mute_ends_and_then_in_order():
     env, network, host, got = _world()
-    host._apply([MuteConnection("impatient", 500)])
+    carry_out_effects([MuteConnection("impatient", 500)], host)
     network.send("impatient", "broker-1", MetadataRequest(1))
     network.send("impatient", "broker-1", MetadataRequest(2))
     env.run(until=499)
@@ -39,7 +40,7 @@ def test_a_muted_client_is_not_read_until_the_mute_ends_and_then_in_order():
 
 def test_a_crash_forgets_the_mutes_with_the_connections():
     env, network, host, got = _world()
-    host._apply([MuteConnection("impatient", 10_000)])
+    carry_out_effects([MuteConnection("impatient", 10_000)], host)
     host.crash(reset_connections=False)
     host.start()
     network.send("impatient", "broker-1", MetadataRequest(1))
