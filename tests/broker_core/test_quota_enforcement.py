@@ -2,6 +2,7 @@
 through the in-test router: each test names the Kafka 2.7.0 rule it checks."""
 from __future__ import annotations
 
+from broker_core import coordination as coord
 from broker_core.messages import (
     ANONYMOUS, CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse)
 from broker_core.quota_config import change_client_quota, change_notification, encode_quota_config
@@ -157,3 +158,35 @@ def test_user_and_default_quotas_come_from_their_nodes():
     cluster2 = started_cluster()
     _set_quota(cluster2, "/config/clients/<default>", producer_byte_rate=1000)
     assert _produce(cluster2, "whoever").throttle_time_ms > 0
+
+
+def _notify(cluster, path: str, raw: bytes | None) -> None:
+    """A node written behind the admin tools' back, then its change notification."""
+    if raw is not None:
+        cluster.store.put(path, raw)
+    cluster.store.put_sequential("/config/changes/config_change_", change_notification(path))
+
+
+def test_one_listener_routes_topics_brokers_users_and_clients_in_notification_order():
+    """2.7.0 DynamicConfigManager: one listener over /config/changes hands each entity
+    type to its handler (TopicConfigHandler, BrokerConfigHandler, QuotaConfigHandler for
+    users and clients). Notifications of every type, a user's client among them (entity
+    path users/<u>/clients/<c>), one of a type 2.7 has no handler for, and a quota node
+    Kafka cannot read (a number where a string goes) are read in one pass; each reaches
+    its own handler only, and the bad ones change nothing."""
+    cluster = started_cluster()
+    topic_config = coord.encode_data({"version": 1, "config": {"min.insync.replicas": "2"}})
+    _notify(cluster, "/config/topics/t", topic_config)
+    _notify(cluster, "/config/users/ANONYMOUS/clients/noisy", encode_quota_config({"producer_byte_rate": 1000}))
+    _notify(cluster, "/config/ips/127.0.0.1", coord.encode_data({"version": 1, "config": {"x": "1"}}))
+    _notify(cluster, "/config/clients/quiet", b'{"version":1,"config":{"producer_byte_rate":1000}}')
+    _notify(cluster, "/config/brokers/<default>", coord.encode_data({"version": 1, "config": {
+        "log.flush.interval.messages": "7"}}))
+    assert cluster.wait_for(lambda: len(cluster.traced("broker_config_changed")) == 3, 5000)
+    changed = [(b, f["entity"]) for _, b, f in cluster.traced("quota_config_changed")]
+    assert changed == [(b, "/config/users/ANONYMOUS/clients/noisy") for b in (1, 2, 3)]
+    assert all(cluster.nodes[b].replicas.config_for("t").min_insync_replicas == 2 for b in (1, 2, 3))
+    assert all(f["entity"] == "<default>" for _, _, f in cluster.traced("broker_config_changed"))
+    assert not cluster.traced("quota_config_refused")
+    assert _produce(cluster, "noisy").throttle_time_ms > 0  # the user's client quota counts
+    assert _produce(cluster, "quiet").throttle_time_ms == 0  # its unreadable node did not
