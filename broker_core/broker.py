@@ -61,7 +61,8 @@ class BrokerNode:
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
-        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self._broker_config_read)
+        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self._broker_config_read,
+                                                   self.replicas.client_quotas.apply_config)
         self.config_admin = ConfigAdmin(self.ctx, broker_id, self.has_topic)
         # What DescribeConfigs shows: the static config and the dynamic layers read from
         # /config/brokers, and each topic's overrides as stored (every key, as text).

@@ -34,6 +34,8 @@ from broker_core.types import TopicPartition
 
 BROKER_CONFIG_PATH = "/config/brokers"  # 2.7.0 ConfigType.Broker: /config/brokers/<id> and /config/brokers/<default>
 DEFAULT_ENTITY = "<default>"  # ConfigEntityName.Default
+QUOTA_ENTITY_TYPES = ("clients", "users")  # 2.7.0 ConfigType.Client, ConfigType.User
+ENTITY_TYPES = ("topics", "brokers", *QUOTA_ENTITY_TYPES)  # the types a change notification may name
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
 
@@ -152,8 +154,9 @@ def notified_topic(raw: bytes | None) -> str | None:
 def notified_entity(raw: bytes | None) -> tuple[str, str] | None:
     """(entity type, name) of a notification: 2.7.0's version 2 (``entity_path``) or
     version 1 (``entity_type``, ``entity_name``), or 0.8.2.2's JSON string of a topic's
-    name. Only topics and brokers are read; other entities (clients, users) are not
-    this listener's."""
+    name. Topics, brokers and the quota entities (clients, users; a user's client is
+    ``users``, ``<u>/clients/<c>``) are read; any other type is ignored, as 2.7.0's
+    listener ignores a type it has no handler for."""
     try:
         value = json.loads(raw) if raw else None
     except ValueError:
@@ -167,7 +170,7 @@ def notified_entity(raw: bytes | None) -> tuple[str, str] | None:
     if value.get("version") == 2:
         path = value.get("entity_path")
         kind, _, name = path.partition("/") if isinstance(path, str) else ("", "", "")
-    if kind in ("topics", "brokers") and isinstance(name, str) and name:
+    if kind in ENTITY_TYPES and isinstance(name, str) and name:
         return kind, name
     return None
 
@@ -221,16 +224,22 @@ def configure_log(log: PartitionLog, config: BrokerConfig) -> None:
 
 
 class TopicConfigListener:
-    """A broker's reader of topic and broker configs: every topic's at its first session,
-    then the change notifications. ``on_config(topic, configs)`` gets each topic config
-    read, ``on_broker_config(entity, configs)`` each broker config (entity: an id or
-    <default>); configs as the strings the node holds, every key."""
+    """A broker's reader of topic, broker and client quota configs: every topic's at its
+    first session, then the change notifications. ``on_config(topic, configs)`` gets each
+    topic config read, ``on_broker_config(entity, configs)`` each broker config (entity:
+    an id or <default>), ``on_quota_config(path, configs)`` each quota node of a user or
+    client; configs as the strings the node holds, every key. One reader for every entity
+    type, as Kafka has one listener with a handler per type (``_route``)."""
 
     def __init__(self, ctx: NodeContext, on_config: Callable[[str, dict[str, str]], None],
-                 on_broker_config: Callable[[str, dict[str, str]], None] | None = None):
+                 on_broker_config: Callable[[str, dict[str, str]], None] | None = None,
+                 on_quota_config: Callable[[str, dict[str, str]], None] | None = None):
         self.ctx = ctx
         self.on_config = on_config
         self.on_broker_config = on_broker_config
+        # client quotas (broker_core/quota_enforcement.py): called with the node's path,
+        # /config/clients/<c>, /config/users/<u> or /config/users/<u>/clients/<c>
+        self.on_quota_config = on_quota_config
         self.last_change = -1  # lastExecutedChange: kept across sessions, as Kafka's listener keeps it
         self.loaded = False
         self._running = False
@@ -264,10 +273,12 @@ class TopicConfigListener:
         yield from self._process()
 
     def _process(self):
-        """The notifications above the last one handled, in order. Broker entities have
-        no startup read of their own: isrlab never purges notifications (Kafka purges
-        them after 15 minutes and reads every /config/brokers node at startup), so the
-        first pass over them reads every broker config ever changed."""
+        """The notifications above the last one handled, in order. Broker and quota
+        entities have no startup read of their own: isrlab never purges notifications
+        (Kafka purges them after 15 minutes and reads every /config/brokers, clients and
+        users node at startup), so the first pass over them reads every broker config and
+        quota ever changed. Reading no more than that keeps a run without them making the
+        same coordination requests as before (the simulation's traces unchanged)."""
         self._running = True
         again = True
         while again:
@@ -285,12 +296,21 @@ class TopicConfigListener:
                     data = yield coord.GetData(f"/config/{entity[0]}/{entity[1]}")
                     # a missing node means no overrides (2.7.0 fetchEntityConfig: empty properties)
                     configs = entity_config(data.data) if data.ok else {}
-                    if configs is None:
-                        pass  # not a config node Kafka could read: the configs in effect stay
-                    elif entity[0] == "topics":
-                        self.on_config(entity[1], configs)
-                    elif self.on_broker_config is not None:
-                        self.on_broker_config(entity[1], configs)
+                    if configs is not None:  # else not a config node Kafka could read: the configs in effect stay
+                        self._route(entity, configs)
                 self.last_change = number
             again = self._again
         self._running = False
+
+    def _route(self, entity: tuple[str, str], configs: dict[str, str]) -> None:
+        """Each entity type to its handler, as 2.7.0 DynamicConfigManager's
+        ``configHandlers`` map does (TopicConfigHandler, BrokerConfigHandler,
+        QuotaConfigHandler for users and clients alike)."""
+        kind, name = entity
+        if kind == "topics":
+            self.on_config(name, configs)
+        elif kind == "brokers":
+            if self.on_broker_config is not None:
+                self.on_broker_config(name, configs)
+        elif self.on_quota_config is not None:  # clients, users (QUOTA_ENTITY_TYPES)
+            self.on_quota_config(f"/config/{kind}/{name}", configs)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Hashable, Mapping, Protocol
 
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes, unhandled_effect)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
+    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
 
 
 class EffectPort(Protocol):
@@ -56,6 +56,10 @@ class EffectPort(Protocol):
         """The rarer effects on the data directory; a failure as for ``write_bytes``."""
 
     def close_connection(self, dst: Hashable, /) -> None: ...
+
+    def mute_connection(self, dst: Hashable, until_ms: int, /) -> None:
+        """Read nothing more from the client ``dst`` until ``until_ms`` on the node's
+        clock (a client quota's throttle); what it sends meanwhile waits, in order."""
 
     def halt(self, effect: Halt, /) -> None:
         """Stop the process (the loop carries out nothing after it)."""
@@ -98,6 +102,8 @@ def carry_out_effects(effects: list[Effect], port: EffectPort) -> None:
             port.file_effect(effect)
         elif type(effect) is CloseConnection:
             port.close_connection(effect.dst)
+        elif type(effect) is MuteConnection:
+            port.mute_connection(effect.dst, effect.until_ms)
         elif type(effect) is Halt:
             port.halt(effect)
             return  # the process is gone: its remaining effects never happen

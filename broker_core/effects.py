@@ -133,9 +133,21 @@ class CloseConnection:
     dst: Hashable
 
 
+@final
+@dataclass(slots=True)
+class MuteConnection:
+    """Read nothing more from the client ``dst`` until ``until_ms`` (the node's clock):
+    its response was throttled by a client quota and sent at once, and the channel stays
+    muted for the throttle time (KIP-219; 2.7.0 ClientQuotaManager.throttle adds a
+    ThrottledChannel, SocketServer mutes it with CHANNEL_MUTED_AND_THROTTLED). Requests
+    the client sends meanwhile wait, unread, and reach the node after ``until_ms``."""
+    dst: Hashable
+    until_ms: int
+
+
 # Every effect; a new one goes here, and mypy then points at every runtime to extend.
 Effect = (Send | WriteBytes | TruncateFile | DeleteFile | ReplaceFile | Fsync | SetTimer | CancelTimer | CoordRequest
-          | Trace | Halt | CloseConnection)
+          | Trace | Halt | CloseConnection | MuteConnection)
 
 # The effects on the data directory, which the bindings' file layers carry out.
 FileEffect = WriteBytes | TruncateFile | DeleteFile | ReplaceFile

@@ -18,6 +18,7 @@ from broker_core.types import TopicPartition
 CONSUMER_REPLICA_ID = -1
 NO_LEADER_EPOCH = -1  # Kafka's LeaderAndIsr.NoEpoch: a StopReplica without epochs (before KIP-570)
 EARLIEST_TIMESTAMP = -2
+ANONYMOUS = "ANONYMOUS"  # KafkaPrincipal.ANONYMOUS's name: the user of every PLAINTEXT connection
 LATEST_TIMESTAMP = -1
 
 
@@ -32,13 +33,24 @@ class ProduceRequest:
     # the real binding's WireBatch) carrying an idempotent producer's producer_id,
     # producer_epoch and base_sequence
     partitions: Mapping[TopicPartition, Sequence[Record] | ClientBatch]
+    # Who asks, for the client quotas (2.7.0 RequestChannel.Request: the header's client
+    # id and the session's principal, ANONYMOUS on a PLAINTEXT listener).
+    client_id: str = ""
+    user: str = ANONYMOUS
+    # The request's size as the wire carried it (KafkaApis' requestSize, what the produce
+    # quota records); -1: the binding does not know it, the appended batches' bytes count.
+    request_bytes: int = -1
 
     def __init__(self, correlation_id: int, acks: int, timeout_ms: int,
-                 partitions: Mapping[TopicPartition, Sequence[Record] | ClientBatch]) -> None:
+                 partitions: Mapping[TopicPartition, Sequence[Record] | ClientBatch], client_id: str = "",
+                 user: str = ANONYMOUS, request_bytes: int = -1) -> None:
         self.correlation_id = correlation_id
         self.acks = acks
         self.timeout_ms = timeout_ms
         self.partitions = partitions
+        self.client_id = client_id
+        self.user = user
+        self.request_bytes = request_bytes
 
 
 @dataclass(slots=True)
@@ -104,14 +116,19 @@ class FetchRequest:
     max_wait_ms: int
     min_bytes: int
     partitions: Mapping[TopicPartition, FetchPartition]
+    client_id: str = ""  # as ProduceRequest's: for the client quotas
+    user: str = ANONYMOUS
 
     def __init__(self, correlation_id: int, replica_id: int, max_wait_ms: int, min_bytes: int,
-                 partitions: Mapping[TopicPartition, FetchPartition]) -> None:
+                 partitions: Mapping[TopicPartition, FetchPartition], client_id: str = "",
+                 user: str = ANONYMOUS) -> None:
         self.correlation_id = correlation_id
         self.replica_id = replica_id
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.partitions = partitions
+        self.client_id = client_id
+        self.user = user
 
 
 @dataclass(slots=True, init=False)

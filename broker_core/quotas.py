@@ -306,13 +306,22 @@ class ClientQuotaManager:
         """``maybeRecordAndGetThrottleTimeMs``: record the value, then check the quota;
         the throttle time in ms, 0 within quota (and 0 without recording while no quota
         was ever set). An int as Kafka's: ``Math.round`` then ``Long.toInt``."""
+        return self.record_and_measure(user, client_id, value, now_ms)[0]
+
+    def record_and_measure(self, user: str, client_id: str, value: float,
+                           now_ms: int) -> tuple[int, float, float | None]:
+        """``record_and_throttle``, also telling what a trace shows of it: (throttle time,
+        the sensor's quota, the rate measured when the quota was exceeded, else None).
+        The quota is UNLIMITED when nothing was recorded (no quota ever set)."""
         if not self.quotas_enabled:
-            return 0
+            return 0, UNLIMITED, None
         sensor = self.sensor(user, client_id, now_ms)
         violation = sensor.record(value, now_ms, True)
+        bound = sensor.config.bound
+        quota = UNLIMITED if bound is None else bound
         if violation is None:
-            return 0
-        return java_long_to_int(self._throttle_time(sensor, violation, now_ms))
+            return 0, quota, None
+        return java_long_to_int(self._throttle_time(sensor, violation, now_ms)), quota, violation.value
 
     def _throttle_time(self, sensor: QuotaSensor, violation: Violation, now_ms: int) -> int:
         return sensor.throttle_time(violation, now_ms)

@@ -22,6 +22,7 @@ from broker_core.messages import (
     NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
     StopReplicaResponse)
 from broker_core.partition import Partition
+from broker_core.quota_enforcement import ClientQuotaEnforcer
 from broker_core.types import TopicPartition
 
 
@@ -39,6 +40,7 @@ class ReplicaManager:
         self.on_become_leader = lambda partition: None
         self.stop_fetching = lambda tps: None  # set by the node (the fetcher)
         self.isr = IsrChanger(ctx, self.partitions, self._after_isr_change)
+        self.client_quotas = ClientQuotaEnforcer(ctx)  # recorded where produces and fetches are answered
 
     def config_for(self, topic: str) -> BrokerConfig:
         return self.topic_configs.get(topic, self.ctx.config)
@@ -173,6 +175,8 @@ class ReplicaManager:
         bases: dict[TopicPartition, int] = {}
         flushes: dict[TopicPartition, int] = {}
         appended: list[Partition] = []
+        self.client_quotas.request_arrived(src, request.client_id)
+        appended_bytes = 0
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
             if request.acks not in (0, 1, -1):
@@ -188,6 +192,7 @@ class ReplicaManager:
                 results[tp] = ProducePartitionResult(error)
                 continue
             appended.append(partition)
+            appended_bytes += batch.size_bytes
             if self.maybe_flush(partition):  # inline, as Kafka's Log.append: the answer waits for it
                 flushes[tp] = partition.log.log_end_offset
             if request.acks == -1:
@@ -195,6 +200,8 @@ class ReplicaManager:
                 bases[tp] = batch.base_offset
             else:
                 results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
+        self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user,
+                                            request.request_bytes if request.request_bytes >= 0 else appended_bytes)
         held = HeldProduce(self.purgatory.next_id() if flushes else 0, src, request.correlation_id, request.acks,
                            request.timeout_ms, results, required, bases, flushes)
         if flushes:
@@ -219,12 +226,16 @@ class ReplicaManager:
             self.ctx.set_timer(op.timer_key, held.timeout_ms)
             self._try_complete_produce(op)
         elif held.acks != 0:  # acks=0: the producer expects no answer at all
-            self.ctx.send(held.src, ProduceResponse(held.correlation_id, held.results))
-        elif any(result.error is not ErrorCode.NONE for result in held.results.values()):
-            # KafkaApis.handleProduceRequest (2.7.0 closeConnection; 0.8.2.2 alike): an
-            # acks=0 producer hears of an error only by losing its connection, which makes
-            # it refresh its metadata.
-            self.ctx.emit(CloseConnection(held.src))
+            self.ctx.send(held.src, self.client_quotas.throttled_produce(
+                held.src, ProduceResponse(held.correlation_id, held.results)))
+        else:
+            # acks=0: no answer carries the throttle time, but it mutes the connection
+            self.client_quotas.produce_answered(held.src, held.correlation_id)
+            if any(result.error is not ErrorCode.NONE for result in held.results.values()):
+                # KafkaApis.handleProduceRequest (2.7.0 closeConnection; 0.8.2.2 alike): an
+                # acks=0 producer hears of an error only by losing its connection, which
+                # makes it refresh its metadata.
+                self.ctx.emit(CloseConnection(held.src))
 
     def flush_completed(self, tp: TopicPartition) -> None:
         """An fsync of ``tp``'s log completed: answer the produces held for their flushes
@@ -276,7 +287,8 @@ class ReplicaManager:
             return False
         self.purgatory.produces.pop(op.id, None)
         self.ctx.cancel_timer(op.timer_key)
-        self.ctx.send(op.src, ProduceResponse(op.correlation_id, dict(sorted(op.results.items()))))
+        self.ctx.send(op.src, self.client_quotas.throttled_produce(
+            op.src, ProduceResponse(op.correlation_id, dict(sorted(op.results.items())))))
         return True
 
     def produce_timed_out(self, produce_id: int) -> None:
@@ -329,6 +341,8 @@ class ReplicaManager:
         follower learns of an advance on its next fetch."""
         response, total_bytes, has_error = self._read_for_fetch(request)
         follower = request.replica_id != CONSUMER_REPLICA_ID
+        if not follower:
+            self.client_quotas.request_arrived(src, request.client_id)
         if follower:
             for tp in sorted(request.partitions):
                 result = response.partitions[tp]
@@ -337,7 +351,8 @@ class ReplicaManager:
                     self._record_follower_fetch(request.replica_id, tp, request.partitions[tp].fetch_offset)
                 self._recheck_produces_of_former_leader(tp)
         if has_error or total_bytes >= request.min_bytes or request.max_wait_ms <= 0:
-            self.ctx.send(src, response)
+            self.ctx.send(src, response if follower else self.client_quotas.fetch_answered(
+                src, request.client_id, request.user, response, total_bytes))
             return
         op = DelayedFetch(self.purgatory.next_id(), src, request)
         self.purgatory.park_fetch(op, follower)
@@ -432,19 +447,24 @@ class ReplicaManager:
                 continue
             response, total, has_error = self._read_for_fetch(op.request)
             if total >= op.request.min_bytes or has_error:
-                self._complete_fetch(op, response)
+                self._complete_fetch(op, response, total)
             else:
                 watch.setdefault(tp, []).append(op_id)
 
     def fetch_wait_expired(self, fetch_id: int) -> None:
         op = self.purgatory.fetches.get(fetch_id)
         if op is not None:
-            self._complete_fetch(op, self._read_for_fetch(op.request)[0], cancel_timer=False)
+            response, total, _ = self._read_for_fetch(op.request)
+            self._complete_fetch(op, response, total, cancel_timer=False)
 
-    def _complete_fetch(self, op: DelayedFetch, response: FetchResponse, cancel_timer: bool = True) -> None:
+    def _complete_fetch(self, op: DelayedFetch, response: FetchResponse, total_bytes: int,
+                        cancel_timer: bool = True) -> None:
         del self.purgatory.fetches[op.id]
         if cancel_timer:
             self.ctx.cancel_timer(op.timer_key)
+        request = op.request
+        if request.replica_id == CONSUMER_REPLICA_ID:
+            response = self.client_quotas.fetch_answered(op.src, request.client_id, request.user, response, total_bytes)
         self.ctx.send(op.src, response)
 
     # -- offsets ---------------------------------------------------------------------

@@ -101,3 +101,7 @@ class FaultBinding(Protocol):
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
         """Write the topic's overrides and change notification; the overrides written,
         or None when the topic does not exist."""
+
+    def change_client_quota(self, entity: str, config: dict) -> dict:
+        """Change the quota node ``entity`` (a key set to None is removed) and write the
+        change notification; the node's keys and values written."""

@@ -333,6 +333,10 @@ class FaultExecutor:
             return
         self._start(fault, instant=True, overrides=written)
 
+    def _client_quota(self, fault: fm.ClientQuota) -> None:
+        written = self.binding.change_client_quota(fault.entity, dict(fault.config))
+        self._start(fault, instant=True, config=written)
+
     # -- disks and clocks ------------------------------------------------------------
     def _disk_fault(self, fault) -> int:
         brokers = self.resolve(fault.brokers)
@@ -390,6 +394,7 @@ HANDLERS: dict[type, Handler] = {
     fm.Heal: FaultExecutor._heal,
     fm.ExpireSession: FaultExecutor._expire_session,
     fm.PreferredReplicaElection: FaultExecutor._preferred_election, fm.TopicConfig: FaultExecutor._topic_config,
+    fm.ClientQuota: FaultExecutor._client_quota,
     fm.SlowFsync: FaultExecutor._disk_fault, fm.WriteErrors: FaultExecutor._disk_fault,
     fm.DiskFull: FaultExecutor._disk_fault, fm.TornWrites: FaultExecutor._disk_fault,
     fm.BitFlip: FaultExecutor._bit_flip, fm.ClockJump: FaultExecutor._clock_jump,

@@ -159,6 +159,17 @@ class TopicConfig:
     config: tuple[tuple[str, bool | int], ...]
 
 
+@dataclass(frozen=True)
+class ClientQuota:
+    """What ``kafka-configs.sh --alter --entity-type clients|users --add-config`` (and
+    ``--delete-config``, a key set to None) does: change the client quota node
+    ``entity`` (/config/clients/<id>, /config/users/<user>,
+    /config/users/<user>/clients/<id>) and write a change notification that every broker
+    reads (2.7.0 AdminZkClient.changeClientIdConfig / changeUserOrUserClientIdConfig)."""
+    entity: str
+    config: tuple[tuple[str, str | None], ...]
+
+
 # -- disk ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SlowFsync:
@@ -199,7 +210,7 @@ class ClockJump:
 
 
 Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
-         | Cut | Reset | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | Cut | Reset | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | ClientQuota | SlowFsync | WriteErrors | DiskFull | TornWrites
          | BitFlip | ClockJump)
 
 KINDS: dict[str, type] = {
@@ -209,6 +220,7 @@ KINDS: dict[str, type] = {
     "cut": Cut, "reset": Reset, "link": LinkFault, "heal": Heal,
     "expire_session": ExpireSession,
     "preferred_replica_election": PreferredReplicaElection, "topic_config": TopicConfig,
+    "client_quota": ClientQuota,
     "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,
     "torn_writes": TornWrites, "bit_flip": BitFlip,
     "clock": ClockJump,

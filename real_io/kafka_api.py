@@ -40,12 +40,14 @@ def tp_sorted(partitions: Mapping[TopicPartition, object]) -> dict[str, list]:
 
 
 # -- Produce ---------------------------------------------------------------------------
-def produce_request(correlation_id: int, body: dict) -> tuple[ProduceRequest, dict[TopicPartition, int]]:
+def produce_request(correlation_id: int, body: dict, client_id: str = "",
+                    request_bytes: int = -1) -> tuple[ProduceRequest, dict[TopicPartition, int]]:
     """The core's request for the partitions whose records decode, and the wire error
     for the others: a batch whose CRC-32C or framing is wrong is CORRUPT_MESSAGE, and v3+
     must carry exactly one batch v2 per partition (2.7.0 LogValidator
     validateRecordBatchForMessageFormat / ProduceRequest.validateRecords) else
-    INVALID_RECORD."""
+    INVALID_RECORD. ``client_id`` (the header's) and ``request_bytes`` (the request's
+    size, header and body, as KafkaApis' ``requestSize``) are for the produce quota."""
     batches: dict[TopicPartition, WireBatch] = {}
     errors: dict[TopicPartition, int] = {}
     for topic in body["topics"]:
@@ -60,7 +62,8 @@ def produce_request(correlation_id: int, body: dict) -> tuple[ProduceRequest, di
                 errors[tp] = INVALID_RECORD
                 continue
             batches[tp] = decoded[0]
-    return ProduceRequest(correlation_id, body["acks"], body["timeout_ms"], batches), errors
+    return ProduceRequest(correlation_id, body["acks"], body["timeout_ms"], batches, client_id,
+                          request_bytes=request_bytes), errors
 
 
 def produce_response(response: ProduceResponse | None, local_errors: Mapping[TopicPartition, int]) -> dict:
@@ -76,7 +79,7 @@ def produce_response(response: ProduceResponse | None, local_errors: Mapping[Top
 
 
 # -- Fetch -----------------------------------------------------------------------------
-def fetch_request(correlation_id: int, body: dict) -> FetchRequest:
+def fetch_request(correlation_id: int, body: dict, client_id: str = "") -> FetchRequest:
     partitions = {}
     for topic in body["topics"]:
         for wanted in topic["partitions"]:
@@ -86,7 +89,8 @@ def fetch_request(correlation_id: int, body: dict) -> FetchRequest:
             partitions[tp] = FetchPartition(wanted["fetch_offset"], wanted["current_leader_epoch"],
                                             max(wanted["partition_max_bytes"], 0), wanted["last_fetched_epoch"])
     replica_id = body["replica_id"] if body["replica_id"] >= 0 else CONSUMER_REPLICA_ID
-    return FetchRequest(correlation_id, replica_id, max(body["max_wait_ms"], 0), body["min_bytes"], partitions)
+    return FetchRequest(correlation_id, replica_id, max(body["max_wait_ms"], 0), body["min_bytes"], partitions,
+                        client_id)
 
 
 def fetch_records(result: FetchPartitionResult) -> bytes | Splice:

@@ -53,6 +53,9 @@ UNSUPPORTED = {
                                   "the run cannot write its admin node",
     "topic_config": "the embedded coordination store lives inside the broker process; the run cannot write "
                     "the topic's config node and change notification",
+    "client_quota": "the embedded coordination store lives inside the broker process; the run cannot write "
+                    "the quota node and change notification (a real broker takes quotas from AlterClientQuotas "
+                    "or from ZooKeeper's /config/clients and /config/users with --zk)",
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
 # the nemesis's network kinds the proxy carries out ("link" draws loss, which it cannot)
@@ -208,6 +211,9 @@ class RealFaultBinding:
 
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
         raise _refused("topic_config")
+
+    def change_client_quota(self, entity: str, config: dict) -> dict:
+        raise _refused("client_quota")
 
 
 def link_refusal(fault: fm.Fault) -> str | None:

@@ -89,6 +89,7 @@ class BrokerRuntime:
         self._timers: dict[tuple, asyncio.TimerHandle] = {}
         self._clients: dict[Hashable, Callable[[Any], None]] = {}
         self._closers: dict[Hashable, Callable[[], None]] = {}
+        self._muters: dict[Hashable, Callable[[float], None]] = {}
         self.halted: asyncio.Future[Halt] | None = None  # from start(); done once the node halts
         self.halt_reason: Halt | None = None
         self._draining = False
@@ -141,16 +142,21 @@ class BrokerRuntime:
         self.feed(MessageReceived(src, message))
 
     def register_client(self, address: Hashable, on_message: Callable[[Any], None],
-                        on_close: Callable[[], None] | None = None) -> None:
+                        on_close: Callable[[], None] | None = None,
+                        on_mute: Callable[[float], None] | None = None) -> None:
         """``on_message`` takes the core's messages to the client; ``on_close`` closes
-        its connection when the core says so (CloseConnection)."""
+        its connection when the core says so (CloseConnection); ``on_mute(until)`` stops
+        reading it until the event loop's time ``until`` (MuteConnection)."""
         self._clients[address] = on_message
         if on_close is not None:
             self._closers[address] = on_close
+        if on_mute is not None:
+            self._muters[address] = on_mute
 
     def unregister_client(self, address: Hashable) -> None:
         self._clients.pop(address, None)
         self._closers.pop(address, None)
+        self._muters.pop(address, None)
 
     def _wakeup_threadsafe(self) -> None:
         loop = self.loop  # set: start() sets it before it hands this to the coordination
@@ -221,6 +227,11 @@ class BrokerRuntime:
         close = self._closers.get(dst)
         if close is not None:  # else the client is gone already
             close()
+
+    def mute_connection(self, dst: Hashable, until_ms: int) -> None:
+        mute = self._muters.get(dst)
+        if mute is not None:  # else the client is gone already
+            mute(self._origin + until_ms / 1000.0)  # the node's clock to the event loop's
 
     def fsync(self, path: str, token: int) -> None:
         # One fsync thread: fsyncs complete in the order they were asked for, which the

@@ -166,7 +166,11 @@ class KafkaServer:
         def close() -> None:  # the core's CloseConnection: frames already read are not served
             self._closed_by_core.add(address)
             connection.close()
-        self.runtime.register_client(address, self._on_core_message, close)
+        muted = [0.0]  # the event loop's time until which the core muted this connection
+
+        def mute(until: float) -> None:
+            muted[0] = max(muted[0], until)
+        self.runtime.register_client(address, self._on_core_message, close, mute)
         try:
             while address not in self._closed_by_core:
                 payload = await connection.read_frame(self.idle_s)
@@ -176,6 +180,7 @@ class KafkaServer:
                 del payload  # its buffer goes back to the pool at the next read_frame
                 if response is not None:
                     await self._write(connection, response)
+                await _wait_unmuted(muted)
         except (ProtocolError, ConnectionClosed, ConnectionError):
             return
         except asyncio.TimeoutError:
@@ -227,7 +232,7 @@ class KafkaServer:
             body = local_apis.describe_configs(request.body, version, self.runtime.broker_id,
                                                self.runtime.node.config_layers_now(), self._topic_overrides)
         else:
-            body = await self._through_core(address, key, version, request.body)
+            body = await self._through_core(address, key, version, request.body, header.client_id or "", len(payload))
             if body is None:
                 return None
         # (a response that fails to encode drops its pinned regions: they close when collected)
@@ -237,10 +242,14 @@ class KafkaServer:
         node = self.runtime.node
         return node.stored_topic_overrides(topic) if node.has_topic(topic) else None
 
-    async def _through_core(self, address: str, key: int, version: int, body: dict) -> dict | None:
+    async def _through_core(self, address: str, key: int, version: int, body: dict, client_id: str = "",
+                            size: int = -1) -> dict | None:
+        """``client_id`` (the request header's) and ``size`` (the request's bytes) are
+        for the client quotas; the user is ANONYMOUS, the PLAINTEXT listener's principal
+        (2.7.0 SocketServer: PlaintextChannelBuilder's DefaultKafkaPrincipalBuilder)."""
         cid = next(self._correlation)
         if key == ApiKey.PRODUCE:
-            message, errors = kafka_api.produce_request(cid, body)
+            message, errors = kafka_api.produce_request(cid, body, client_id, size + 4)  # with the size field
             if message.acks == 0:
                 if message.partitions:
                     self.runtime.deliver(address, message)  # a partition error: the core closes the connection
@@ -250,7 +259,7 @@ class KafkaServer:
             answer = await self._ask(address, message) if message.partitions else None
             return kafka_api.produce_response(answer, errors)
         if key == ApiKey.FETCH:  # a follower's fetch names its replica id; its answer carries the log end
-            return kafka_api.fetch_response(await self._ask(address, kafka_api.fetch_request(cid, body)),
+            return kafka_api.fetch_response(await self._ask(address, kafka_api.fetch_request(cid, body, client_id)),
                                             replica=body["replica_id"] >= 0)
         if key == ApiKey.METADATA:
             answer = await self._ask(address, kafka_api.metadata_request(cid, version, body))
@@ -296,6 +305,16 @@ class KafkaServer:
             future.set_result(message)
         elif future is None:
             print(f"isrlab serve: unexpected {type(message).__name__} for a client", file=sys.stderr)
+
+
+async def _wait_unmuted(muted: list[float]) -> None:
+    """A throttled client's response went out at once; its next request is not read
+    until the throttle time has passed (KIP-219: 2.7.0 SocketServer Processor mutes the
+    channel, CHANNEL_MUTED_AND_THROTTLED, until ClientQuotaManager's ThrottledChannel
+    expires). What it sends meanwhile waits in the socket's buffers."""
+    delay = muted[0] - asyncio.get_running_loop().time()
+    if delay > 0:
+        await asyncio.sleep(delay)
 
 
 def _close_splices(parts: list[bytes | Splice[list[PinnedRegion]]]) -> None:

@@ -67,6 +67,7 @@ class ProducerWorkload:
     partitioner: str | None = None  # keyless records: round_robin or sticky; None: the profile's
     enable_idempotence: bool = False  # enable.idempotence, after the profile's default and its conditions
     sequence_restart: str | None = None  # the idempotent producer's epoch bump (KAFKA-12152); None: the profile's
+    client_id: str | None = None  # client.id, what client quotas name; None: Kafka's default, producer-<n>
     key_distribution: str = "round_robin"  # how keys are picked from ``keys``: round_robin or uniform
     tombstone_rate: float = 0.0  # the fraction of generated keyed records sent with a null value
     records: tuple[ScriptedRecord, ...] = ()  # explicit records, sent instead of generated ones
@@ -80,6 +81,7 @@ class ConsumerWorkload:
     auto_offset_reset: str = "earliest"  # earliest, latest or none
     start_offset: int | None = None  # seek every partition here first; None: by auto_offset_reset
     validate_positions: bool | None = None  # KIP-320; None: the profile's
+    client_id: str | None = None  # client.id; None: Kafka's default, consumer-<n>
 
 
 @dataclass(frozen=True)

@@ -237,10 +237,15 @@ def _producer(source: Source, data: Any, path: tuple, topics: set[str], profile:
         enable_idempotence=idempotent,
         sequence_restart=f.take("sequence_restart", "str", None, lambda v: None if v in SEQUENCE_RESTARTS else
                                 f"must be one of {', '.join(SEQUENCE_RESTARTS)}"),
+        client_id=f.take("client.id", "str", None, _client_id_check),
     )
     workload = _keyed_workload(source, f, path, workload, duration_ms)
     f.done()
     return workload
+
+
+def _client_id_check(value: str) -> str | None:
+    return None if value and "/" not in value else "must be a name without /"
 
 
 def _keyed_workload(source: Source, f: Fields, path: tuple, workload: ProducerWorkload,
@@ -293,8 +298,9 @@ def _consumer(source: Source, data: Any, path: tuple, topics: set[str]) -> Consu
     if reset == "none" and start_offset is None:  # the Java consumer would throw NoOffsetForPartitionException
         raise source.error(path + ("auto.offset.reset",), "none needs a start_offset: there is no committed offset")
     validate = f.take("validate_positions", "bool", None)
+    client_id = f.take("client.id", "str", None, _client_id_check)
     f.done()
-    return ConsumerWorkload(topic, start_ms, poll_interval_ms, reset, start_offset, validate)
+    return ConsumerWorkload(topic, start_ms, poll_interval_ms, reset, start_offset, validate, client_id)
 
 
 def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:

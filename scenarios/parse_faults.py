@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker_core.config import TOPIC_KEYS, broker_config, kafka_name, topic_config
+from broker_core.quotas import entity_of_path, parse_quota_config
 from broker_core.errors import ConfigError
 from broker_core.types import TopicPartition
 from faults import model as fm
@@ -270,6 +271,27 @@ class FaultParser:
             named = [k for k in changes if exc.key in (k, kafka_name(TOPIC_KEYS[k]))]
             raise self.source.error(path + ("set", named[0] if named else exc.key), exc.message) from None
         return fm.TopicConfig(name, tuple(sorted(changes.items())))
+
+    def _client_quota(self, f: Fields, path: tuple) -> fm.ClientQuota:
+        """``{entity: clients/noisy, set: {producer_byte_rate: 10000}}``: a quota entity
+        (clients/<id>, users/<user>, users/<user>/clients/<id>; any name may be
+        <default>) and the keys to set, or to remove with null."""
+        entity = f.take("entity", "str")
+        changes = f.take("set", "map")
+        f.done()
+        node = "/config/" + entity.removeprefix("/").removeprefix("config/")
+        try:
+            quota_entity = entity_of_path(node)
+        except ConfigError as exc:
+            raise self.source.error(path + ("entity",), exc.message) from None
+        if not changes:
+            raise self.source.error(path + ("set",), "changes nothing: give at least one quota key")
+        try:
+            parse_quota_config(quota_entity, {k: v for k, v in changes.items() if v is not None})
+        except ConfigError as exc:
+            raise self.source.error(path + ("set", exc.key), exc.message) from None
+        config = tuple(sorted((str(k), None if v is None else str(v)) for k, v in changes.items()))
+        return fm.ClientQuota(quota_entity.path, config)
 
     def _partition_check(self, value: str) -> str | None:
         return None if value in self.partitions else f"unknown partition; partitions: {sorted(self.partitions)}"

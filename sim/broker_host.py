@@ -168,6 +168,10 @@ class BrokerHost:
         # what MessageReceived names each sender by (a broker id, or a client's address),
         # worked out once per sender instead of once per message
         self._senders: dict[str, Hashable] = {}
+        # Clients whose connection the core muted (a quota throttle): until when (simulated
+        # time), and their requests that arrived meanwhile, unread, in order.
+        self._muted: dict[str, float] = {}
+        self._unread: dict[str, list[Any]] = {}
         self.exited = False  # the process stopped on its own account (not killed, not asked to)
         self.on_exit: Callable[[int], None] = lambda broker: None
         self.coord = CoordinationClient(env, self.name, config.zookeeper_session_timeout_ms,
@@ -212,6 +216,8 @@ class BrokerHost:
         self.exited = False
         self.incarnation += 1
         self._clear_timers()
+        self._muted.clear()  # the connections died with the process
+        self._unread.clear()
         self.coord.stop()
         if reset_connections:
             for client in self.network.clients():
@@ -241,11 +247,49 @@ class BrokerHost:
             else:
                 self.coord.handle(message)
             return
+        if self._muted and src in self._muted:
+            if self._muted[src] > self._now() or src in self._unread:
+                self._hold_unread(src, message)
+                return
+            del self._muted[src]
         sender = self._senders.get(src)
         if sender is None:
             broker = broker_id_of(src)
             sender = self._senders[src] = broker if broker is not None else src
         self._input(MessageReceived(sender, message))
+
+    def _mute(self, client: str, until_ms: int) -> None:
+        """KIP-219's muted channel: nothing more is read from ``client`` until then."""
+        at = float(until_ms - self.clock_offset_ms)
+        if at > self._muted.get(client, 0.0):
+            self._muted[client] = at
+
+    def _hold_unread(self, src: str, message: Any) -> None:
+        unread = self._unread.get(src)
+        if unread is None:
+            unread = self._unread[src] = []
+            self._release_at(src)
+        unread.append(message)
+
+    def _release_at(self, src: str) -> None:
+        incarnation = self.incarnation
+        event = self.env.timeout(max(self._muted[src] - self._now(), 0.0))
+        event.callbacks.append(lambda _: self._release(src, incarnation))
+
+    def _release(self, src: str, incarnation: int) -> None:
+        """The mute ended: the requests that waited are read in order, until one of them
+        is throttled again (the rest wait for that mute to end)."""
+        if incarnation != self.incarnation:
+            return
+        unread = self._unread.pop(src, [])
+        self._muted.pop(src, None)
+        while unread:
+            self._receive(src, unread.pop(0))
+            if src in self._muted and self._muted[src] > self._now():
+                if unread:
+                    self._unread[src] = unread
+                    self._release_at(src)
+                return
 
     def _input(self, event: Input) -> None:
         node = self.node
@@ -302,6 +346,10 @@ class BrokerHost:
         """The client's end sees the connection reset after what was sent before it."""
         self.network.send(self.name, broker_name(dst) if isinstance(dst, int) else dst,
                           ConnectionReset(self.broker_id))
+
+    def mute_connection(self, dst: Any, until_ms: int) -> None:
+        """``dst``: a client's address (brokers' fetches are never throttled)."""
+        self._mute(broker_name(dst) if isinstance(dst, int) else dst, until_ms)
 
     def halt(self, effect: Halt) -> None:
         self._trace(self.name, "broker_halted", {"reason": effect.reason, "clean": effect.clean})

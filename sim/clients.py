@@ -52,6 +52,10 @@ class SimClient:
         self._pending: dict[int, Any] = {}  # correlation id -> context
         self._destination: dict[int, int] = {}  # correlation id -> broker
         self._backoff_until: dict[int, float] = {}
+        self.client_id = name  # client.id (sim/world.py gives workloads Kafka's defaults)
+        # KIP-219: a broker that answered with a throttle time gets nothing more from this
+        # client until it has passed (2.7.0 NetworkClient: ClusterConnectionStates.throttle)
+        self._throttled_until: dict[int, float] = {}
         self._metadata_in_flight: int | None = None
         self._bootstrap_index = 0
         self._next_op = 0
@@ -74,9 +78,24 @@ class SimClient:
         cid = self._correlation
         self._pending[cid] = context
         self._destination[cid] = broker
+        if self._throttled_until and self._throttled_until.get(broker, 0.0) > self.env.now:
+            # The request waits in the client until the throttle ends, then leaves
+            # (NetworkClient.isReady is false for a throttled node).
+            event = self.env.timeout(self._throttled_until[broker] - self.env.now)
+            event.callbacks.append(lambda _: self._send_after_throttle(broker, cid, build))
+            return cid
         self.network.send(self.name, broker_name(broker), build(cid))
         self._deadlines.add(cid)
         return cid
+
+    def _send_after_throttle(self, broker: int, cid: int, build) -> None:
+        if cid in self._pending:  # not ended meanwhile (a connection reset)
+            self.network.send(self.name, broker_name(broker), build(cid))
+            self._deadlines.add(cid)
+
+    def throttled(self, broker: int) -> bool:
+        """Whether ``broker``'s last throttle time has not passed yet."""
+        return self._throttled_until.get(broker, 0.0) > self.env.now
 
     def _timed_out(self, cid: int) -> None:
         context = self._pending.pop(cid, None)
@@ -96,7 +115,10 @@ class SimClient:
             else:
                 self._connection_refused(message.broker, message.correlation_id)
             return
-        self._destination.pop(message.correlation_id, None)
+        broker = self._destination.pop(message.correlation_id, None)
+        throttle = getattr(message, "throttle_time_ms", 0)
+        if throttle > 0 and broker is not None:  # 2.7.0 NetworkClient.maybeThrottle (KIP-219)
+            self._throttled_until[broker] = max(self._throttled_until.get(broker, 0.0), self.env.now + throttle)
         context = self._pending.pop(message.correlation_id, None)
         if context is None:
             return  # an answer after its timeout: the history already says "unknown"
@@ -143,6 +165,9 @@ class SimClient:
         self.on_timeout(context, reason=CONNECTION_REFUSED)
 
     def reachable(self, broker: int) -> bool:
+        """Not in a reconnect backoff, nor throttled."""
+        if self._throttled_until and self.throttled(broker):
+            return False
         return self._backoff_until.get(broker, 0) <= self.env.now
 
     def refresh_metadata(self) -> None:
@@ -209,7 +234,8 @@ class SimReader(SimClient):
             self.request(leader, lambda cid: ListOffsetsRequest(cid, {tp: LATEST_TIMESTAMP}), ("end", tp))
         else:
             wanted = {tp: FetchPartition(state["position"])}
-            self.request(leader, lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, 0, 1, wanted), ("fetch", tp))
+            self.request(leader, lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, 0, 1, wanted, self.client_id),
+                         ("fetch", tp))
 
     def on_response(self, context, message) -> None:
         kind, tp = context
@@ -222,7 +248,9 @@ class SimReader(SimClient):
                 return
             state["end"] = result.offset
         else:
-            result = message.partitions[tp]
+            result = message.partitions.get(tp)
+            if result is None:
+                return  # a throttled fetch has no partitions (KIP-219): asked again at the next step
             if result.error is ErrorCode.OFFSET_OUT_OF_RANGE and state["position"] < result.log_start_offset:
                 state["position"] = result.log_start_offset
                 return

@@ -200,7 +200,8 @@ class SimConsumer(SimClient):
         if self.record_history:
             self.history(INVOKE, poll_invoke(op, {str(tp): states[tp].position for tp in tps}))
         self._fetching.add(broker)
-        self.request(broker, lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, self.max_wait_ms, 1, wanted),
+        self.request(broker, lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, self.max_wait_ms, 1, wanted,
+                                                      self.client_id),
                      ("fetch", broker, op, {tp: states[tp].position for tp in tps}))
 
     # -- responses -------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 from broker_core import coordination as coord
 from broker_core import messages
 from broker_core.dynamic_config import change_topic_config
+from broker_core.quota_config import change_client_quota
 from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.binding import DiskFault
@@ -187,6 +188,10 @@ class SimFaultBinding:
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
         """Write the topic's overrides and the change notification as kafka-configs.sh does."""
         return change_topic_config(self.world.service.store, topic, config)
+
+    def change_client_quota(self, entity: str, config: dict) -> dict:
+        """Write the quota node and the change notification as kafka-configs.sh does."""
+        return change_client_quota(self.world.service.store, entity, config)
 
 
 class SimFaultExecutor(FaultExecutor):

@@ -234,12 +234,13 @@ class SimProducer(IdempotentSends, SimClient):
         self.produce_requests += 1
         if spec.acks == 0:
             self.network.send(self.name, broker_name(broker),
-                              ProduceRequest(0, 0, spec.request_timeout_ms, partitions))
+                              ProduceRequest(0, 0, spec.request_timeout_ms, partitions, self.client_id))
             for batch in batches:
                 self._finish(batch, INFO, None, reason=ACKS_0)
             return
         self._in_flight[broker] = self._in_flight.get(broker, 0) + 1
-        self.request(broker, lambda cid: ProduceRequest(cid, spec.acks, spec.request_timeout_ms, partitions),
+        self.request(broker, lambda cid: ProduceRequest(cid, spec.acks, spec.request_timeout_ms, partitions,
+                                                        self.client_id),
                      (broker, {b.tp: b for b in batches}))
 
     def on_response(self, context, message: Any) -> None:  # a ProduceResponse, or InitProducerId's answer

@@ -98,6 +98,8 @@ class World:
                                               derive(seed, f"partitioner-{name}"),
                                               w.sequence_restart or defaults.sequence_restart,
                                               derive(seed, workload_label(name))))
+            # the Java producer's default client.id: producer-<n>, counting from 1
+            self.producers[-1].client_id = w.client_id or f"producer-{i + 1}"
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]
@@ -106,6 +108,7 @@ class World:
                                               poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms,
                                               auto_offset_reset=w.auto_offset_reset, start_offset=w.start_offset,
                                               validate_positions=validate))
+            self.consumers[-1].client_id = w.client_id or f"consumer-{i + 1}"  # the Java consumer's, without a group
 
     def _incarnation(self, node: str) -> int:
         broker = broker_id_of(node)

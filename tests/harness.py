@@ -6,7 +6,8 @@ The coordination store is reached as through ZooKeeper's client: a request sent 
 the link to it is blocked, or whose answer is blocked, fails with CONNECTION_LOSS once
 the link works again (applied or not, as the block fell), and ``lose_answers`` makes a
 chosen request be applied with its answer lost. A ``Halt`` effect stops the process; a
-``CloseConnection`` is recorded in ``closed_connections``."""
+``CloseConnection`` is recorded in ``closed_connections``, a ``MuteConnection`` in
+``muted_connections``."""
 from __future__ import annotations
 
 import heapq
@@ -61,6 +62,7 @@ class Cluster:
         self.blocked: set[tuple] = set()
         self.responses: dict[int, Any] = {}
         self.closed_connections: list[tuple[int, int, Any]] = []  # (t_ms, broker, client) per CloseConnection
+        self.muted_connections: list[tuple[int, int, Any, int]] = []  # (t_ms, broker, client, until_ms)
         self.traces: list[tuple[int, int, str, dict]] = []
         self._lost: dict[int, list[int]] = {}  # requests whose connection dropped, per broker
         self._lose_rules: list[list] = []
@@ -335,6 +337,11 @@ class _BrokerEffects:
         # The client has one connection per broker and nothing to cancel on it: the
         # close is recorded for tests to check.
         self.cluster.closed_connections.append((self.cluster.now, self.broker, dst))
+
+    def mute_connection(self, dst: Any, until_ms: int) -> None:
+        # The in-test client sends one request at a time and waits for its answer: the
+        # mute is recorded for tests to check, and the client honours it itself.
+        self.cluster.muted_connections.append((self.cluster.now, self.broker, dst, until_ms))
 
     def halt(self, effect: Halt) -> None:
         c, broker = self.cluster, self.broker

@@ -21,8 +21,8 @@ from broker_core.broker import BrokerNode
 from broker_core.config import broker_config
 from broker_core.effect_loop import carry_out_effects
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
+    SetTimer, Trace, TruncateFile, WriteBytes)
 from broker_core.inputs import Input
 from real_io.embedded_coordination import EmbeddedCoordination
 from real_io.files import DataDir
@@ -50,6 +50,7 @@ def samples() -> dict[type, Effect]:
         Trace: Trace("dispatch_test", {"a": 1}),
         Halt: Halt("dispatch test", clean=True),
         CloseConnection: CloseConnection(CLIENT),
+        MuteConnection: MuteConnection(CLIENT, 100),
     }
 
 

@@ -23,6 +23,7 @@ from analysis.checkers.happened import check_happened
 from analysis.checkers.index import RunIndex
 from analysis.checkers.leadership import LeadershipReplay
 from analysis.checkers.replicas import check_divergence
+from analysis.checkers.quotas import check_quotas
 from analysis.checkers.result import CheckResult
 from analysis.checkers.unseen import check_unseen
 from analysis.checkers.writes import (
@@ -83,6 +84,11 @@ CHECKERS: tuple[Checker, ...] = (
             lambda run: check_produce_rates(run.index)),
     Checker(_counts("hw_regressions", timed=True), lambda run: check_hw_regressions(run.index)),
     Checker(_counts("failed_but_present", timed=True), lambda run: check_failed_but_present(run.index)),
+    # Client quotas (analysis/checkers/quotas.py): within the tolerance, throttles honoured,
+    # then what happened (throttles, the unthrottled producers' latency) for expect: to name.
+    Checker((Result("quota_violations", timed=True), Result("throttle_not_honoured", timed=True),
+             *_counts("throttled", "unthrottled_produce_p99_ms")),
+            lambda run: check_quotas(run.index.events, run.history)),
     # Compacted topics only; each says "not tested" (invalid when a compacted topic had
     # nothing it could judge) rather than pass quietly.
     Checker((Result("compacted_final_values", untested=True),), lambda run: check_final_values(run.compaction)),

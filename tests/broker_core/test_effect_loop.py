@@ -4,6 +4,7 @@ method in order, and its stop rule, which all three runtimes share: nothing afte
 input whose answer halted it). Driven by a port written here that records the calls."""
 from __future__ import annotations
 
+import typing
 from typing import Any, Hashable, Mapping
 
 import pytest
@@ -11,8 +12,8 @@ import pytest
 from broker_core import coordination as coord
 from broker_core.effect_loop import carry_out_effects
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
+    SetTimer, Trace, TruncateFile, WriteBytes)
 
 
 class RecordingPort:
@@ -62,6 +63,9 @@ class RecordingPort:
     def close_connection(self, dst: Hashable) -> None:
         self._record("close_connection", dst)
 
+    def mute_connection(self, dst: Hashable, until_ms: int) -> None:
+        self._record("mute_connection", dst, until_ms)
+
     def halt(self, effect: Halt) -> None:
         self._record("halt", effect.reason)
         if self.halt_stops:
@@ -80,7 +84,14 @@ EVERY_EFFECT: list[tuple[Effect, tuple]] = [
     (DeleteFile("a.log"), ("file_effect", "DeleteFile", "a.log")),
     (ReplaceFile("cp", b"0\n"), ("file_effect", "ReplaceFile", "cp")),
     (CloseConnection("client-1"), ("close_connection", "client-1")),
+    (MuteConnection("client-1", 250), ("mute_connection", "client-1", 250)),
 ]
+
+
+def test_the_checks_cover_every_effect():
+    """A new member of ``Effect`` fails here until it has a row above (Halt has its own
+    tests: it ends the list)."""
+    assert {type(effect) for effect, _ in EVERY_EFFECT} | {Halt} == set(typing.get_args(Effect))
 
 
 def test_every_effect_reaches_its_port_method_in_order():

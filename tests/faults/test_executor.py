@@ -110,6 +110,9 @@ class ToyBinding:
     def change_topic_config(self, topic, config):
         return dict(config) if topic == "t" else None
 
+    def change_client_quota(self, entity, config):
+        return {k: v for k, v in config.items() if v is not None}
+
 
 def executor(**kwargs) -> tuple[FaultExecutor, ToyBinding]:
     binding = ToyBinding(**kwargs)

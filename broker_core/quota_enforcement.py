@@ -1,0 +1,133 @@
+"""Client quotas on the request path: what KafkaApis does with the quota model when it
+answers a client's produce or fetch (2.7.0 server/KafkaApis.scala).
+
+- A produce is recorded against the produce quota when it is answered
+  (``handleProduceRequest``'s ``sendResponseCallback``: after the append for acks 0 and
+  1, when the DelayedProduce completes for acks=all), with the request's size.
+- A consumer's fetch is recorded against the fetch quota with the response's size when
+  it is answered (``handleFetchRequest``'s ``processResponseCallback``, after any
+  DelayedFetch). A throttled fetch takes its bytes back (``unrecordQuotaSensor``) and is
+  answered with no partitions at all (``fetchContext.getThrottledResponse``, KIP-219).
+  Followers' fetches are never recorded here (replication quotas are another path).
+- A throttle time above 0 goes in the response's ``throttle_time_ms`` and the client's
+  connection is muted for it (``ClientQuotaManager.throttle`` with a ThrottledChannel,
+  KIP-219, 2.0+): the response leaves at once, and the broker reads nothing more from
+  that connection until the throttle time has passed. An acks=0 produce has no response
+  but is muted all the same (KafkaApis: "the channel may be throttled due to bandwidth
+  quota violation").
+
+The request-time quota (``request_percentage``) needs the time a request thread spent,
+which the core cannot measure: it is parsed and kept (ClientQuotas.request) but not
+recorded by this slice, in either binding (docs/quotas.md).
+
+Trace events, only for clients whose quota is finite (so a run with no quota writes
+nothing new): ``quota_recorded`` for each recorded request, ``throttled`` for each
+throttled one, and ``throttle_waited`` when a throttled client's next request arrives,
+telling how long after the throttled answer it came.
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable, Mapping
+
+from broker_core.context import NodeContext
+from broker_core.effects import MuteConnection
+from broker_core.errors import ConfigError
+from broker_core.messages import FetchResponse, ProduceResponse
+from broker_core.quotas import UNLIMITED, ClientQuotaManager, ClientQuotas
+
+PRODUCE, FETCH = "produce", "fetch"
+
+
+class ClientQuotaEnforcer:
+    """One broker's client quotas and the throttles it gave out."""
+
+    def __init__(self, ctx: NodeContext) -> None:
+        self.ctx = ctx
+        self.quotas = ClientQuotas.from_config(ctx.config)
+        # the size each produce waiting for its answer is recorded with, by (client, correlation id)
+        # (a list: acks=0 produces of the simulation all carry correlation id 0)
+        self._produce_bytes: dict[tuple[Hashable, int], list[tuple[str, str, int]]] = {}
+        # a throttled client's last throttle: (throttle_time_ms, answered at), until its next request
+        self._throttled: dict[Hashable, tuple[int, int, str]] = {}
+
+    # -- configuration ---------------------------------------------------------------
+    def apply_config(self, path: str, props: Mapping[str, Any]) -> None:
+        """A quota node read (at startup or after a change notification): its full
+        content. A refused node changes nothing and says why in the trace."""
+        try:
+            entity = self.quotas.apply_config(path, props)
+        except ConfigError as error:
+            self.ctx.trace("quota_config_refused", entity=path, key=error.key, reason=error.message)
+            return
+        self.ctx.trace("quota_config_changed", entity=entity.path,
+                       config={key: _number(value) for key, value in sorted(self.quotas.configs.get(entity, {}).items())})
+
+    # -- arrivals --------------------------------------------------------------------
+    def request_arrived(self, src: Hashable, client_id: str) -> None:
+        """A client's produce or fetch reached the core: if its last answer was throttled,
+        trace how long after that answer it came (what the client waited, plus the
+        network both ways), for the checker's comparison with the throttle time."""
+        last = self._throttled.pop(src, None)
+        if last is not None:
+            throttle_ms, answered_ms, quota_type = last
+            self.ctx.trace("throttle_waited", client=client_id, quota_type=quota_type, throttle_time_ms=throttle_ms,
+                           waited_ms=self.ctx.now_ms - answered_ms)
+
+    def produce_received(self, src: Hashable, correlation_id: int, client_id: str, user: str, size_bytes: int) -> None:
+        if self.quotas.produce.quotas_enabled:
+            self._produce_bytes.setdefault((src, correlation_id), []).append((client_id, user, size_bytes))
+
+    # -- answers ---------------------------------------------------------------------
+    def produce_answered(self, src: Hashable, correlation_id: int) -> int:
+        """Record an answered produce; its throttle time (0: none). The request quota is
+        not recorded (see the module's docstring), so acks=0 needs no exemption here."""
+        waiting = self._produce_bytes.get((src, correlation_id))
+        if not waiting:
+            return 0
+        client_id, user, size = waiting.pop(0)
+        if not waiting:
+            del self._produce_bytes[(src, correlation_id)]
+        return self._record(self.quotas.produce, PRODUCE, src, client_id, user, size, size)
+
+    def throttled_produce(self, src: Hashable, response: ProduceResponse) -> ProduceResponse:
+        response.throttle_time_ms = self.produce_answered(src, response.correlation_id)
+        return response
+
+    def fetch_answered(self, src: Hashable, client_id: str, user: str, response: FetchResponse,
+                       size: int) -> FetchResponse:
+        """Record a consumer's fetch answer of ``size`` bytes (its batches' v2 sizes:
+        2.7.0 records ``fetchContext.getResponseSize``, the whole response); throttled,
+        it is answered with no partitions (KIP-219's empty response) and its bytes are
+        taken back."""
+        manager = self.quotas.fetch
+        if not manager.quotas_enabled:
+            return response
+        throttle = self._record(manager, FETCH, src, client_id, user, size, 0)
+        if throttle <= 0:
+            return response
+        manager.unrecord(user, client_id, size, self.ctx.now_ms)
+        return FetchResponse(response.correlation_id, {}, throttle)
+
+    def _record(self, manager: ClientQuotaManager, quota_type: str, src: Hashable, client_id: str, user: str,
+                size: int, size_if_throttled: int) -> int:
+        now = self.ctx.now_ms
+        throttle, quota, rate = manager.record_and_measure(user, client_id, size, now)
+        if quota >= UNLIMITED:
+            return max(throttle, 0)
+        throttle = max(throttle, 0)  # a wrapped (negative) throttle is none, as Kafka's throttle() treats it
+        sent = size if throttle <= 0 else size_if_throttled
+        self.ctx.trace("quota_recorded", client=client_id, user=user, quota_type=quota_type, bytes=sent,
+                       quota=_number(quota), throttle_time_ms=throttle, samples=manager.samples,
+                       window_ms=manager.window_ms)
+        if throttle > 0:
+            self.ctx.trace("throttled", client=client_id, user=user, connection=str(src), quota_type=quota_type,
+                           bytes=size, throttle_time_ms=throttle, quota=_number(quota),
+                           rate=None if rate is None else round(rate, 3))
+            self._throttled[src] = (throttle, now, quota_type)
+            self.ctx.emit(MuteConnection(src, now + throttle))
+        return throttle
+
+
+def _number(value: float) -> int | float:
+    """A quota as the trace shows it: an integer where it is one (byte rates are longs)."""
+    return int(value) if value == int(value) else value

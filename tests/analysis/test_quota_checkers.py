@@ -1,0 +1,49 @@
+"""The quota checkers (analysis/checkers/quotas.py) on hand-built traces: each finds what
+it names, and says when it tested nothing."""
+from analysis.checkers.quotas import check_quotas
+from analysis.history import History
+from analysis.trace import Event
+
+
+def recorded(t_ms: int, size: int, quota: int = 1000, client: str = "c") -> Event:
+    return Event(t_ms, "broker-1", "quota_recorded", {"client": client, "user": "ANONYMOUS", "quota_type": "produce",
+                                                       "bytes": size, "quota": quota, "throttle_time_ms": 0,
+                                                       "samples": 11, "window_ms": 1000})
+
+
+def results(events):
+    return {r.name: r for r in check_quotas(events, History())}
+
+
+def test_no_quota_says_it_tested_nothing():
+    found = results([])
+    assert found["quota_violations"].valid and "tested nothing" in found["quota_violations"].explanation
+    assert "tested nothing" in found["throttled"].explanation
+
+
+def test_a_client_within_the_derived_tolerance_passes():
+    # T x (N x W) + M = 1000 x 11 + 500: a young window's credit, then one request per second
+    events = [recorded(0, 10_000)] + [recorded(1000 * i, 1000) for i in range(1, 10)]
+    assert results(events)["quota_violations"].value == 0
+
+
+def test_bytes_over_the_tolerance_within_a_span_are_a_violation():
+    """docs/quotas.md "Tolerance": over spans of at most (N-1) x W, bytes <= T x (span +
+    N x W + 0.5 ms) + M; 30 requests of 1000 B in 3 s break it for a 1000 B/s quota."""
+    events = [recorded(100 * i, 1000) for i in range(30)]
+    found = results(events)["quota_violations"]
+    assert found.value > 0 and not found.valid and found.examples[0]["client"] == "c"
+
+
+def test_spans_across_a_quota_change_are_not_judged_against_one_quota():
+    events = [recorded(100 * i, 1000, quota=1_000_000) for i in range(30)] + [recorded(3000, 1000)]
+    assert results(events)["quota_violations"].value == 0
+
+
+def test_a_request_before_the_throttle_time_passed_is_not_honoured():
+    waited = [Event(10, "broker-1", "throttle_waited", {"client": "c", "quota_type": "produce",
+                                                          "throttle_time_ms": 500, "waited_ms": 200}),
+              Event(900, "broker-1", "throttle_waited", {"client": "c", "quota_type": "produce",
+                                                           "throttle_time_ms": 500, "waited_ms": 502})]
+    found = results([recorded(0, 1)] + waited)["throttle_not_honoured"]
+    assert found.value == 1 and not found.valid and found.examples[0]["waited_ms"] == 200
