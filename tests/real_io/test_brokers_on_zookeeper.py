@@ -13,9 +13,8 @@ import time
 from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
-from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Fsync, Halt, ReplaceFile, Send, SetTimer, Trace,
-    TruncateFile, WriteBytes)
+from broker_core.effect_loop import carry_out_effects
+from broker_core.effects import Halt
 from broker_core.storage import MemoryFiles
 from broker_core.inputs import FsyncCompleted, MessageReceived, Started, TimerFired
 from broker_core.types import TopicPartition
@@ -90,29 +89,7 @@ class Loop:
         heapq.heappush(self._queue, (at, next(self._seq), broker, event))
 
     def _apply(self, broker: int, effects: list) -> None:
-        for e in effects:
-            kind = type(e)
-            if kind is Send:
-                if e.dst in self.nodes:
-                    self._push(self.now() + 1, e.dst, MessageReceived(broker, e.message))
-            elif kind is SetTimer:
-                token = next(self._seq)
-                self.timers[broker][e.key] = token
-                self._push(e.at_ms, broker, ("timer", e.key, token))
-            elif kind is CancelTimer:
-                self.timers[broker].pop(e.key, None)
-            elif kind is CoordRequest:
-                self.zk[broker].request(e.request_id, e.op)
-            elif kind is Fsync:
-                self._push(self.now(), broker, FsyncCompleted(e.path, e.token))
-            elif kind is Trace:
-                self.traces.append((self.now(), broker, e.type, dict(e.fields)))
-            elif kind is Halt:
-                raise AssertionError(f"broker {broker} halted: {e.reason}")
-            elif kind is CloseConnection:
-                continue  # no client connections here: nothing to close
-            elif kind not in (WriteBytes, TruncateFile, DeleteFile, ReplaceFile):
-                raise TypeError(kind)
+        carry_out_effects(effects, _Port(self, broker))
 
     def controllers(self) -> list[int]:
         return [b for b in sorted(self.nodes) if self.nodes[b].controller.active]
@@ -121,6 +98,55 @@ class Loop:
         tp = TopicPartition(TOPIC, 0)
         return [b for b in sorted(self.nodes)
                 if (p := self.nodes[b].replicas.partitions.get(tp)) is not None and p.is_leader]
+
+
+class _Port:
+    """One broker's effects in the loop (broker_core.effect_loop): in-process sends, the
+    loop's timers, the broker's own ZooKeeper session; the files stay in the page cache
+    (nothing reads them back here) and no client connects."""
+
+    def __init__(self, loop: Loop, broker: int):
+        self.loop, self.broker = loop, broker
+
+    @property
+    def is_running(self) -> bool:
+        return self.broker in self.loop.nodes
+
+    def send(self, dst, message, /) -> None:
+        if dst in self.loop.nodes:
+            self.loop._push(self.loop.now() + 1, dst, MessageReceived(self.broker, message))
+
+    def set_timer(self, key: tuple, at_ms: int, /) -> None:
+        token = next(self.loop._seq)
+        self.loop.timers[self.broker][key] = token
+        self.loop._push(at_ms, self.broker, ("timer", key, token))
+
+    def cancel_timer(self, key: tuple, /) -> None:
+        self.loop.timers[self.broker].pop(key, None)
+
+    def write_bytes(self, effect, /) -> None:
+        pass
+
+    def file_effect(self, effect, /) -> None:
+        pass
+
+    def trace(self, type_: str, fields, /) -> None:
+        self.loop.traces.append((self.loop.now(), self.broker, type_, dict(fields)))
+
+    def coord_request(self, request_id: int, op, /) -> None:
+        self.loop.zk[self.broker].request(request_id, op)
+
+    def fsync(self, path: str, token: int, /) -> None:
+        self.loop._push(self.loop.now(), self.broker, FsyncCompleted(path, token))
+
+    def close_connection(self, dst, /) -> None:
+        pass  # no client connections here: nothing to close
+
+    def mute_connection(self, dst, until_ms: int, /) -> None:
+        pass  # likewise
+
+    def halt(self, effect: Halt, /) -> None:
+        raise AssertionError(f"broker {self.broker} halted: {effect.reason}")
 
 
 def _registered(admin) -> list[str]:
