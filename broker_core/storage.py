@@ -28,7 +28,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
-from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, Effect, RenameFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
 from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, RecordBatch, last_sequence
 from broker_core.segment_format import DecodeError, decode_batch, materialize
@@ -226,6 +226,13 @@ class BytesLogStorage:
     def forget(self, path: str) -> None:
         self._written.pop(path, None)
 
+    def renamed(self, path: str, new_path: str) -> None:
+        """The objects written to ``path`` are now ``new_path``'s (a cleaner's swap)."""
+        self._written.pop(new_path, None)
+        written = self._written.pop(path, None)
+        if written is not None:
+            self._written[new_path] = written
+
 
 class MemoryFiles:
     """A directory of files held in memory, with the port over it: what the in-test
@@ -252,6 +259,11 @@ class MemoryFiles:
             self.storage.forget(effect.path)
         elif type(effect) is ReplaceFile:
             self.files[effect.path] = bytearray(effect.data)
+            self.storage.forget(effect.path)
+        elif type(effect) is RenameFile:
+            if effect.path in self.files:
+                self.files[effect.new_path] = self.files.pop(effect.path)
+                self.storage.renamed(effect.path, effect.new_path)
         else:
             return False
         return True

@@ -37,7 +37,8 @@ import errno
 import os
 from pathlib import Path
 
-from broker_core.effects import DeleteFile, FileEffect, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect
+from broker_core.effects import (
+    DeleteFile, FileEffect, RenameFile, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.segment_format import DecodeError, materialize
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
@@ -157,6 +158,8 @@ class DataDir:
             self.delete(effect.path)
         elif type(effect) is ReplaceFile:
             self.replace(effect.path, effect.data)
+        elif type(effect) is RenameFile:
+            self.rename(effect.path, effect.new_path)
         else:
             unhandled_effect(effect)
 
@@ -231,6 +234,18 @@ class DataDir:
         fd = self._handles.pop(path, None)
         if fd is not None:  # the old descriptor names the replaced file
             os.close(fd)
+
+    def rename(self, path: str, new_path: str) -> None:
+        """os.replace, then the directory fsynced so that the rename survives a power
+        loss too (the cleaner's swap steps, Kafka's Utils.atomicMoveWithFallback)."""
+        full, new_full = self._resolve(path), self._resolve(new_path)
+        for name in (path, new_path):
+            self.reserved.pop(name, None)
+            fd = self._handles.pop(name, None)
+            if fd is not None:  # a descriptor names the inode, not the name: reopened on use
+                os.close(fd)
+        os.replace(full, new_full)
+        fsync_directory(new_full.parent)
 
     def fsync(self, path: str) -> None:
         """Make ``path``'s bytes durable (and its directory entry, for a new file).
