@@ -22,6 +22,7 @@ from broker_core.inputs import (
     FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
 from broker_core.retention import delete_old_segments
+from broker_core.log_cleaner import LogCleaner
 from broker_core.log_manager import LogManager
 from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
@@ -60,6 +61,7 @@ class BrokerNode:
         self.controller = Controller(self.ctx, self._unclean_enabled)
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
+        self.cleaner = LogCleaner(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
         self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self._broker_config_read,
                                                    self.replicas.client_quotas.apply_config)
@@ -139,6 +141,9 @@ class BrokerNode:
         # Kafka's kafka-log-retention task: first after InitialTaskDelayMs, then every
         # log.retention.check.interval.ms (broker_core.retention).
         ctx.set_timer(("retention-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
+        self.cleaner.recovered(event.storage)
+        self.cleaner.maybe_start([self.config, *self.topic_configs.values(),
+                                  *(self.replicas.config_for(tp.topic) for tp in sorted(recovered))])
 
     # -- coordination ----------------------------------------------------------------
     def _on_session_started(self, event: CoordSessionStarted) -> None:
@@ -248,6 +253,7 @@ class BrokerNode:
             self.topic_configs[topic] = config
             reconfigure_logs(topic, config, self.replicas.partitions, self.replicas.recovered_logs)
             self.ctx.trace("topic_config_changed", topic=topic, overrides=dict(sorted(overrides.items())))
+            self.cleaner.maybe_start([config])
         if overrides.get(UNCLEAN_KEY) is True and self.config.unclean_enable_triggers_election:
             self.controller.enqueue(("topic_unclean_leader_election_enable", topic))
 
@@ -285,6 +291,7 @@ class BrokerNode:
         for topic in sorted({tp.topic for tp in self.replicas.partitions} | {tp.topic for tp in self.replicas.recovered_logs}):
             reconfigure_logs(topic, self.replicas.config_for(topic), self.replicas.partitions,
                              self.replicas.recovered_logs)
+        self.cleaner.maybe_start([config, *self.topic_configs.values()])
 
     def _on_coord_reply(self, event: CoordReplied) -> None:
         self.ctx.tasks.on_reply(event.request_id, event.reply)
@@ -462,6 +469,8 @@ class BrokerNode:
         elif kind == "retention-check":
             self._delete_old_segments()
             self.ctx.set_timer(key, self.config.log_retention_check_interval_ms)
+        elif kind == "log-cleaner":
+            self.cleaner.timer_fired(self._all_logs())
         elif kind == "create-topics":
             self.topics.timed_out(key[1])
         elif kind == "shutdown-retry":

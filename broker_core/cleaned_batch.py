@@ -91,10 +91,12 @@ CleanableBatch = Union[RecordBatch, CleanedBatch]
 
 
 def record_offsets(batch: CleanableBatch) -> Sequence[int]:
-    """Each record's offset: consecutive in a RecordBatch, as kept in a CleanedBatch."""
+    """Each record's offset: consecutive in a RecordBatch, as kept in a CleanedBatch (or
+    in any batch that lists them, such as the real binding's stored cleaned batch)."""
     if isinstance(batch, CleanedBatch):
         return batch.offsets
-    return range(batch.base_offset, batch.next_offset)
+    offsets = getattr(batch, "offsets", None)
+    return range(batch.base_offset, batch.next_offset) if offsets is None else offsets
 
 
 def select(records: Records, indexes: Sequence[int]) -> Records:

@@ -81,14 +81,15 @@ class CleanedGroup:
 
 class CleanerStats:
     """Counts of one cleaning (Kafka's CleanerStats, the parts a trace or benchmark wants)."""
-    __slots__ = ("map_records_read", "records_read", "records_retained", "invalid_records", "bytes_read",
-                 "bytes_written")
+    __slots__ = ("map_records_read", "records_read", "records_retained", "invalid_records", "tombstones_removed",
+                 "bytes_read", "bytes_written")
 
     def __init__(self) -> None:
         self.map_records_read = 0
         self.records_read = 0
         self.records_retained = 0
         self.invalid_records = 0  # keyless records found (and dropped)
+        self.tombstones_removed = 0  # null values not kept (superseded, or past the delete horizon)
         self.bytes_read = 0
         self.bytes_written = 0
 
@@ -283,6 +284,8 @@ class Cleaning:
                 self.stats.invalid_records += 1
             elif offset >= offset_map.get(key, -1) and (values[i] is not None or retain_deletes):
                 kept.append(i)
+            elif values[i] is None:
+                self.stats.tombstones_removed += 1
         self.stats.records_read += end - begin
 
     def _close_batch(self, batch: CleanableBatch) -> None:

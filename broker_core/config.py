@@ -250,6 +250,9 @@ class BrokerConfig:
     log_cleaner_max_compaction_lag_ms: int = NEVER
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15000  # a cleaner thread's sleep when no log needs cleaning
+    # isrlab's own: the records (or record-less batches) one step of the cleaner reads before
+    # it lets other work run (broker_core/log_cleaner.py); Kafka's thread runs on its own.
+    log_cleaner_step_records: int = 1000
     # -- end of log compaction
 
     def validate(self) -> "BrokerConfig":
@@ -295,6 +298,7 @@ RETENTION_TOPIC_KEYS = {
 }
 MINUS_ONE_MEANS_NONE = frozenset({"log_retention_ms", "log_retention_minutes", "log_retention_hours",
                                   "log_retention_bytes"})
+_AT_LEAST_ONE["log_cleaner_step_records"] = "must be at least 1 (a cleaner step must make progress)"
 _AT_LEAST_ONE["log_retention_check_interval_ms"] = "must be at least 1 (Kafka's scheduler refuses a period of 0)"
 
 # Topic-level keys a topic may override (Kafka's topic configs without the log. prefix).

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Hashable, Mapping, Protocol
 
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
-    SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, RenameFile, ReplaceFile,
+    Send, SetTimer, Trace, TruncateFile, WriteBytes, unhandled_effect)
 
 
 class EffectPort(Protocol):
@@ -52,7 +52,7 @@ class EffectPort(Protocol):
     def fsync(self, path: str, token: int, /) -> None:
         """Make ``path`` durable; the node hears ``FsyncCompleted(path, token)`` later."""
 
-    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile, /) -> None:
+    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile | RenameFile, /) -> None:
         """The rarer effects on the data directory; a failure as for ``write_bytes``."""
 
     def close_connection(self, dst: Hashable, /) -> None: ...
@@ -98,7 +98,8 @@ def carry_out_effects(effects: list[Effect], port: EffectPort) -> None:
             port.coord_request(effect.request_id, effect.op)
         elif type(effect) is Fsync:
             port.fsync(effect.path, effect.token)
-        elif type(effect) is TruncateFile or type(effect) is DeleteFile or type(effect) is ReplaceFile:
+        elif (type(effect) is TruncateFile or type(effect) is DeleteFile or type(effect) is ReplaceFile
+              or type(effect) is RenameFile):
             port.file_effect(effect)
         elif type(effect) is CloseConnection:
             port.close_connection(effect.dst)

@@ -69,6 +69,17 @@ class ReplaceFile:
 
 @final
 @dataclass(slots=True)
+class RenameFile:
+    """Rename ``path`` to ``new_path`` atomically (replacing any file there) and make the
+    rename durable: the log cleaner's swap of cleaned segments (Kafka's ``.cleaned``,
+    ``.swap`` and ``.deleted`` suffixes, Log.replaceSegments) is a sequence of these, so
+    that a crash between two leaves a state recovery can finish or undo."""
+    path: str
+    new_path: str
+
+
+@final
+@dataclass(slots=True)
 class Fsync:
     path: str
     token: int  # echoed in FsyncCompleted
@@ -146,11 +157,11 @@ class MuteConnection:
 
 
 # Every effect; a new one goes here, and mypy then points at every runtime to extend.
-Effect = (Send | WriteBytes | TruncateFile | DeleteFile | ReplaceFile | Fsync | SetTimer | CancelTimer | CoordRequest
-          | Trace | Halt | CloseConnection | MuteConnection)
+Effect = (Send | WriteBytes | TruncateFile | DeleteFile | ReplaceFile | RenameFile | Fsync | SetTimer | CancelTimer
+          | CoordRequest | Trace | Halt | CloseConnection | MuteConnection)
 
 # The effects on the data directory, which the bindings' file layers carry out.
-FileEffect = WriteBytes | TruncateFile | DeleteFile | ReplaceFile
+FileEffect = WriteBytes | TruncateFile | DeleteFile | ReplaceFile | RenameFile
 
 
 def unhandled_effect(effect: NoReturn) -> NoReturn:

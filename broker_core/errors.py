@@ -35,6 +35,7 @@ class ErrorCode(IntEnum):
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
     OFFSET_NOT_AVAILABLE = 78
+    INVALID_RECORD = 87
     INVALID_UPDATE_VERSION = 95
 
     @property
@@ -61,6 +62,7 @@ DEFINITE_PRODUCE_FAILURES = frozenset({
     ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.INVALID_REQUIRED_ACKS,
     ErrorCode.CORRUPT_MESSAGE,
+    ErrorCode.INVALID_RECORD,  # LogValidator refused a record (a keyless one on a compacted topic)
     # The leader's producer-state check rejected the batch before appending it.
     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.INVALID_PRODUCER_EPOCH,
 })

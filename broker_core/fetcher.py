@@ -10,6 +10,7 @@ from enum import Enum
 
 from broker_core.config import EPOCH_TRUNCATION_RULES
 from broker_core.context import NodeContext
+from broker_core.cleaned_batch import record_offsets
 from broker_core.effects import Halt
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.errors import ErrorCode
@@ -263,8 +264,10 @@ class ReplicaFetcherManager:
         for batch in result.batches:
             if batch.next_offset <= log.log_end_offset:
                 continue
-            if batch.base_offset != log.log_end_offset:
-                break  # not contiguous: refetch from our log end
+            if batch.base_offset < log.log_end_offset:
+                break  # straddles our log end: refetch from it
+            # (A batch past our log end is the leader's compacted log: the cleaner removed
+            # the offsets between, and a follower appends across the gap as Kafka's does.)
             for effect in log.append_as_follower(batch, self.ctx.now_ms):
                 self.ctx.emit(effect)
             appended = True
@@ -335,8 +338,8 @@ class ReplicaFetcherManager:
                 for effect in log.drop_epochs_at_log_end():
                     self.ctx.emit(effect)
             return
-        records_lost = [(b.base_offset + i, value) for b in log.load(offset)
-                        for i, value in enumerate(b.records.values) if b.base_offset + i >= offset]
+        records_lost = [(o, value) for b in log.load(offset)
+                        for o, value in zip(record_offsets(b), b.records.values) if o >= offset]
         for effect in log.truncate_to(offset):
             self.ctx.emit(effect)
         self.ctx.trace("log_truncated", partition=str(partition.tp), rule=rule, from_offset=before,

@@ -142,7 +142,7 @@ class PartitionLog:
         """Append a batch the leader sent: a RecordBatch (stored in the core's segment
         format, ``broker_core.segment_format``), or any other object with a batch's
         header fields and ``encode()`` (the real binding's wire batch)."""
-        if batch.base_offset != self.log_end_offset:
+        if batch.base_offset < self.log_end_offset:  # past it: a compacted leader's gap
             raise CoreError(f"{self.tp}: follower append at {batch.base_offset}, log end is {self.log_end_offset}")
         return self._append(batch, now_ms)
 

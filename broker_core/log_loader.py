@@ -13,6 +13,7 @@ from typing import Sequence
 from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.log import SEGMENT_SUFFIX, PartitionLog
+from broker_core.log_swaps import PendingRenames, complete_swaps
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX
 from broker_core.records import RecordBatch
 from broker_core.segment_format import DecodeError
@@ -29,7 +30,7 @@ class RecoveryReport:
 
 def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, recovery_point: int = 0,
                 clean_shutdown: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                now_ms: int = 0) -> tuple[PartitionLog, list, RecoveryReport]:
+                now_ms: int = 0, compacted: bool = False) -> tuple[PartitionLog, list, RecoveryReport]:
     """Rebuild a log from the bytes a restarted process finds on disk.
 
     Segments are scanned in offset order through the storage port; the first batch
@@ -45,23 +46,44 @@ def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, rec
     memory, and index files of no sealed segment are deleted. Each segment's v2 size
     and timestamps come from the scan; its creation and last-modified times are
     ``now_ms`` (Kafka reads the file's modification time; the storage port has none).
+
+    First a log cleaner's interrupted swap is finished or undone (broker_core.log_swaps).
+    A ``compacted`` log's offsets may leave gaps (the cleaner removed records, and whole
+    batches): a batch or segment may start past the offset expected, never before it.
     """
-    log = PartitionLog(tp, segment_bytes, storage, index_interval_bytes)
-    prefix = log.directory + "/"
-    paths = sorted(p for p in storage.paths() if p.startswith(prefix))
+    prefix = str(tp) + "/"
+    swap_effects, renames = complete_swaps(p for p in storage.paths() if p.startswith(prefix))
+    view = PendingRenames(storage, renames, [e.path for e in swap_effects if isinstance(e, DeleteFile)])
+    log = PartitionLog(tp, segment_bytes, view, index_interval_bytes)
+    paths = sorted(p for p in view.paths() if p.startswith(prefix))
     segment_paths = [p for p in paths if p.endswith(SEGMENT_SUFFIX)]
+    bases = [int(p[len(prefix):-len(SEGMENT_SUFFIX)]) for p in segment_paths]
+    effects, report = _recover_segments(log, segment_paths, bases, recovery_point, clean_shutdown, now_ms, compacted)
+    effects.extend(_recover_indexes(log, paths))
+    log.storage = storage  # the renames are carried out before anything else reads
+    # What a restarted process reads may be page cache only (after a crash, not a
+    # power loss): nothing counts as durable until the first flush.
+    log.durable_offset = log.log_start_offset
+    log.recovery_point = log.log_end_offset  # Kafka: activeSegment.readNextOffset
+    effects.extend(_recover_epochs(log))
+    return log, swap_effects + effects, report
+
+
+def _recover_segments(log: PartitionLog, segment_paths: Sequence[str], bases: Sequence[int], recovery_point: int,
+                      clean_shutdown: bool, now_ms: int, compacted: bool) -> tuple[list[Effect], RecoveryReport]:
+    """recover_log's scan of the segments, in offset order; sets the log's offsets."""
     effects: list[Effect] = []
     deleted: list[str] = []
     truncated_bytes = 0
     reason: str | None = None
     # The segments that may hold unflushed bytes: from the last one starting at or
     # below the recovery point (Kafka's logSegments(recoveryPoint, Long.MaxValue)).
-    bases = [int(p[len(prefix):-len(SEGMENT_SUFFIX)]) for p in segment_paths]
     first_checked = max([b for b in bases if b <= recovery_point], default=0)
     first_base: int | None = None  # the first batch's base offset
     for path, base in zip(segment_paths, bases):
-        size = storage.size(path)
-        if reason is None and first_base is not None and base != log.log_end_offset:
+        size = log.port.size(path)
+        if reason is None and first_base is not None and (base < log.log_end_offset if compacted
+                                                           else base != log.log_end_offset):
             reason = f"segment {path} starts at {base}, expected {log.log_end_offset}"
         if reason is not None:
             effects.append(DeleteFile(path))
@@ -70,28 +92,27 @@ def recover_log(tp: TopicPartition, storage: LogStorage, segment_bytes: int, rec
             continue
         log.segments.append(log.new_segment(base, now_ms))
         reason, first = _recover_segment(log, size, not clean_shutdown and base >= first_checked,
-                                         base if first_base is None else None)
+                                         base if first_base is None else None, compacted)
         if first_base is None:
             first_base = first
         position = log.segments[-1].size_bytes
         if position < size:
             truncated_bytes += size - position
             effects.append(TruncateFile(path, position))
-    effects.extend(_recover_indexes(log, paths))
-    if first_base is not None:
+    if compacted and log.segments:
+        # A cleaned log starts at its first segment's base (Kafka: the log start is at
+        # least that base), and ends at least at the active segment's (readNextOffset).
+        log.log_start_offset = log.segments[0].base_offset
+        log.log_end_offset = max(log.log_end_offset, log.segments[-1].base_offset)
+    elif first_base is not None:
         log.log_start_offset = first_base
     elif log.segments:
         log.log_end_offset = log.log_start_offset = log.segments[0].base_offset
-    # What a restarted process reads may be page cache only (after a crash, not a
-    # power loss): nothing counts as durable until the first flush.
-    log.durable_offset = log.log_start_offset
-    log.recovery_point = log.log_end_offset  # Kafka: activeSegment.readNextOffset
-    effects.extend(_recover_epochs(log))
-    return log, effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))
+    return effects, RecoveryReport(truncated_bytes, reason, tuple(deleted))
 
 
-def _recover_segment(log: PartitionLog, size: int, verify: bool,
-                     first_base: int | None) -> tuple[str | None, int | None]:
+def _recover_segment(log: PartitionLog, size: int, verify: bool, first_base: int | None,
+                     compacted: bool = False) -> tuple[str | None, int | None]:
     """Scan the last segment appended to the log's ``segments`` (Kafka's
     LogSegment.recover): its newest headers become the active ones, its index is
     built, its batches replayed into the producer state; returns why the scan stopped
@@ -110,7 +131,8 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool,
         except DecodeError as exc:
             reason = f"{segment.path} at byte {position}: {exc}"
             break
-        if batch.base_offset != (log.log_end_offset if first_base is None else first_base):
+        expected = log.log_end_offset if first_base is None else first_base
+        if batch.base_offset < expected if compacted else batch.base_offset != expected:
             reason = f"{segment.path} at byte {position}: offset {batch.base_offset} out of sequence"
             break
         first_base = None

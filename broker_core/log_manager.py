@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from broker_core.config import BrokerConfig
+from broker_core.config import BrokerConfig, cleanup_policies
 from broker_core.context import NodeContext
 from broker_core.dynamic_config import configure_log
 from broker_core.effects import DeleteFile, ReplaceFile
@@ -76,7 +76,8 @@ class LogManager:
                 continue
             config = self.config_for(tp.topic)
             log, effects, report = recover_log(tp, storage, config.log_segment_bytes, points.get(tp, 0),
-                                               clean, config.log_index_interval_bytes, ctx.now_ms)
+                                               clean, config.log_index_interval_bytes, ctx.now_ms,
+                                               "compact" in cleanup_policies(config.log_cleanup_policy))
             configure_log(log, config)
             for effect in effects:
                 ctx.emit(effect)

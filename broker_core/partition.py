@@ -159,6 +159,11 @@ class Partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
         if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
             return ErrorCode.NOT_ENOUGH_REPLICAS, None, []
+        if "compact" in self.config.log_cleanup_policy and has_keyless_record(records):
+            # Kafka 2.7.0 LogValidator.validateKey: "Compacted topic cannot accept message
+            # without key in topic partition ..." (INVALID_RECORD; nothing is appended).
+            return ErrorCode.INVALID_RECORD, None, [Trace("produce_rejected", {
+                "partition": str(self.tp), "error": "INVALID_RECORD", "reason": "a record without a key"})]
         # An idempotent producer's batch (any binding's). Plain Records carry no producer
         # id; asked first, as getattr's miss raises and catches an AttributeError per request.
         if type(records) is not Records and getattr(records, "producer_id", -1) >= 0:
@@ -313,3 +318,15 @@ def snapshots_json(partitions: dict[TopicPartition, Partition]) -> str:
             partition.leader, partition.leader_epoch, log.log_end_offset, log.log_start_offset,
             encode_basestring_ascii(partition.role.value)))
     return "{" + ",".join(parts) + "}"
+
+
+def has_keyless_record(records: Any) -> bool:
+    """Whether a produce's records (Record tuples, or a client's batch of either binding)
+    hold one without a key."""
+    if isinstance(records, Records) or hasattr(records, "keys"):
+        keys = records.keys
+        return keys is None or None in keys
+    batch_records = getattr(records, "records", None)
+    if batch_records is not None:
+        return has_keyless_record(batch_records)
+    return any(record.key is None for record in records)

@@ -21,6 +21,7 @@ import struct
 import zlib
 from typing import Any, Callable, cast
 
+from broker_core.cleaned_batch import CleanedBatch
 from broker_core.records import (
     HEADER_BYTES, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, PRODUCER_FIELDS, RecordBatch, Records)
 
@@ -183,6 +184,33 @@ def encode_batch(batch: RecordBatch) -> bytes:
     return batch.encoding
 
 
+def encode_cleaned_batch(batch: CleanedBatch) -> bytes:
+    """A batch the log cleaner rewrote, in the same format: its records' offsets stored
+    as deltas from the base offset (``offset_deltas``) and its last offset as
+    ``last_offset_delta``, as v2 keeps both (MemoryRecords.buildRetainedRecordsInto), so
+    that offsets survive the gaps. A RETAIN_EMPTY batch has no record: its header's
+    count is 0, which only a payload with ``offset_deltas`` may say."""
+    fields: dict = {name: getattr(batch, name) for name, unset in PRODUCER_FIELDS if getattr(batch, name) != unset}
+    fields["offset_deltas"] = [offset - batch.base_offset for offset in batch.offsets]
+    fields["last_offset_delta"] = batch.next_offset - 1 - batch.base_offset
+    payload = encode_records(batch.records, fields)
+    count = len(batch.records)
+    head = struct.pack(">qii", batch.base_offset, batch.leader_epoch, count)
+    crc = zlib.crc32(struct.pack(">i", len(payload)) + payload, zlib.crc32(head))
+    return _HEADER.pack(batch.base_offset, batch.leader_epoch, count, len(payload), crc) + payload
+
+
+def _cleaned(base_offset: int, leader_epoch: int, records: Records, fields: dict) -> CleanedBatch:
+    """The CleanedBatch a payload with ``offset_deltas`` stands for (ValueError when its
+    offsets do not fit the batch)."""
+    deltas = fields.pop("offset_deltas")
+    last = fields.pop("last_offset_delta", None)
+    if not (isinstance(deltas, list) and all(_is_int(d) for d in deltas) and _is_int(last)):
+        raise ValueError("offset_deltas must be a list of integers with an integer last_offset_delta")
+    return CleanedBatch(base_offset, base_offset + last + 1, leader_epoch, [base_offset + d for d in deltas],
+                        records, **_checked_producer_fields(fields))
+
+
 def _unserializable(obj: Any) -> Any:
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
@@ -206,7 +234,8 @@ class DecodeError(ValueError):
     pass
 
 
-def decode_batch(data: bytes | bytearray | memoryview, position: int, verify: bool = True) -> tuple[RecordBatch, int]:
+def decode_batch(data: bytes | bytearray | memoryview, position: int,
+                 verify: bool = True) -> tuple[RecordBatch | CleanedBatch, int]:
     """Decode the batch at ``position``; returns it and the position after it.
 
     Raises DecodeError for a short read, an impossible header or (with ``verify``) a
@@ -216,7 +245,7 @@ def decode_batch(data: bytes | bytearray | memoryview, position: int, verify: bo
     if end_header > len(data):
         raise DecodeError("truncated header")
     base_offset, leader_epoch, count, payload_len, crc = _HEADER.unpack_from(data, position)
-    if count <= 0 or payload_len < 0 or base_offset < 0:
+    if count < 0 or (count == 0 and payload_len == 0) or payload_len < 0 or base_offset < 0:
         raise DecodeError("impossible header")
     if end_header + payload_len > len(data):
         raise DecodeError("truncated batch (a torn write)")
@@ -226,7 +255,13 @@ def decode_batch(data: bytes | bytearray | memoryview, position: int, verify: bo
         raise DecodeError("crc mismatch")
     try:
         records, fields = decode_records(payload)
-        batch = RecordBatch(base_offset, leader_epoch, records, **_checked_producer_fields(fields))
+        batch: RecordBatch | CleanedBatch
+        if "offset_deltas" in fields:
+            batch = _cleaned(base_offset, leader_epoch, records, fields)
+        elif count == 0:
+            raise ValueError("a batch with no record that the cleaner did not write")
+        else:
+            batch = RecordBatch(base_offset, leader_epoch, records, **_checked_producer_fields(fields))
     except (ValueError, TypeError, UnicodeDecodeError) as exc:  # a CRC collision on garbage
         raise DecodeError(f"bad records: {exc}") from exc
     if len(records) != count:

@@ -28,10 +28,11 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
-from broker_core.effects import DeleteFile, Effect, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, Effect, RenameFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
 from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, RecordBatch, last_sequence
-from broker_core.segment_format import DecodeError, decode_batch, materialize
+from broker_core.cleaned_batch import CleanableBatch, CleanedBatch
+from broker_core.segment_format import DecodeError, decode_batch, encode_batch, encode_cleaned_batch, materialize
 
 
 # The classes made per message have init=False and a written __init__: mypyc compiles a
@@ -112,6 +113,14 @@ class LogStorage(Protocol):
 
     def batches_in(self, region: FileRegion) -> tuple:
         """The batch objects stored in a region (their records readable)."""
+
+    def cleanable_in(self, region: FileRegion) -> tuple[CleanableBatch, ...]:
+        """The batches stored in a region as the log cleaner reads them: RecordBatch, or
+        CleanedBatch where an earlier cleaning left gaps between the records' offsets."""
+
+    def stored_bytes(self, batch: CleanableBatch) -> bytes:
+        """The bytes this binding stores for a batch the cleaner keeps or rewrote (one it
+        read through ``cleanable_in``), so that the cleaner can build a segment."""
 
 
 class WrittenBatches:
@@ -212,6 +221,12 @@ class BytesLogStorage:
             out.append(batch)
         return tuple(out)
 
+    def cleanable_in(self, region: FileRegion) -> tuple[CleanableBatch, ...]:
+        return self.batches_in(region)  # this format stores RecordBatch and CleanedBatch as they are
+
+    def stored_bytes(self, batch: CleanableBatch) -> bytes:
+        return encode_cleaned_batch(batch) if type(batch) is CleanedBatch else encode_batch(batch)  # type: ignore[arg-type]
+
     # -- what the runtime tells it -----------------------------------------------------
     def remember(self, effect: WriteBytes) -> None:
         if effect.batch is not None:
@@ -225,6 +240,13 @@ class BytesLogStorage:
 
     def forget(self, path: str) -> None:
         self._written.pop(path, None)
+
+    def renamed(self, path: str, new_path: str) -> None:
+        """The objects written to ``path`` are now ``new_path``'s (a cleaner's swap)."""
+        self._written.pop(new_path, None)
+        written = self._written.pop(path, None)
+        if written is not None:
+            self._written[new_path] = written
 
 
 class MemoryFiles:
@@ -252,6 +274,11 @@ class MemoryFiles:
             self.storage.forget(effect.path)
         elif type(effect) is ReplaceFile:
             self.files[effect.path] = bytearray(effect.data)
+            self.storage.forget(effect.path)
+        elif type(effect) is RenameFile:
+            if effect.path in self.files:
+                self.files[effect.new_path] = self.files.pop(effect.path)
+                self.storage.renamed(effect.path, effect.new_path)
         else:
             return False
         return True

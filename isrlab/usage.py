@@ -52,11 +52,16 @@ def config_pair(text: str) -> tuple[str, str]:
 
 
 def config_value(text: str):
-    """A config value as the core takes it: true/false, a whole number, or the text."""
+    """A config value as the core takes it: true/false, a whole number, a decimal
+    number (a DOUBLE key such as log.cleaner.min.cleanable.ratio), or the text."""
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     try:
         return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text) if "." in text else text
     except ValueError:
         return text

@@ -37,7 +37,9 @@ import errno
 import os
 from pathlib import Path
 
-from broker_core.effects import DeleteFile, FileEffect, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect
+from broker_core.effects import (
+    DeleteFile, FileEffect, RenameFile, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect)
+from broker_core.cleaned_batch import CleanedBatch
 from broker_core.segment_format import DecodeError, materialize
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
@@ -113,7 +115,7 @@ class DataDir:
         try:
             size = record_batch.read_header(head).size
             data = head + os.pread(fd, size - len(head), position + len(head))
-            batch, _ = WireBatch.parse(data, 0, validate=verify)
+            batch, _ = WireBatch.parse(data, 0, validate=verify, stored=True)
         except ProtocolError as exc:
             raise DecodeError(str(exc)) from None
         return batch, position + size
@@ -133,9 +135,28 @@ class DataDir:
         data = self.read_region(region)
         out, position = [], 0
         while position < len(data):
-            batch, position = WireBatch.parse(data, position, validate=False)
+            batch, position = WireBatch.parse(data, position, validate=False, stored=True)
             out.append(batch)
         return tuple(out)
+
+    def cleanable_in(self, region: FileRegion) -> tuple:
+        """The region's batches decoded for the log cleaner (RecordBatch, or CleanedBatch
+        where an earlier cleaning left gaps)."""
+        data = self.read_region(region)
+        out, position = [], 0
+        while position < len(data):
+            batch, position = record_batch.decode_stored_batch(data, position)
+            out.append(batch)
+        return tuple(out)
+
+    @staticmethod
+    def stored_bytes(batch) -> bytes:
+        """The v2 bytes of a batch the cleaner keeps or rewrote."""
+        if isinstance(batch, CleanedBatch):
+            return record_batch.encode_cleaned_batch(batch)
+        if isinstance(batch, WireBatch):
+            return bytes(batch.data)
+        return record_batch.encode_batch(batch)
 
     def read_region(self, region: FileRegion) -> bytes:
         return os.pread(self._descriptor(region.path), region.size, region.position)
@@ -157,6 +178,8 @@ class DataDir:
             self.delete(effect.path)
         elif type(effect) is ReplaceFile:
             self.replace(effect.path, effect.data)
+        elif type(effect) is RenameFile:
+            self.rename(effect.path, effect.new_path)
         else:
             unhandled_effect(effect)
 
@@ -231,6 +254,18 @@ class DataDir:
         fd = self._handles.pop(path, None)
         if fd is not None:  # the old descriptor names the replaced file
             os.close(fd)
+
+    def rename(self, path: str, new_path: str) -> None:
+        """os.replace, then the directory fsynced so that the rename survives a power
+        loss too (the cleaner's swap steps, Kafka's Utils.atomicMoveWithFallback)."""
+        full, new_full = self._resolve(path), self._resolve(new_path)
+        for name in (path, new_path):
+            self.reserved.pop(name, None)
+            fd = self._handles.pop(name, None)
+            if fd is not None:  # a descriptor names the inode, not the name: reopened on use
+                os.close(fd)
+        os.replace(full, new_full)
+        fsync_directory(new_full.parent)
 
     def fsync(self, path: str) -> None:
         """Make ``path``'s bytes durable (and its directory entry, for a new file).

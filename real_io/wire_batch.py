@@ -25,7 +25,7 @@ _LEADER_EPOCH = struct.Struct(">i")  # at byte 12
 
 class WireBatch:
     __slots__ = ("data", "base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
-                 "base_sequence", "attributes", "first_timestamp", "max_timestamp")
+                 "base_sequence", "attributes", "first_timestamp", "max_timestamp", "count")
     # the core's header fields (broker_core.records.BatchHeader), set by _set_log_fields
     base_offset: int
     next_offset: int
@@ -40,16 +40,20 @@ class WireBatch:
         self.attributes = header.attributes
         self.first_timestamp = header.first_timestamp
         self.max_timestamp = header.max_timestamp
+        self.count = header.record_count
 
     @classmethod
     def parse(cls, data: bytes | bytearray | memoryview, position: int = 0, validate: bool = True,
-              max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple["WireBatch", int]:
+              max_bytes: int = compression.DEFAULT_MAX_BYTES, stored: bool = False) -> tuple["WireBatch", int]:
         """The batch at ``position`` and the position after it. ``validate``: check the
         CRC and walk every record's framing (a producer's batch, a recovery scan); without
         it only the header is checked (bytes this broker wrote and read back in one
         piece). ProtocolError for anything wrong. The batch is a view of ``data``, not a
         copy: a produce request's batch is written to the segment file from the request's
-        own buffer."""
+        own buffer. ``stored``: a segment's batch, which the log cleaner may have written
+        (gaps between offset deltas, or no record at all: checked by decoding it)."""
+        if stored:
+            return cls._parse_stored(data, position, validate, max_bytes)
         if validate:
             header, end = record_batch.validate_batch(data, position, max_bytes)
         else:
@@ -59,6 +63,20 @@ class WireBatch:
                 raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
         if header.record_count <= 0:
             raise ProtocolError("a record batch with no records")
+        return cls(memoryview(data)[position:end], header), end
+
+    @classmethod
+    def _parse_stored(cls, data: bytes | bytearray | memoryview, position: int, validate: bool,
+                      max_bytes: int) -> tuple["WireBatch", int]:
+        header = record_batch.read_header(data, position)
+        end = position + header.size
+        if end > len(data):
+            raise ProtocolError(f"truncated batch: {header.size} bytes announced, {len(data) - position} present")
+        if validate:
+            if header.record_count and header.last_offset_delta == header.record_count - 1:
+                record_batch.validate_batch(data, position, max_bytes)  # a batch as appended: the fast walk
+            else:
+                record_batch.decode_stored_batch(data, position, max_bytes)
         return cls(memoryview(data)[position:end], header), end
 
     # -- what the core reads -------------------------------------------------------------
@@ -75,8 +93,23 @@ class WireBatch:
         return last_sequence(self.base_sequence, self.record_count)
 
     @property
+    def is_cleaned(self) -> bool:
+        """Whether the log cleaner rewrote it (its records' offsets have gaps)."""
+        return self.count != self.next_offset - self.base_offset
+
+    @property
     def records(self) -> Records:
+        if self.is_cleaned:
+            return record_batch.decode_stored_batch(self.data, 0)[0].records
         return record_batch.decode_batch(self.data, 0)[0].records
+
+    @property
+    def offsets(self) -> tuple[int, ...] | None:
+        """Each record's offset where the cleaner left gaps (None: consecutive)."""
+        if not self.is_cleaned:
+            return None
+        batch = record_batch.decode_stored_batch(self.data, 0)[0]
+        return tuple(getattr(batch, "offsets", ()))
 
     def encode(self) -> memoryview:
         return self.data
@@ -120,7 +153,8 @@ class WireBatchHeader:
 def _set_log_fields(batch: WireBatch | WireBatchHeader, header: record_batch.BatchHeader) -> None:
     """The fields the core's log reads of a stored batch (broker_core.records.BatchHeader)."""
     batch.base_offset = header.base_offset
-    batch.next_offset = header.base_offset + header.last_offset_delta + 1 if header.record_count else header.base_offset
+    # (the last offset delta, not the count: a cleaned batch keeps its original last offset)
+    batch.next_offset = header.base_offset + header.last_offset_delta + 1
     batch.leader_epoch = header.partition_leader_epoch
     batch.producer_id = header.producer_id
     batch.producer_epoch = header.producer_epoch

@@ -13,7 +13,7 @@ from simpy.events import NORMAL
 from broker_core.broker import BrokerNode
 from broker_core.config import BrokerConfig
 from broker_core.effect_loop import carry_out_effects
-from broker_core.effects import DeleteFile, Halt, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect
+from broker_core.effects import DeleteFile, Halt, RenameFile, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect
 from broker_core.storage import BytesLogStorage, resolve_message
 from broker_core.inputs import (
     DiskWriteFailed, FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
@@ -329,7 +329,7 @@ class BrokerHost:
     def fsync(self, path: str, token: int) -> None:
         self.disk.fsync(path, self._fsync_callback(path, token, self.incarnation))
 
-    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile) -> None:
+    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile | RenameFile) -> None:
         if type(effect) is TruncateFile:
             self.disk.truncate(effect.path, effect.size)
         elif type(effect) is DeleteFile:
@@ -339,6 +339,9 @@ class BrokerHost:
             error = self.disk.replace(effect.path, effect.data)
             if error is not None:
                 self._disk_failed(effect.path, error)
+        elif type(effect) is RenameFile:
+            self.disk.rename(effect.path, effect.new_path)
+            self.storage.renamed(effect.path, effect.new_path)
         else:
             unhandled_effect(effect)
 

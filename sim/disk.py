@@ -130,6 +130,13 @@ class SimDisk:
     def delete(self, path: str) -> None:
         self.files.pop(path, None)
 
+    def rename(self, path: str, new_path: str) -> None:
+        """An atomic rename, durable at once (a directory entry: the file's bytes keep
+        their own durability)."""
+        f = self.files.pop(path, None)
+        if f is not None:
+            self.files[new_path] = f
+
     def replace(self, path: str, data: bytes) -> str | None:
         if self.write_error is not None:
             return self.write_error

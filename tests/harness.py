@@ -18,7 +18,7 @@ from broker_core import coordination as coord
 from broker_core.broker import BrokerNode
 from broker_core.config import broker_config, topic_config
 from broker_core.effect_loop import carry_out_effects
-from broker_core.effects import DeleteFile, Effect, Halt, ReplaceFile, TruncateFile, WriteBytes
+from broker_core.effects import DeleteFile, Effect, Halt, RenameFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.errors import ErrorCode
 from broker_core.storage import MemoryFiles, resolve_message
 from broker_core.inputs import (
@@ -307,7 +307,7 @@ class _BrokerEffects:
     def cancel_timer(self, key: tuple) -> None:
         self.cluster.timers[self.broker].pop(key, None)
 
-    def write_bytes(self, effect: WriteBytes | TruncateFile | DeleteFile | ReplaceFile) -> None:
+    def write_bytes(self, effect: WriteBytes | TruncateFile | DeleteFile | ReplaceFile | RenameFile) -> None:
         self.cluster.disks[self.broker].apply(effect)
 
     file_effect = write_bytes  # the page cache takes every file effect alike

@@ -21,8 +21,8 @@ from broker_core.broker import BrokerNode
 from broker_core.config import broker_config
 from broker_core.effect_loop import carry_out_effects
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
-    SetTimer, Trace, TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, RenameFile, ReplaceFile,
+    Send, SetTimer, Trace, TruncateFile, WriteBytes)
 from broker_core.inputs import Input
 from real_io.embedded_coordination import EmbeddedCoordination
 from real_io.files import DataDir
@@ -43,6 +43,7 @@ def samples() -> dict[type, Effect]:
         TruncateFile: TruncateFile(SEGMENT, 1),
         DeleteFile: DeleteFile(SEGMENT),
         ReplaceFile: ReplaceFile("recovery-point-offset-checkpoint", b"0\n0\n"),
+        RenameFile: RenameFile(SEGMENT, SEGMENT + ".swap"),
         Fsync: Fsync(SEGMENT, 1),
         SetTimer: SetTimer(("isr-check",), 100),
         CancelTimer: CancelTimer(("isr-check",)),

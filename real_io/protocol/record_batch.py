@@ -20,13 +20,17 @@ map to str by latin-1, one code point per byte, so any bytes round-trip exactly 
 ``len`` of a key or value is its size in bytes (the core's size model stays exact).
 Header keys (UTF-8 strings in Kafka) go through latin-1 too, for the same exactness.
 The core numbers records base_offset + index, so a batch whose offset deltas are not
-0, 1, 2, ... (only compaction makes such batches) is refused with a ProtocolError.
+0, 1, 2, ... (only compaction makes such batches) is refused with a ProtocolError by
+``decode_batch``; a batch the log cleaner wrote is read with ``decode_stored_batch`` (a
+CleanedBatch: increasing offset deltas up to the last offset delta, perhaps no record)
+and written with ``encode_cleaned_batch``.
 """
 from __future__ import annotations
 
 import struct
 from typing import NamedTuple
 
+from broker_core.cleaned_batch import CleanedBatch
 from broker_core.records import NO_TIMESTAMP, RecordBatch, Records
 from real_io.protocol import compression
 from real_io.protocol.crc32c import crc32c
@@ -111,6 +115,47 @@ def decode_batch(data: bytes | bytearray | memoryview, position: int = 0,
                        first_timestamp=header.first_timestamp, max_timestamp=header.max_timestamp), end
 
 
+def decode_stored_batch(data: bytes | bytearray | memoryview, position: int = 0,
+                        max_bytes: int = compression.DEFAULT_MAX_BYTES) -> tuple[RecordBatch | CleanedBatch, int]:
+    """A batch as a segment file stores it, cleaned or not: a RecordBatch when its
+    offset deltas are 0..n-1, else a CleanedBatch (Kafka's buildRetainedRecordsInto keeps
+    each record's offset delta and the original last offset delta)."""
+    header, end = _checked_header(data, position)
+    if header.compression not in compression.NAMES:
+        raise ProtocolError(f"unknown compression codec {header.compression}")
+    body = compression.decompress(header.compression, bytes(data[position + HEADER_BYTES:end]), max_bytes)
+    deltas: list[int] = []
+    records = _decode_records(body, header, deltas)
+    fields = dict(producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                  base_sequence=header.base_sequence, attributes=header.attributes,
+                  first_timestamp=header.first_timestamp, max_timestamp=header.max_timestamp)
+    if deltas and deltas == list(range(len(deltas))) and header.last_offset_delta == len(deltas) - 1:
+        return RecordBatch(header.base_offset, header.partition_leader_epoch, records, **fields), end
+    base = header.base_offset
+    try:
+        batch = CleanedBatch(base, base + header.last_offset_delta + 1, header.partition_leader_epoch,
+                             [base + d for d in deltas], records, **fields)
+    except ValueError as exc:
+        raise ProtocolError(f"offset deltas {deltas[:5]}...: {exc}") from None
+    return batch, end
+
+
+def encode_cleaned_batch(batch: CleanedBatch) -> bytes:
+    """A batch the log cleaner rewrote: each record's offset delta from its offset, the
+    original last offset delta, and the header of an empty batch (RETAIN_EMPTY)."""
+    stamps = batch.records.timestamps
+    first = batch.first_timestamp if batch.first_timestamp != -1 or not stamps else stamps[0]
+    max_timestamp = batch.max_timestamp if batch.max_timestamp != -1 or not stamps else max(stamps)
+    codec = batch.attributes & COMPRESSION_MASK
+    deltas = [offset - batch.base_offset for offset in batch.offsets]
+    body = compression.compress(codec, _encode_records(batch.records, first, deltas))
+    head = _HEAD.pack(batch.base_offset, HEADER_BYTES - _LENGTH_OFFSET + len(body), batch.leader_epoch, MAGIC, 0,
+                      batch.attributes, batch.next_offset - 1 - batch.base_offset, first, max_timestamp,
+                      batch.producer_id, batch.producer_epoch, batch.base_sequence, len(batch.records))
+    crc = crc32c(head[_CRC_START:] + body)
+    return head[:17] + struct.pack(">I", crc) + head[_CRC_START:] + body
+
+
 def decode_batches(data: bytes | bytearray | memoryview, allow_partial_tail: bool = False,
                    max_bytes: int = compression.DEFAULT_MAX_BYTES) -> list[RecordBatch]:
     """Every batch in a records field. A fetch response may end in a partial batch
@@ -125,7 +170,9 @@ def decode_batches(data: bytes | bytearray | memoryview, allow_partial_tail: boo
     return batches
 
 
-def _decode_records(body: bytes, header: BatchHeader) -> Records:
+def _decode_records(body: bytes, header: BatchHeader, deltas: list[int] | None = None) -> Records:
+    """The records of a batch's body. ``deltas``: collect each record's offset delta
+    there, allowing gaps (a cleaned batch); without it they must be 0..n-1."""
     count = header.record_count
     if count > len(body):
         raise ProtocolError(f"{count} records cannot fit in {len(body)} bytes")
@@ -139,7 +186,12 @@ def _decode_records(body: bytes, header: BatchHeader) -> Records:
         reader.pos += length
         record.int8()  # record attributes: unused by Kafka
         timestamps.append(header.first_timestamp + record.varlong())
-        if record.varint() != index:
+        delta = record.varint()
+        if deltas is not None:
+            if delta > header.last_offset_delta or (deltas and delta <= deltas[-1]) or delta < 0:
+                raise ProtocolError(f"record {index} has offset delta {delta} out of order")
+            deltas.append(delta)
+        elif delta != index:
             raise ProtocolError(f"record {index} has a non-contiguous offset delta")
         keys.append(_varint_text(record, "key"))
         values.append(_varint_text(record, "value"))
@@ -154,7 +206,7 @@ def _decode_records(body: bytes, header: BatchHeader) -> Records:
             raise ProtocolError(f"record {index} has {record.remaining} bytes beyond its fields")
     if reader.remaining:
         raise ProtocolError(f"{reader.remaining} bytes after the last record")
-    if count and header.last_offset_delta != count - 1:
+    if count and deltas is None and header.last_offset_delta != count - 1:
         raise ProtocolError(f"last offset delta {header.last_offset_delta} for {count} records")
     if header.first_timestamp == NO_TIMESTAMP and all(t == NO_TIMESTAMP for t in timestamps):
         return Records(values, keys, 0, None, headers if any(headers) else None)  # a batch without times
@@ -434,7 +486,7 @@ def encode_batch(batch: RecordBatch, codec: int | None = None) -> bytes:
     max_timestamp = batch.max_timestamp
     if max_timestamp == -1 and stamps:
         max_timestamp = max(stamps)
-    body = compression.compress(codec, _encode_records(records, first))
+    body = compression.compress(codec, _encode_records(records, first, range(count)))
     head = _HEAD.pack(batch.base_offset, HEADER_BYTES - _LENGTH_OFFSET + len(body), batch.leader_epoch, MAGIC, 0,
                       attributes, max(count - 1, 0), first, max_timestamp, batch.producer_id,
                       batch.producer_epoch, batch.base_sequence, count)
@@ -442,7 +494,7 @@ def encode_batch(batch: RecordBatch, codec: int | None = None) -> bytes:
     return head[:17] + struct.pack(">I", crc) + head[_CRC_START:] + body
 
 
-def _encode_records(records: Records, first_timestamp: int) -> bytes:
+def _encode_records(records: Records, first_timestamp: int, deltas) -> bytes:
     out = Writer()
     keys = records.keys or (None,) * len(records)
     stamps = records.timestamps
@@ -451,7 +503,7 @@ def _encode_records(records: Records, first_timestamp: int) -> bytes:
         record = Writer()
         record.int8(0)
         record.varlong(0 if stamps is None else stamps[index] - first_timestamp)
-        record.varint(index)
+        record.varint(deltas[index])
         _write_text(record, key)
         _write_text(record, value)
         pairs = () if headers is None else headers[index]

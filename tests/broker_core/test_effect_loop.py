@@ -12,8 +12,8 @@ import pytest
 from broker_core import coordination as coord
 from broker_core.effect_loop import carry_out_effects
 from broker_core.effects import (
-    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, ReplaceFile, Send,
-    SetTimer, Trace, TruncateFile, WriteBytes)
+    CancelTimer, CloseConnection, CoordRequest, DeleteFile, Effect, Fsync, Halt, MuteConnection, RenameFile, ReplaceFile,
+    Send, SetTimer, Trace, TruncateFile, WriteBytes)
 
 
 class RecordingPort:
@@ -57,7 +57,7 @@ class RecordingPort:
     def fsync(self, path: str, token: int) -> None:
         self._record("fsync", path, token)
 
-    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile) -> None:
+    def file_effect(self, effect: TruncateFile | DeleteFile | ReplaceFile | RenameFile) -> None:
         self._record("file_effect", type(effect).__name__, effect.path)
 
     def close_connection(self, dst: Hashable) -> None:
@@ -83,6 +83,7 @@ EVERY_EFFECT: list[tuple[Effect, tuple]] = [
     (TruncateFile("a.log", 0), ("file_effect", "TruncateFile", "a.log")),
     (DeleteFile("a.log"), ("file_effect", "DeleteFile", "a.log")),
     (ReplaceFile("cp", b"0\n"), ("file_effect", "ReplaceFile", "cp")),
+    (RenameFile("a.log.cleaned", "a.log.swap"), ("file_effect", "RenameFile", "a.log.cleaned")),
     (CloseConnection("client-1"), ("close_connection", "client-1")),
     (MuteConnection("client-1", 250), ("mute_connection", "client-1", 250)),
 ]

@@ -1,0 +1,195 @@
+"""The log cleaner running in the broker (issue 22, compaction slice 3), on the in-test
+router: each rule names the Kafka 2.7.0 file and function it follows.
+
+- core/src/main/scala/kafka/log/LogCleaner.scala, CleanerThread.doWork: clean the
+  filthiest log, else sleep log.cleaner.backoff.ms; each replica cleans its own log.
+- core/src/main/scala/kafka/log/Log.scala, replaceSegments: the cleaned segment written
+  as .cleaned, renamed .swap, the old segments deleted, .swap renamed to the segment.
+- core/src/main/scala/kafka/log/Log.scala, loadSegments / completeSwapOperations: at
+  recovery a .swap is completed and .cleaned files deleted.
+- core/src/main/scala/kafka/log/LogCleanerManager.scala, updateCheckpoints: the
+  cleaner-offset-checkpoint.
+- core/src/main/scala/kafka/log/LogValidator.scala, validateKey: a compacted topic
+  refuses a record without a key (INVALID_RECORD).
+"""
+from __future__ import annotations
+
+from broker_core.cleaned_batch import record_offsets
+from broker_core.config import topic_config
+from broker_core.effects import DeleteFile, RenameFile, ReplaceFile
+from broker_core.errors import ErrorCode
+from broker_core.log_cleaner import CLEANER_CHECKPOINT
+from broker_core.log_manager import decode_offset_checkpoint
+from broker_core.messages import ProduceRequest
+from broker_core.records import Record
+from broker_core.storage import MemoryFiles
+from broker_core.types import TopicPartition
+from broker_core.log_loader import recover_log
+from tests.harness import Cluster
+
+TP = TopicPartition("t", 0)
+COMPACTED = {"cleanup.policy": "compact", "segment.bytes": 400, "min.cleanable.dirty.ratio": 0.01}
+
+
+def compacted_cluster(brokers=(1, 2, 3), **overrides) -> Cluster:
+    cluster = Cluster(brokers=brokers, replication_factor=len(brokers),
+                      config={"log.cleaner.backoff.ms": 100, "log.cleaner.step.records": 7})
+    cluster.topic_configs["t"] = topic_config(cluster.config, {**COMPACTED, **overrides})
+    cluster.start_all()
+    assert cluster.wait_for(cluster.settled, 5000)
+    return cluster
+
+
+def produce_keyed(cluster: Cluster, pairs, acks: int = -1) -> ErrorCode | None:
+    leader = cluster.leader()
+    assert leader is not None
+    cluster._correlation += 1
+    cid = cluster._correlation
+    request = ProduceRequest(cid, acks, 30000, {TP: tuple(Record(k, v, 10) for k, v in pairs)})
+    cluster.send(leader, request)
+    cluster.wait_for(lambda: cid in cluster.responses, 10000, step_ms=1)
+    return cluster.responses[cid].partitions[TP].error
+
+
+def read_back(cluster: Cluster, broker: int) -> list[tuple[int, str | None, str | None]]:
+    log = cluster.partition(broker).log
+    return [(o, k, v) for b in log.load(log.log_start_offset)
+            for o, k, v in zip(record_offsets(b), b.records.keys or [None] * len(b.records), b.records.values)]
+
+
+def write_history(cluster: Cluster, keys: int = 5, rounds: int = 12) -> dict[str, tuple[int, str | None]]:
+    """Writes every key ``rounds`` times; returns each key's last value with its offset."""
+    for r in range(rounds):
+        for k in range(keys):
+            assert produce_keyed(cluster, [(f"k{k}", f"v{r}-{k}")]) is ErrorCode.NONE
+    return {f"k{k}": f"v{rounds - 1}-{k}" for k in range(keys)}
+
+
+def test_a_compacted_log_is_cleaned_on_every_replica_keeping_offsets_and_last_values():
+    """LogCleaner.CleanerThread.doWork on each broker: each replica cleans its own log;
+    offsets never change and the last value of every key survives."""
+    cluster = compacted_cluster()
+    before = read_back(cluster, 1)
+    last = write_history(cluster)
+    before = read_back(cluster, cluster.leader())
+    cluster.run_for(2000)
+    for broker in (1, 2, 3):
+        assert cluster.traced("segments_cleaned", partition="t-0") and \
+            [f for t, b, f in cluster.traced("segments_cleaned") if b == broker], broker
+        after = read_back(cluster, broker)
+        assert len(after) < len(before)
+        assert set(after) <= set(before)  # every survivor at its own offset, unchanged
+        final = {}
+        for _, k, v in after:
+            final[k] = v
+        assert final == last
+    cleaned = cluster.traced("segments_cleaned")[0][2]
+    assert cleaned["records_after"] < cleaned["records_before"]
+    assert cleaned["end_offset"] > 0
+
+
+def test_no_cleaner_timer_without_a_compacted_topic():
+    """The cleaner's timer is set only once a log is compacted: a broker without one
+    does what it did before the cleaner existed."""
+    cluster = Cluster()
+    cluster.start_all()
+    assert cluster.wait_for(cluster.settled, 5000)
+    assert all(("log-cleaner",) not in cluster.timers[b] for b in cluster.brokers)
+    compacted = compacted_cluster()
+    assert all(("log-cleaner",) in compacted.timers[b] for b in compacted.brokers)
+
+
+def test_the_swap_is_cleaned_then_swap_then_the_segment_and_the_checkpoint_follows():
+    """Log.replaceSegments (2.7.0): the new segment as .cleaned, renamed .swap, the old
+    ones deleted, the .swap renamed; then LogCleanerManager.updateCheckpoints."""
+    cluster = compacted_cluster(brokers=(1,))
+    effects = []
+    original = cluster._apply
+
+    def record(broker, out):
+        effects.extend(out)
+        original(broker, out)
+    cluster._apply = record
+    write_history(cluster)
+    cluster.run_for(2000)
+    names = [(type(e).__name__, getattr(e, "path", "")) for e in effects
+             if isinstance(e, (RenameFile, DeleteFile, ReplaceFile)) and ".log" in e.path]
+    first = next(i for i, (_, p) in enumerate(names) if p.endswith(".cleaned"))
+    assert names[first][0] == "ReplaceFile"
+    kinds = [kind for kind, p in names[first:] if p.endswith((".cleaned", ".swap"))]
+    assert kinds[:2] == ["ReplaceFile", "RenameFile"]
+    checkpoint = decode_offset_checkpoint(cluster.disks[1].files[CLEANER_CHECKPOINT])
+    ends = [f["end_offset"] for _, _, f in cluster.traced("segments_cleaned")]
+    assert checkpoint[TP] == ends[-1]
+    assert not [p for p in cluster.disks[1].files if p.endswith((".cleaned", ".swap", ".deleted"))]
+
+
+def test_a_cleaned_log_recovers_after_a_restart_and_reads_the_same():
+    """Log.loadSegments over cleaned segments: gaps between offsets are not a torn log."""
+    cluster = compacted_cluster(brokers=(1,))
+    write_history(cluster)
+    cluster.run_for(2000)
+    assert cluster.traced("segments_cleaned")
+    before = read_back(cluster, 1)
+    cluster.crash(1)
+    cluster.run_for(20000)  # the old session expires: the restarted broker may register
+    cluster.start(1)
+    assert cluster.wait_for(cluster.settled, 5000)
+    assert read_back(cluster, 1) == before
+    assert not [f for _, _, f in cluster.traced("log_recovered") if f.get("reason")]
+
+
+def _swap_states(cluster: Cluster):
+    """Every prefix of the file steps of one cleaning, applied to a copy of the disk
+    from just before it."""
+    effects = []
+    original = cluster._apply
+    snapshot = {}
+
+    def record(broker, out):
+        swap = [e for e in out if isinstance(e, ReplaceFile) and e.path.endswith(".cleaned")]
+        if swap and not snapshot:
+            snapshot.update({p: bytes(d) for p, d in cluster.disks[1].files.items()})
+            effects.extend(e for e in out if isinstance(e, (RenameFile, DeleteFile, ReplaceFile)))
+        original(broker, out)
+    cluster._apply = record
+    write_history(cluster)
+    cluster.run_for(2000)
+    assert snapshot
+    for cut in range(len(effects) + 1):
+        disk = MemoryFiles(snapshot)
+        disk.apply_all(effects[:cut])
+        yield cut, snapshot, disk
+
+
+def test_recovery_after_a_crash_at_every_step_of_a_swap_gives_old_or_new_segments():
+    """Log.completeSwapOperations and the deletion of .cleaned files (2.7.0 loadSegments):
+    whatever step a crash interrupted, each group of segments reads as before the
+    cleaning or after it, never a mix, and every record present is unchanged."""
+    cluster = compacted_cluster(brokers=(1,))
+    contents = []
+    for cut, snapshot, disk in _swap_states(cluster):
+        log, effects, report = recover_log(TP, disk.storage, 400, compacted=True)
+        disk.apply_all(effects)
+        log.storage = disk.storage
+        assert report.reason is None, (cut, report)
+        contents.append([(o, k, v) for b in log.load(log.log_start_offset)
+                         for o, k, v in zip(record_offsets(b), b.records.keys, b.records.values)])
+        assert not [p for p in disk.files if p.endswith((".cleaned", ".swap", ".deleted"))], cut
+    groups = cluster.traced("segments_cleaned")[0][2]["base_offsets"]
+    bounds = [g[0] for g in groups] + [1 << 62]
+    old, new = contents[0], contents[-1]
+    assert len(new) < len(old)
+    for cut, content in enumerate(contents):
+        assert set(content) <= set(old), cut
+        for low, high in zip(bounds, bounds[1:]):
+            part = [r for r in content if low <= r[0] < high]
+            assert part in ([r for r in old if low <= r[0] < high], [r for r in new if low <= r[0] < high]), (cut, low)
+
+
+def test_a_compacted_topic_refuses_a_record_without_a_key():
+    """LogValidator.validateKey (2.7.0): INVALID_RECORD, nothing appended."""
+    cluster = compacted_cluster()
+    assert produce_keyed(cluster, [("k", "v"), (None, "no key")]) is ErrorCode.INVALID_RECORD
+    assert cluster.partition(cluster.leader()).log.log_end_offset == 0
+    assert produce_keyed(cluster, [("k", "v")]) is ErrorCode.NONE
