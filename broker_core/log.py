@@ -29,6 +29,7 @@ from broker_core.producer_state import ProducerStateManager
 from broker_core.records import ClientBatch, Record, RecordBatch, Records
 from broker_core.segment_format import BatchBytes, DecodeError, stored_bytes
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
+from broker_core.time_index import TIME_INDEX_SUFFIX, TimeIndex, largest_after_truncation
 from broker_core.types import TopicPartition
 
 EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -61,6 +62,10 @@ class Segment:
     rolling_timestamp: int = -1
     max_timestamp: int = -1
     modified_ms: int = 0
+    # The last offset of the batch that carried max_timestamp (offsetOfMaxTimestampSoFar),
+    # and the time index: the active segment's in memory, a sealed one's in its file.
+    offset_of_max_timestamp: int = -1
+    time_index: TimeIndex | None = None
 
     @property
     def largest_timestamp(self) -> int:
@@ -70,6 +75,10 @@ class Segment:
     @property
     def index_path(self) -> str:
         return self.path[:-len(SEGMENT_SUFFIX)] + INDEX_SUFFIX
+
+    @property
+    def time_index_path(self) -> str:
+        return self.path[:-len(SEGMENT_SUFFIX)] + TIME_INDEX_SUFFIX
 
     @property
     def held_index(self) -> OffsetIndex:
@@ -124,7 +133,7 @@ class PartitionLog:
 
     def new_segment(self, base_offset: int, now_ms: int = 0) -> Segment:
         return Segment(base_offset, self.segment_path(base_offset), index=OffsetIndex(base_offset),
-                       created_ms=now_ms, modified_ms=now_ms)
+                       created_ms=now_ms, modified_ms=now_ms, time_index=TimeIndex(base_offset))
 
     # -- appends -------------------------------------------------------------------
     def append_as_leader(self, records: Sequence[Record] | ClientBatch, leader_epoch: int,
@@ -181,6 +190,7 @@ class PartitionLog:
             segment.rolling_timestamp = max_timestamp
         if max_timestamp > segment.max_timestamp:
             segment.max_timestamp = max_timestamp
+            segment.offset_of_max_timestamp = next_offset - 1
         segment.modified_ms = now_ms
         position = segment.size_bytes
         effects.append(WriteBytes(segment.path, position, data, batch))
@@ -188,13 +198,16 @@ class PartitionLog:
             # Kafka trims a rolled segment's index to its entries (onBecomeInactiveSegment);
             # here it is written then, whole, after the write that needed the roll.
             effects.append(ReplaceFile(sealed.index_path, bytes(sealed.held_index.data)))
+            effects.append(self._seal_time_index(sealed))
             self.hold_index(sealed)
         stored = StoredBatch(batch, len(segments) - 1, position, size_bytes, position + size)
         self.active_batches.append(stored)
         self._active_bases.append(base_offset)
         if len(self.active_batches) > self.active_headers:
             self._drop_older_headers()
-        segment.held_index.maybe_append(next_offset - 1, position, self.index_interval_bytes)
+        if segment.held_index.maybe_append(next_offset - 1, position, self.index_interval_bytes) \
+                and segment.max_timestamp >= 0:  # LogSegment.append: both indexes at the same batches
+            cast(TimeIndex, segment.time_index).maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
         segment.size_bytes += size
         segment.log_bytes += size_bytes
         self.log_end_offset = next_offset
@@ -214,6 +227,16 @@ class PartitionLog:
         self.active_batches, self._active_bases = [], []
         self.rolls.append((base_offset, reason))
         return effects
+
+    @staticmethod
+    def _seal_time_index(segment: Segment) -> ReplaceFile:
+        """LogSegment.onBecomeInactiveSegment: the largest timestamp as a last entry, then
+        the file written whole (as the offset index); a sealed segment's time index is
+        read from its file when a lookup by timestamp needs it."""
+        index = cast(TimeIndex, segment.time_index)
+        index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
+        segment.time_index = None
+        return ReplaceFile(segment.time_index_path, bytes(index.data))
 
     def _roll_reason(self, segment: Segment, size_bytes: int, max_timestamp: int, now_ms: int) -> str | None:
         """Kafka 2.7.0 LogSegment.shouldRoll for a non-empty segment, or None: "size"
@@ -274,7 +297,7 @@ class PartitionLog:
         for batch in self.active_batches:
             batch.segment -= count  # positions in ``segments`` moved down
         for segment in deleted:
-            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path)]
+            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path), DeleteFile(segment.time_index_path)]
         effects += self.maybe_increment_log_start_offset(self.segments[0].base_offset)
         return effects
 
@@ -368,10 +391,11 @@ class PartitionLog:
         new_end, i, position = first.base_offset, first.segment, first.position
         removed_bytes = sum(b.size_bytes for b in takewhile(lambda b: b.segment == i, self._batches_from(new_end)))
         for segment in self.segments[i + 1:]:
-            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path)]
+            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path), DeleteFile(segment.time_index_path)]
         del self.segments[i + 1:]
         if position == 0 and i > 0:
-            effects += [DeleteFile(self.segments[i].path), DeleteFile(self.segments[i].index_path)]
+            segment = self.segments[i]
+            effects += [DeleteFile(segment.path), DeleteFile(segment.index_path), DeleteFile(segment.time_index_path)]
             del self.segments[i]
             i -= 1
             position = self.segments[i].size_bytes
@@ -386,6 +410,7 @@ class PartitionLog:
             effects.append(DeleteFile(self.segments[i].index_path))
         else:
             self._trim_active(position)
+        effects += self._truncate_time_index(new_end)
         self.log_end_offset = new_end
         self.high_watermark = min(self.high_watermark, new_end)
         self.durable_offset = min(self.durable_offset, new_end)
@@ -398,6 +423,22 @@ class PartitionLog:
             # isrlab keeps no producer snapshots: it replays every header, sealed
             # segments' through the storage port.
             self.producers.rebuild(self._batches_from(self.segments[0].base_offset))
+        return effects
+
+    def _truncate_time_index(self, new_end: int) -> list[Effect]:
+        """LogSegment.truncateTo for time, on the (new) active segment: a sealed one's
+        time index is read back from its file (which goes: the active one's lives in
+        memory), entries at or past the new end go, and the largest timestamp is found
+        again (only when the segment had one, as Kafka's loadLargestTimestamp)."""
+        segment = self.segments[-1]
+        effects: list[Effect] = []
+        if segment.time_index is None:
+            raw = self.port.read_file(segment.time_index_path) if segment.max_timestamp >= 0 else None
+            segment.time_index = TimeIndex(segment.base_offset, raw or b"")
+            effects.append(DeleteFile(segment.time_index_path))
+        if segment.max_timestamp >= 0:
+            segment.max_timestamp, segment.offset_of_max_timestamp = largest_after_truncation(
+                segment.time_index, segment.held_index, self.port, segment.path, segment.size_bytes, new_end)
         return effects
 
     def _activate(self, i: int, end: int) -> None:

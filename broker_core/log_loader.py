@@ -15,9 +15,9 @@ from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.log import SEGMENT_SUFFIX, PartitionLog
 from broker_core.log_swaps import PendingRenames, complete_swaps
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX
-from broker_core.records import RecordBatch
 from broker_core.segment_format import DecodeError
 from broker_core.storage import LogStorage, StoredBatch
+from broker_core.time_index import TIME_INDEX_SUFFIX, TimeIndex, batch_max_timestamp
 from broker_core.types import TopicPartition
 
 
@@ -120,6 +120,7 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool, first_base: int
     ``first_base``: the offset the segment's first batch must have when it is the
     log's first batch (else it continues the log end)."""
     segment = log.segments[-1]
+    time_index = segment.time_index = TimeIndex(segment.base_offset)
     i = len(log.segments) - 1
     batches: list[StoredBatch] = []
     position = 0
@@ -141,36 +142,44 @@ def _recover_segment(log: PartitionLog, size: int, verify: bool, first_base: int
         batches.append(StoredBatch(batch, i, position, batch.size_bytes, end))
         if len(batches) > log.active_headers:  # the newer half stays, as after appends
             del batches[:len(batches) // 2]
-        segment.held_index.maybe_append(batch.next_offset - 1, position, log.index_interval_bytes)
+        max_timestamp = batch_max_timestamp(batch)
+        if segment.log_bytes == 0:
+            segment.rolling_timestamp = max_timestamp
+        if max_timestamp > segment.max_timestamp:
+            segment.max_timestamp, segment.offset_of_max_timestamp = max_timestamp, batch.next_offset - 1
+        if segment.held_index.maybe_append(batch.next_offset - 1, position, log.index_interval_bytes):
+            time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
         # Kafka loads its last producer snapshot and replays the log after it
         # (Log.loadProducerState); isrlab keeps no snapshot and replays the whole log.
         if batch.producer_id >= 0:
             log.producers.record(batch)
         log.log_end_offset = batch.next_offset
-        max_timestamp = batch.v2_max_timestamp if isinstance(batch, RecordBatch) else getattr(batch, "max_timestamp", -1)
-        if segment.log_bytes == 0:
-            segment.rolling_timestamp = max_timestamp
-        segment.max_timestamp = max(segment.max_timestamp, max_timestamp)
         segment.log_bytes += batch.size_bytes
         position = end
     log.set_active_headers(batches)
     segment.size_bytes = position
+    # "A normally closed segment always appends the biggest timestamp ever seen" (2.7.0)
+    time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
     return reason, first
 
 
 def _recover_indexes(log: PartitionLog, paths: Sequence[str]) -> list[Effect]:
-    """Each sealed segment's index file as its scan rebuilt it (rewritten when
-    missing or different); every other index file deleted (the active segment's,
-    whose index lives in memory, and those of deleted segments or of none)."""
+    """Each sealed segment's offset and time index files as its scan rebuilt them
+    (rewritten when missing or different; its time index then lives in the file
+    only); every other index file deleted (the active segment's, whose indexes live in
+    memory, and those of deleted segments or of none)."""
     effects: list[Effect] = []
     sealed = log.segments[:-1]
     for segment in sealed:
-        expected = bytes(segment.held_index.data)
-        if log.port.read_file(segment.index_path) != expected:
-            effects.append(ReplaceFile(segment.index_path, expected))
+        for path, expected in ((segment.index_path, bytes(segment.held_index.data)),
+                               (segment.time_index_path, bytes(segment.time_index.data if segment.time_index else b""))):
+            if log.port.read_file(path) != expected:
+                effects.append(ReplaceFile(path, expected))
+        segment.time_index = None
         log.hold_index(segment)
-    kept = {segment.index_path for segment in sealed}
-    effects.extend(DeleteFile(p) for p in paths if p.endswith(INDEX_SUFFIX) and p not in kept)
+    kept = {path for segment in sealed for path in (segment.index_path, segment.time_index_path)}
+    effects.extend(DeleteFile(p) for p in paths
+                   if (p.endswith(INDEX_SUFFIX) or p.endswith(TIME_INDEX_SUFFIX)) and p not in kept)
     return effects
 
 

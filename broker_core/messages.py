@@ -261,7 +261,8 @@ class CreateTopicsResponse:
 @dataclass(slots=True)
 class ListOffsetsRequest:
     correlation_id: int
-    partitions: Mapping[TopicPartition, int]  # EARLIEST_TIMESTAMP or LATEST_TIMESTAMP
+    # EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, or a timestamp: the first offset at or after it
+    partitions: Mapping[TopicPartition, int]
 
 
 @dataclass(slots=True)
@@ -269,6 +270,7 @@ class ListOffsetsPartitionResult:
     error: ErrorCode
     offset: int = -1
     leader_epoch: int = -1  # the epoch the offset belongs to (the wire's ListOffsets v4+); -1: unknown
+    timestamp: int = -1  # a lookup by timestamp: the found record's (-1 for earliest, latest, none found)
 
 
 @dataclass(slots=True)

@@ -16,13 +16,14 @@ from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.storage import LogStorage
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
+    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
     ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
     StopReplicaResponse)
 from broker_core.partition import Partition
 from broker_core.quota_enforcement import ClientQuotaEnforcer
+from broker_core.timestamp_lookup import offset_for_timestamp
 from broker_core.types import TopicPartition
 
 
@@ -470,7 +471,7 @@ class ReplicaManager:
     # -- offsets ---------------------------------------------------------------------
     def handle_list_offsets(self, src: Hashable, request: ListOffsetsRequest) -> None:
         """A client's ListOffsets (2.7.0 Partition.fetchOffsetForTimestamp, read
-        uncommitted). Earliest: the log start offset, with the epoch of the earliest
+        uncommitted). A timestamp: broker_core.timestamp_lookup. Earliest: the log start offset, with the epoch of the earliest
         cached entry if it starts there (Log.fetchOffsetByTimestamp). Latest: the high
         watermark with the leader's epoch, or OFFSET_NOT_AVAILABLE while a new leader's
         high watermark is still below the log end offset it became leader at (the
@@ -484,10 +485,13 @@ class ReplicaManager:
                 results[tp] = ListOffsetsPartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
             log = partition.log
-            if request.partitions[tp] == EARLIEST_TIMESTAMP:
+            target = request.partitions[tp]
+            if target == EARLIEST_TIMESTAMP:
                 first = log.epochs.entries[0] if log.epochs.entries else None
                 epoch = first[0] if first is not None and first[1] <= log.log_start_offset else -1
                 results[tp] = ListOffsetsPartitionResult(ErrorCode.NONE, log.log_start_offset, epoch)
+            elif target != LATEST_TIMESTAMP:
+                results[tp] = offset_for_timestamp(log, target, _high_watermark_below_epoch_start(partition))
             elif _high_watermark_below_epoch_start(partition):
                 results[tp] = ListOffsetsPartitionResult(ErrorCode.OFFSET_NOT_AVAILABLE)
             else:

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from broker_core.config_keys import SET, ConfigOp
 from broker_core.messages import (
-    AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, CreateTopicsRequest, CreateTopicsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, CreateTopicsRequest, CreateTopicsResponse,
     FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -124,16 +124,20 @@ def fetch_response(response: FetchResponse, replica: bool = False) -> dict:
 
 # -- ListOffsets -----------------------------------------------------------------------
 def list_offsets_request(correlation_id: int, body: dict) -> tuple[ListOffsetsRequest, dict[TopicPartition, int]]:
-    """The core answers the earliest (-2) and latest (-1) offsets; a lookup by
-    timestamp is not modelled and answers INVALID_REQUEST."""
-    wanted, errors = {}, {}
+    """The core answers the earliest (-2) and latest (-1) offsets and, for any other
+    value, the first offset at or after it as a timestamp (2.7.0 takes every other
+    value as one: broker_core.timestamp_lookup). A partition named twice answers
+    INVALID_REQUEST, as 2.7.0 KafkaApis answers ``duplicatePartitions``."""
+    wanted: dict[TopicPartition, int] = {}
+    errors: dict[TopicPartition, int] = {}
     for topic in body["topics"]:
         for partition in topic["partitions"]:
             tp = TopicPartition(topic["name"], partition["partition_index"])
-            if partition["timestamp"] in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
-                wanted[tp] = partition["timestamp"]
-            else:
+            if tp in wanted or tp in errors:
+                wanted.pop(tp, None)
                 errors[tp] = INVALID_REQUEST
+            else:
+                wanted[tp] = partition["timestamp"]
     return ListOffsetsRequest(correlation_id, wanted), errors
 
 
@@ -142,16 +146,18 @@ def list_offsets_response(response: ListOffsetsResponse | None, local_errors: Ma
     """The offset's leader epoch goes on the wire from v4 (the encoder leaves the field
     out below). 2.7.0 KafkaApis.handleListOffsetRequestV1AndAbove answers
     OFFSET_NOT_AVAILABLE only to v5+; older versions get LEADER_NOT_AVAILABLE."""
-    results: dict[TopicPartition, tuple[int, int, int]] = {tp: (code, -1, -1) for tp, code in local_errors.items()}
+    results: dict[TopicPartition, tuple[int, int, int, int]] = {
+        tp: (code, -1, -1, -1) for tp, code in local_errors.items()}
     if response is not None:
         for tp, result in response.partitions.items():
             error = result.error
             if error is ErrorCode.OFFSET_NOT_AVAILABLE and version < 5:
                 error = ErrorCode.LEADER_NOT_AVAILABLE
-            results[tp] = (int(error), result.offset, result.leader_epoch)
+            results[tp] = (int(error), result.offset, result.leader_epoch, result.timestamp)
     return {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
-        {"partition_index": p, "error_code": code, "old_style_offsets": [], "timestamp": -1, "offset": offset,
-         "leader_epoch": epoch} for p, (code, offset, epoch) in parts]} for topic, parts in tp_sorted(results).items()]}
+        {"partition_index": p, "error_code": code, "old_style_offsets": [], "timestamp": timestamp, "offset": offset,
+         "leader_epoch": epoch} for p, (code, offset, epoch, timestamp) in parts]}
+        for topic, parts in tp_sorted(results).items()]}
 
 
 # -- Metadata --------------------------------------------------------------------------

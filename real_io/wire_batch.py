@@ -134,10 +134,11 @@ class WireBatch:
 
 class WireBatchHeader:
     """A stored batch's header without its records: what a read of a sealed segment
-    needs (broker_core.storage.LogStorage.header_at) -- offsets, epoch, producer fields
-    and the size in bytes, read without touching the records."""
+    needs (broker_core.storage.LogStorage.header_at) -- offsets, epoch, producer fields,
+    the max timestamp (a lookup by timestamp skips batches by it) and the size in
+    bytes, read without touching the records."""
     __slots__ = ("base_offset", "next_offset", "leader_epoch", "producer_id", "producer_epoch",
-                 "base_sequence", "size_bytes")
+                 "base_sequence", "size_bytes", "max_timestamp")
     base_offset: int
     next_offset: int
     leader_epoch: int
@@ -148,6 +149,7 @@ class WireBatchHeader:
     def __init__(self, header: record_batch.BatchHeader):
         _set_log_fields(self, header)
         self.size_bytes = header.size
+        self.max_timestamp = header.max_timestamp
 
 
 def _set_log_fields(batch: WireBatch | WireBatchHeader, header: record_batch.BatchHeader) -> None:

@@ -139,7 +139,16 @@ def test_list_offsets_and_offset_for_leader_epoch(client):
         return partition_of(client.ask(ApiKey.LIST_OFFSETS, 5, body), field="topics")
     assert (list_offset(-2)["error_code"], list_offset(-2)["offset"], list_offset(-2)["leader_epoch"]) == (0, 0, 0)
     assert (list_offset(-1)["error_code"], list_offset(-1)["offset"], list_offset(-1)["leader_epoch"]) == (0, 3, 0)
-    assert list_offset(12345)["error_code"] == 42  # lookups by timestamp are not modelled
+    # By timestamp (2.7.0 Log.fetchOffsetByTimestamp): the first record at or after it, with
+    # its timestamp and its batch's epoch; none after the last (offset and timestamp -1);
+    # any other negative value is a timestamp too, below every record's.
+    found = [(list_offset(t)["error_code"], list_offset(t)["offset"], list_offset(t)["timestamp"],
+              list_offset(t)["leader_epoch"]) for t in (2, 12345, -7)]
+    assert found == [(0, 1, 2, 0), (0, -1, -1, -1), (0, 0, 1, 0)]
+    twice = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "offsets", "partitions": [
+        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": t} for t in (2, -1)]}]}
+    answers = client.ask(ApiKey.LIST_OFFSETS, 5, twice)["topics"][0]["partitions"]
+    assert [(a["partition_index"], a["error_code"]) for a in answers] == [(0, 42)]  # duplicatePartitions
     body = {"replica_id": -1, "topics": [{"name": "offsets", "partitions": [
         {"partition_index": 0, "current_leader_epoch": 0, "leader_epoch": 0}]}]}
     epoch = partition_of(client.ask(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, body), field="topics")
@@ -198,12 +207,13 @@ def test_list_offsets_answers_carry_the_epoch_from_v4_and_offset_not_available_f
     """2.7.0 KafkaApis.handleListOffsetRequestV1AndAbove: the leader epoch is set on the
     answer for v4+ (the field exists from v4, ListOffsetResponse.json), and an
     OffsetNotAvailableException answers OFFSET_NOT_AVAILABLE to v5+ only, older versions
-    LEADER_NOT_AVAILABLE; both then survive the encoder."""
-    answer = ListOffsetsResponse(1, {TopicPartition("t", 0): ListOffsetsPartitionResult(ErrorCode.NONE, 9, 4),
+    LEADER_NOT_AVAILABLE; both, and the found record's timestamp, then survive the encoder."""
+    answer = ListOffsetsResponse(1, {TopicPartition("t", 0): ListOffsetsPartitionResult(ErrorCode.NONE, 9, 4, 1234),
                                      TopicPartition("t", 1): ListOffsetsPartitionResult(ErrorCode.OFFSET_NOT_AVAILABLE)})
     body = kafka_api.list_offsets_response(answer, {}, version)
     wire = apis.encode_response_parts(ApiKey.LIST_OFFSETS, version, 1, body)
     _, decoded = apis.decode_response(ApiKey.LIST_OFFSETS, version, b"".join(bytes(p) for p in wire)[4:])
     found, unavailable = decoded["topics"][0]["partitions"]
     assert (found["offset"], found.get("leader_epoch", -1)) == (9, 4 if version >= 4 else -1)
+    assert found["timestamp"] == 1234  # a lookup by timestamp's record (the field exists from v1)
     assert unavailable["error_code"] == (78 if version >= 5 else 5)

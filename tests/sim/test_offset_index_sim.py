@@ -58,7 +58,7 @@ def test_clients_see_the_same_history_whether_the_log_is_one_segment_or_many(tmp
 
 def test_every_sealed_segment_on_a_simulated_disk_has_its_index(tmp_path):
     """After a run with a crash and restart, every broker's sealed segments have an
-    ``.index`` that recovery would not rewrite (it equals the one rebuilt from the
+    ``.index`` and a ``.timeindex`` that recovery would not rewrite (it equals the one rebuilt from the
     segment), and the active segment has none (its index lives in memory)."""
     scenario = parse_scenario(SCENARIO.replace("SEGMENT_BYTES", "3000"), "segments.yaml")
     with open(tmp_path / "trace.jsonl", "w") as stream:
@@ -71,6 +71,11 @@ def test_every_sealed_segment_on_a_simulated_disk_has_its_index(tmp_path):
         indexes = sorted(p for p in files if p.endswith(".index"))
         assert len(logs) > 10, broker
         assert indexes == [p[:-len(".log")] + ".index" for p in logs[:-1]], broker
+        # The time index beside it: empty, as the simulated producers stamp no CreateTime
+        # (2.7.0 TimeIndex.maybeAppend keeps only timestamps above NO_TIMESTAMP).
+        time_indexes = sorted(p for p in files if p.endswith(".timeindex"))
+        assert time_indexes == [p[:-len(".log")] + ".timeindex" for p in logs[:-1]], broker
+        assert all(files[p] == b"" for p in time_indexes), broker
         log, effects, report = recover_log(tp, MemoryFiles(files).storage, 3000, 0, True, 256)
-        assert not [e for e in effects if isinstance(e, ReplaceFile) and e.path.endswith(".index")], broker
+        assert not [e for e in effects if isinstance(e, ReplaceFile) and "index" in e.path], broker
         assert report.reason is None and log.log_end_offset > 1000
