@@ -52,11 +52,11 @@ def check_value(key: str, kind: str, validator: tuple, text: str) -> None:
     value = text.strip()
     if kind in _INTEGER_BOUNDS:
         try:
-            number: float = int(value)
+            number = float(int(value))  # (a float: mypyc keeps int and float apart; the bounds checked below are ints)
         except ValueError:
             raise InvalidConfig(key, _invalid(key, text, f"Not a number of type {kind}")) from None
         low, high = _INTEGER_BOUNDS[kind]
-        if not low <= number <= high:
+        if not low <= int(value) <= high:
             raise InvalidConfig(key, _invalid(key, text, f"Not a number of type {kind}"))
     elif kind == "DOUBLE":
         try:
@@ -68,7 +68,7 @@ def check_value(key: str, kind: str, validator: tuple, text: str) -> None:
             raise InvalidConfig(key, _invalid(key, text, "Expected value to be either true or false"))
         return
     else:
-        number = 0
+        number = 0.0
     _validate(key, validator, text, value, number)
 
 
