@@ -101,3 +101,16 @@ class FaultBinding(Protocol):
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
         """Write the topic's overrides and change notification; the overrides written,
         or None when the topic does not exist."""
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                     assignment: dict | None) -> dict | str:
+        """Write a new topic's nodes as kafka-topics.sh --create does; its assignment,
+        or why the tool refused."""
+
+    def delete_topic(self, topic: str) -> str | None:
+        """Mark the topic for deletion as kafka-topics.sh --delete does; None, or why
+        the tool refused."""
+
+    def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
+        """Add partitions as kafka-topics.sh --alter --partitions does; the new
+        partitions' assignment, or why the tool refused."""

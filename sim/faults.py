@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 
 from broker_core import coordination as coord
 from broker_core import messages
+from broker_core.admin_nodes import add_partition_nodes, create_topic_nodes, mark_topic_deleted
 from broker_core.dynamic_config import change_topic_config
 from broker_core.types import TopicPartition
 from faults import model as fm
@@ -187,6 +188,16 @@ class SimFaultBinding:
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
         """Write the topic's overrides and the change notification as kafka-configs.sh does."""
         return change_topic_config(self.world.service.store, topic, config)
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                     assignment: dict | None) -> dict | str:
+        return create_topic_nodes(self.world.service.store, topic, partitions, replication_factor, assignment)
+
+    def delete_topic(self, topic: str) -> str | None:
+        return mark_topic_deleted(self.world.service.store, topic)
+
+    def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
+        return add_partition_nodes(self.world.service.store, topic, count, assignment)
 
 
 class SimFaultExecutor(FaultExecutor):
