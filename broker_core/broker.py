@@ -336,7 +336,7 @@ class BrokerNode:
         elif kind is CreateTopicsRequest:
             self.topics.handle_create_topics(src, message)
         elif kind is DeleteTopicsRequest:
-            topic_deletion.handle_delete_topics(self.topics, self.controller.active, {tp.topic for tp in self.metadata},
+            topic_deletion.handle_delete_topics(self.topics, self.controller, {tp.topic for tp in self.metadata},
                                                 src, message)
         elif kind is CreatePartitionsRequest:
             partition_admin.handle_create_partitions(self.topics, self.controller.active,

@@ -51,13 +51,15 @@ def delete_topic_path(topic: str) -> str:
 
 
 # -- the request ---------------------------------------------------------------------------
-def handle_delete_topics(creator: TopicCreator, is_controller: bool, known_topics: set[str], src: Hashable,
+def handle_delete_topics(creator: TopicCreator, controller, known_topics: set[str], src: Hashable,
                          request: DeleteTopicsRequest) -> None:
     """KafkaApis.handleDeleteTopicsRequest (2.7.0): NOT_CONTROLLER off the controller;
     TOPIC_DELETION_DISABLED with delete.topic.enable=false (the binding answers it
     INVALID_REQUEST below version 3); UNKNOWN_TOPIC_OR_PARTITION for a topic this
     broker's metadata does not list (a topic being deleted no longer is); the rest are
-    marked (AdminManager.deleteTopics)."""
+    marked (AdminManager.deleteTopics), and the controller reads the marks even
+    without its watch (see BrokerConfig.controller_watches_deletions)."""
+    is_controller = controller.active
     names = tuple(dict.fromkeys(request.topics))
     error = (ErrorCode.NOT_CONTROLLER if not is_controller
              else ErrorCode.TOPIC_DELETION_DISABLED if not creator.ctx.config.delete_topic_enable else None)
@@ -72,16 +74,18 @@ def handle_delete_topics(creator: TopicCreator, is_controller: bool, known_topic
             todo.append(name)
         else:
             pending.results[name] = TopicCreationResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    creator.ctx.tasks.start(_mark_all(creator, pending, todo))
+    creator.ctx.tasks.start(_mark_all(creator, controller, pending, todo))
 
 
-def _mark_all(creator: TopicCreator, pending, topics: list[str]):
+def _mark_all(creator: TopicCreator, controller, pending, topics: list[str]):
     for topic in topics:
         error, message = yield from mark_topic(topic)
         pending.results[topic] = TopicCreationResult(error, message)
         if error is ErrorCode.NONE:
             pending.gone.add(topic)
             creator.ctx.trace("topic_deletion_requested", topic=topic)
+    if pending.gone:
+        controller.enqueue("topic_deletion")
     creator.written_all(pending)
 
 

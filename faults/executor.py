@@ -339,7 +339,7 @@ class FaultExecutor:
         if isinstance(outcome, str):
             self._start(fault, instant=True, no_effect=outcome)
             return
-        self._start(fault, instant=True, assignment={str(p): list(r) for p, r in sorted(outcome.items())})
+        self._start(fault, instant=True, written={str(p): list(r) for p, r in sorted(outcome.items())})
 
     def _delete_topic(self, fault: fm.DeleteTopic) -> None:
         refused = self.binding.delete_topic(fault.topic)
@@ -350,7 +350,7 @@ class FaultExecutor:
         if isinstance(outcome, str):
             self._start(fault, instant=True, no_effect=outcome)
             return
-        self._start(fault, instant=True, assignment={str(p): list(r) for p, r in sorted(outcome.items())})
+        self._start(fault, instant=True, written={str(p): list(r) for p, r in sorted(outcome.items())})
 
     # -- disks and clocks ------------------------------------------------------------
     def _disk_fault(self, fault) -> int:

@@ -218,3 +218,12 @@ def test_stop_replica_with_delete_from_an_old_controller_is_fenced():
     assert response.error is ErrorCode.STALE_CONTROLLER_EPOCH
     assert files_of(cluster, broker)
     assert T0 in cluster.nodes[broker].replicas.partitions
+
+
+def test_delete_topics_is_carried_out_by_a_controller_that_does_not_watch_the_marks():
+    """isrlab's controller_watches_deletions=false (the simulation's setting for scenarios
+    without a delete_topic step): the controller that marks the topic reads the marks
+    itself, so DeleteTopics still deletes."""
+    cluster = started(config={"controller_watches_deletions": False})
+    assert delete(cluster).topics["t"].error is ErrorCode.NONE
+    assert cluster.wait_for(lambda: gone_everywhere(cluster), 10000)

@@ -42,8 +42,8 @@ def test_steps_create_a_topic_add_partitions_and_delete_a_topic(tmp_path):
     of the deleted topic deleted, its nodes gone (topic_deleted)."""
     result, history = run(tmp_path, "  - {at: 5s, delete_topic: old}")
     started = {e["fault"]: e for e in events(history, "fault_started")}
-    assert started["create_topic"]["assignment"] == {"0": [2, 3], "1": [3, 1]}
-    assert sorted(started["create_partitions"]["assignment"]) == ["1", "2"]
+    assert started["create_topic"]["written"] == {"0": [2, 3], "1": [3, 1]}
+    assert sorted(started["create_partitions"]["written"]) == ["1", "2"]
     elected = {e["partition"] for e in events(history, "leader_elected", election="initial")}
     assert {"fresh-0", "fresh-1", "t-1", "t-2"} <= elected
     assert events(history, "partitions_added", topic="t")[0]["partitions"] == ["t-1", "t-2"]
