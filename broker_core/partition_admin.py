@@ -16,7 +16,8 @@ from broker_core import coordination as coord
 from broker_core.errors import ErrorCode
 from broker_core.messages import CreatePartitionsRequest, CreatePartitionsResponse, TopicCreationResult
 from broker_core.topic_admin import (
-    MAX_PARTITIONS, TopicCreationError, TopicCreator, assign_replicas_to_brokers, assignment_data)
+    MAX_PARTITIONS, TopicCreationError, TopicCreator, assign_replicas_to_brokers, assignment_data,
+    validate_topic_name)
 from broker_core.types import TopicPartition
 
 
@@ -64,8 +65,12 @@ def add_partitions(topic: str, count: int, asked: Sequence[Sequence[int]] | None
     assignment, written unless ``validate_only``; failures raise TopicCreationError.
     The topic's node is rewritten against the version read, so that two requests that
     cross cannot both extend the same count (2.7 writes over any version)."""
+    try:
+        validate_topic_name(topic)  # a name that is no topic's must not become a store path
+    except TopicCreationError:
+        raise TopicCreationError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.") from None
     node = yield coord.GetData(coord.topic_path(topic))
-    if not node.ok or not node.value.get("partitions"):
+    if not node.ok or not isinstance(node.value, dict) or not node.value.get("partitions"):
         raise TopicCreationError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
     existing = {int(p): tuple(int(b) for b in r) for p, r in node.value["partitions"].items()}
     registered = yield coord.GetChildren(coord.BROKER_IDS_PATH)

@@ -147,6 +147,8 @@ def test_create_partitions_with_an_assignment_writes_it():
     ((("t", -5, None),), ErrorCode.INVALID_PARTITIONS, "which is higher than the requested -5."),
     ((("t", 1, None),), ErrorCode.INVALID_PARTITIONS, "Topic already has 1 partitions."),
     ((("nope", 2, None),), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
+    ((("", 2, None),), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "does not exist"),
+    ((("../t", 2, None),), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "does not exist"),
     ((("t", 2, ((1, 9, 3),)),), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica assignment: 9."),
     ((("t", 3, ((1, 2, 3),)),), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
      "Increasing the number of partitions by 2 but 1 assignments provided."),

@@ -150,3 +150,27 @@ def test_kafka_python_creates_with_assignments_adds_partitions_and_deletes(serve
         assert wait_until(lambda: topic_dirs(data, "kp-admin") == [])
     finally:
         admin.close()
+
+
+def test_bad_topic_admin_requests_on_the_wire_get_error_codes_and_the_broker_goes_on(served):
+    """Requests no client library would send: an empty or path-like topic name, a negative
+    count, DeleteTopics v2 (before TOPIC_DELETION_DISABLED existed) for an unknown topic,
+    a CreateTopics mixing counts and an assignment. Each gets Kafka's error code."""
+    from real_io.protocol.apis import ApiKey
+    from tests.real_io.test_serve_wire import WireClient
+    process, _ = served
+    wire = WireClient(int(process.bootstrap.rsplit(":", 1)[1]))
+    try:
+        grown = wire.ask(ApiKey.CREATE_PARTITIONS, 1, {"timeout_ms": 5000, "validate_only": False, "topics": [
+            {"name": "", "count": 2, "assignments": None}, {"name": "../x", "count": -1, "assignments": None}]})
+        assert sorted((r["name"], r["error_code"]) for r in grown["results"]) == [("", 3), ("../x", 3)]
+        gone = wire.ask(ApiKey.DELETE_TOPICS, 2, {"timeout_ms": 5000, "topic_names": ["", "never-was"]})
+        assert sorted((r["name"], r["error_code"]) for r in gone["responses"]) == [("", 3), ("never-was", 3)]
+        mixed = wire.ask(ApiKey.CREATE_TOPICS, 4, {"timeout_ms": 5000, "validate_only": False, "topics": [
+            {"name": "mixed", "num_partitions": 2, "replication_factor": -1, "configs": [],
+             "assignments": [{"partition_index": 0, "broker_ids": [1]}]}]})
+        assert [(t["name"], t["error_code"]) for t in mixed["topics"]] == [("mixed", 42)]
+    finally:
+        wire.sock.close()
+    admin = admin_of(process.bootstrap)
+    assert error_of(admin.create_topics([NewTopic("after", 1, 1)], request_timeout=10)["after"]) is None
