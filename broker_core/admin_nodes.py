@@ -7,6 +7,11 @@ from typing import Any, Mapping, Sequence
 
 from broker_core import coordination as coord
 from broker_core.dynamic_config import encode_overrides, topic_config_path
+from broker_core.partition_admin import new_partitions_assignment
+from broker_core.topic_admin import (
+    TopicCreationError, assign_replicas_to_brokers, assignment_data, explicit_assignment, start_index_for,
+    validate_topic_name)
+from broker_core.topic_deletion import delete_topic_path
 
 
 def admin_topic_nodes(topic: str, assignment: Mapping[int, Sequence[int]],
@@ -19,3 +24,63 @@ def admin_topic_nodes(topic: str, assignment: Mapping[int, Sequence[int]],
     partitions = {str(p): list(r) for p, r in sorted(assignment.items())}
     return [(topic_config_path(topic), encode_overrides(overrides)),
             (coord.topic_path(topic), coord.encode_data({"partitions": partitions}))]
+
+
+# -- the admin tools' topic changes over a coordination store (a scenario's steps) ------------
+def _registered_brokers(store) -> list[int]:
+    node = store.znodes.get(coord.BROKER_IDS_PATH)
+    return sorted(int(b) for b in (node.children if node else ()))
+
+
+def create_topic_nodes(store, topic: str, partitions: int, replication_factor: int,
+                       assignment: Mapping[int, Sequence[int]] | None = None) -> dict[int, tuple[int, ...]] | str:
+    """``kafka-topics.sh --create --zookeeper`` (2.7.0 TopicCommand.ZookeeperTopicService
+    .createTopic: AdminUtils.assignReplicasToBrokers over the registered brokers unless an
+    assignment is given, then AdminZkClient.createTopicWithAssignment). The assignment
+    written, or why the tool refused."""
+    try:
+        validate_topic_name(topic)
+        if store.get(coord.topic_path(topic)) is not None:
+            return f"Topic '{topic}' already exists."
+        if assignment is not None:
+            chosen = explicit_assignment(sorted(assignment.items()), -1, -1)
+        else:
+            brokers = _registered_brokers(store)
+            if not brokers:
+                return "no broker is registered"
+            chosen = assign_replicas_to_brokers(brokers, partitions, replication_factor,
+                                                start_index_for(topic, len(brokers)))
+    except TopicCreationError as refused:
+        return refused.message
+    for path, data in admin_topic_nodes(topic, chosen, {}):
+        store.put(path, data)
+    return chosen
+
+
+def mark_topic_deleted(store, topic: str) -> str | None:
+    """``kafka-topics.sh --delete --zookeeper`` (2.7.0 AdminZkClient.deleteTopic): write
+    /admin/delete_topics/<topic> for the controller. None, or why the tool refused."""
+    if store.get(coord.topic_path(topic)) is None:
+        return f"Topic `{topic}` to delete does not exist"
+    if store.get(delete_topic_path(topic)) is not None:
+        return f"topic {topic} is already marked for deletion"
+    store.put(delete_topic_path(topic), b"")
+    return None
+
+
+def add_partition_nodes(store, topic: str, count: int,
+                        assignment: Sequence[Sequence[int]] | None = None) -> dict[int, tuple[int, ...]] | str:
+    """``kafka-topics.sh --alter --partitions --zookeeper`` (2.7.0 AdminZkClient
+    .addPartitions: createNewPartitionsAssignment, then the topic's node rewritten, which
+    the controller's partition-modification watch reads). The new partitions'
+    assignment, or why the tool refused."""
+    data = coord.decode_data(store.get(coord.topic_path(topic)))
+    if not data or not data.get("partitions"):
+        return f"The topic '{topic}' does not exist."
+    existing = {int(p): tuple(int(b) for b in r) for p, r in data["partitions"].items()}
+    try:
+        new = new_partitions_assignment(topic, existing, _registered_brokers(store), count, assignment)
+    except TopicCreationError as refused:
+        return refused.message
+    store.set_data(coord.topic_path(topic), assignment_data({**existing, **new}))
+    return new

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from broker_core import coordination as coord
+from broker_core import coordination as coord, partition_admin, topic_deletion
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
@@ -28,7 +28,8 @@ from broker_core.messages import (
     AlterIsrRequest, AlterIsrResponse, ControlledShutdownRequest, ControlledShutdownResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsRequest,
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
-    UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest, AlterConfigsRequest)
+    UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest, AlterConfigsRequest, CreatePartitionsRequest,
+    DeleteTopicsRequest)
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
@@ -231,6 +232,10 @@ class BrokerNode:
             self.controller.enqueue("broker_change")
         elif event.path == coord.TOPICS_PATH:
             self.controller.enqueue("topic_change")
+        elif event.path == topic_deletion.DELETE_TOPICS_PATH:
+            self.controller.enqueue("topic_deletion")
+        elif event.path.startswith(coord.TOPICS_PATH + "/") and event.path.count("/") == 3:
+            self.controller.enqueue(("partition_modifications", event.path.rsplit("/", 1)[1]))
         elif event.path == coord.PREFERRED_REPLICA_ELECTION_PATH:
             self.controller.enqueue("preferred_replica_election")
         elif event.path == CONFIG_CHANGES_PATH:
@@ -342,6 +347,12 @@ class BrokerNode:
             self.config_admin.handle_alter(src, message)
         elif kind is CreateTopicsRequest:
             self.topics.handle_create_topics(src, message)
+        elif kind is DeleteTopicsRequest:
+            topic_deletion.handle_delete_topics(self.topics, self.controller, {tp.topic for tp in self.metadata},
+                                                src, message)
+        elif kind is CreatePartitionsRequest:
+            partition_admin.handle_create_partitions(self.topics, self.controller.active,
+                                                     self.controller.deletion.is_queued, src, message)
         else:
             self.ctx.trace("request_rejected", src=str(src), reason=f"unknown message {kind.__name__}")
 

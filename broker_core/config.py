@@ -37,6 +37,8 @@ LOG_FLUSHER_INITIAL_DELAY_MS = 30000
 ISR_CHANGE_PROTOCOLS = ("zookeeper", "alter_isr")
 BOOL_KEYS = frozenset({
     "unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
+    "delete_topic_enable",
+    "controller_watches_deletions",
     "failover_removes_dead_replicas",
     "unclean_empties_isr",
     "follower_fetch_leader_epoch",
@@ -49,6 +51,7 @@ BOOL_KEYS = frozenset({
     "unclean_enable_triggers_election",
 })
 ISRLAB_KEYS = frozenset({
+    "controller_watches_deletions",
     "truncation",
     "isr_change_protocol",
     "registration_conflict",
@@ -163,6 +166,13 @@ class BrokerConfig:
     # Topic creation on first use (KafkaConfig: auto.create.topics.enable, num.partitions,
     # default.replication.factor, with Kafka's defaults).
     auto_create_topics_enable: bool = True
+    # delete.topic.enable: 2.7's default is true (KAFKA-5384, 1.0); 0.8.2's was false.
+    delete_topic_enable: bool = True
+    # isrlab's own: whether an elected controller reads (and watches) /admin/delete_topics.
+    # Kafka's always does; the simulation turns it off for a scenario without a
+    # delete_topic step, where the read finds nothing but its round trip would shift
+    # every later event of a failover (the traces of older scenarios stay the same).
+    controller_watches_deletions: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1
     zookeeper_session_timeout_ms: int = 18000
@@ -346,6 +356,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "controller_detects_bounce": False,
         "stop_replica_leader_epoch": False,
         "unclean_enable_triggers_election": False,
+        "delete_topic_enable": False,
     },
 }
 

@@ -6,9 +6,11 @@ each as a coordination task. Every state write is a compare-and-set on the parti
 state's version, made together with a check of /controller_epoch's version, so a
 controller that has been replaced cannot overwrite its successor's decisions.
 
-Two of its events live in their own modules, as functions that take the controller:
-the controlled shutdown (``controlled_shutdown.py``) and the preferred-replica
-elections, automatic and admin-requested (``preferred_election.py``).
+Some of its events live in their own modules, as functions that take the controller:
+the controlled shutdown (``controlled_shutdown.py``), the preferred-replica
+elections, automatic and admin-requested (``preferred_election.py``), new partitions
+of a topic (``partition_admin.py``) and topic deletion (``topic_deletion.py``, whose
+TopicDeletionManager keeps the deletion's books).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from broker_core import controlled_shutdown, preferred_election
+from broker_core import controlled_shutdown, partition_admin, preferred_election, topic_deletion
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
 from broker_core.election import offline_partition_leader
@@ -58,6 +60,7 @@ class Controller:
         self.shutting_down: set[int] = set()
         self._events: deque = deque()
         self._running = False
+        self.deletion = topic_deletion.TopicDeletionManager(self)
 
     # -- lifecycle -------------------------------------------------------------------
     def activate(self, epoch: int, epoch_zk_version: int) -> None:
@@ -88,6 +91,7 @@ class Controller:
         self.shutting_down = set()
         self._events.clear()
         self._running = False
+        self.deletion.reset()
 
     def enqueue(self, event) -> None:
         if not self.active:
@@ -114,6 +118,12 @@ class Controller:
                 yield from self._on_alter_isr(*event[1:])
             elif isinstance(event, tuple) and event[0] == "topic_unclean_leader_election_enable":
                 yield from self._on_topic_unclean_leader_election_enable(event[1])
+            elif isinstance(event, tuple) and event[0] == "partition_modifications":
+                yield from partition_admin.on_partition_modifications(self, event[1])
+            elif isinstance(event, tuple) and event[0] == "replica_deletion_done":
+                yield from self.deletion.replica_deletion_done(event[1], dict(event[2]))
+            elif event == "topic_deletion":
+                yield from self.deletion.on_topic_deletion()
             elif event == "auto_rebalance":
                 yield from preferred_election.on_auto_rebalance(self)
             elif event == "preferred_replica_election":
@@ -158,8 +168,19 @@ class Controller:
         self._send_leader_and_isr(sorted(self.assignments), sorted(self.live))
         self._send_update_metadata()
         yield from preferred_election.on_preferred_replica_election(self)  # one requested while no controller ran
+        # Deletions marked while no controller ran are read by a task of their own, not
+        # inline: an extra round trip here would shift every later step of a failover.
+        # (2.7 reads them before bringing partitions online; here a deleting topic's
+        # partitions may get LeaderAndIsr once more before its deletion resumes.)
+        if self.ctx.config.controller_watches_deletions:
+            self.ctx.tasks.start(self._watch_deletions())
         if self.ctx.config.auto_leader_rebalance_enable:
             preferred_election.schedule_auto_rebalance(self, AUTO_REBALANCE_FIRST_CHECK_MS)
+
+    def _watch_deletions(self):
+        reply = yield coord.GetChildren(topic_deletion.DELETE_TOPICS_PATH, watch=True)
+        if reply.ok and reply.children:
+            self.enqueue("topic_deletion")
 
     def _on_topic_change(self):
         known = set(self.assignments)
@@ -173,7 +194,7 @@ class Controller:
     def _load_topics(self):
         reply = yield coord.GetChildren(coord.TOPICS_PATH, watch=True)
         for topic in sorted(reply.children if reply.ok else ()):
-            data = yield coord.GetData(coord.topic_path(topic))
+            data = yield coord.GetData(coord.topic_path(topic), watch=True)  # for new partitions
             if not data.ok:
                 continue
             for partition, replicas in sorted(data.value["partitions"].items(), key=lambda kv: int(kv[0])):
@@ -222,6 +243,8 @@ class Controller:
             self._send_leader_and_isr(revived, sorted(self.live))
             self._send_leader_and_isr(hosted, born)
         self._send_update_metadata()
+        if born and self.deletion.brokers_started(born):
+            yield from self.deletion.resume()
 
     def _handle_failures(self, dead: list[int]):
         """KafkaController.onBrokerFailure / onReplicasBecomeOffline: elect new leaders
@@ -231,6 +254,7 @@ class Controller:
             channel = self.channels.pop(broker, None)
             if channel is not None:
                 self.ctx.cancel_timer(channel.timeout_key)
+        self.deletion.brokers_failed(dead)
         changed = []
         for tp in sorted(self.assignments):
             state = self.states.get(tp)
@@ -486,6 +510,9 @@ class Controller:
             return
         if response.error is ErrorCode.STALE_CONTROLLER_EPOCH:
             self.ctx.trace("controller_fenced", controller_epoch=self.epoch, by_broker=src)
+        if topic_deletion.is_deleting_stop_replica(channel.in_flight) and isinstance(response, StopReplicaResponse):
+            errors = topic_deletion.deletion_errors(channel.in_flight, response)
+            self.enqueue(("replica_deletion_done", src, tuple(sorted(errors.items()))))
         channel.in_flight = None
         self.ctx.cancel_timer(channel.timeout_key)
         self._pump(channel)

@@ -63,6 +63,14 @@ class CoordinationStore:
         else:
             self._create_node(path, data, None)
 
+    def set_data(self, path: str, data: bytes) -> None:
+        """``put`` that fires the node's data watches when it existed, as an admin tool's
+        setData does (``put`` keeps the older seeding's silence)."""
+        existed = path in self.znodes
+        self.put(path, data)
+        if existed:
+            self._fire(self._data_watches, path, "changed")
+
     def put_sequential(self, prefix: str, data: bytes) -> str:
         """Create a persistent sequential node (ZooKeeper's PERSISTENT_SEQUENTIAL): the
         prefix followed by a ten-digit number that grows with every such child of the

@@ -17,6 +17,9 @@ from broker_core.types import TopicPartition
 
 CONSUMER_REPLICA_ID = -1
 NO_LEADER_EPOCH = -1  # Kafka's LeaderAndIsr.NoEpoch: a StopReplica without epochs (before KIP-570)
+# LeaderAndIsr.EpochDuringDelete: a deleting StopReplica's epoch, accepted whatever the
+# broker's own (ReplicaManager.stopReplicas).
+EPOCH_DURING_DELETE = -2
 EARLIEST_TIMESTAMP = -2
 ANONYMOUS = "ANONYMOUS"  # KafkaPrincipal.ANONYMOUS's name: the user of every PLAINTEXT connection
 LATEST_TIMESTAMP = -1
@@ -200,15 +203,38 @@ class MetadataResponse:
 
 @dataclass(frozen=True, slots=True)
 class CreateTopicsRequest:
-    """Kafka's CreateTopics (API key 19) without explicit assignments:
+    """Kafka's CreateTopics (API key 19):
     ``topics`` is ((name, (num_partitions, replication_factor)), ...) in request order,
     -1 meaning the broker's default; ``configs`` the topic configs asked for, by topic
-    (Kafka names, values as text; None: a null value, which Kafka refuses)."""
+    (Kafka names, values as text; None: a null value, which Kafka refuses);
+    ``assignments`` the explicit replica assignments, by topic, as the request's
+    (partition, brokers) pairs in request order (a partition may be named twice, which
+    the broker refuses)."""
     correlation_id: int
     topics: tuple[tuple[str, tuple[int, int]], ...]
     timeout_ms: int = 30000
     validate_only: bool = False
     configs: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
+    assignments: Mapping[str, tuple[tuple[int, tuple[int, ...]], ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsRequest:
+    """Kafka's DeleteTopics (API key 20): topic names in request order."""
+    correlation_id: int
+    topics: tuple[str, ...]
+    timeout_ms: int = 30000
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsRequest:
+    """Kafka's CreatePartitions (API key 37): ``topics`` is ((name, count, assignment),
+    ...) in request order, ``count`` the new total and ``assignment`` the brokers of each
+    new partition in order, or None for the broker to assign them."""
+    correlation_id: int
+    topics: tuple[tuple[str, int, tuple[tuple[int, ...], ...] | None], ...]
+    timeout_ms: int = 30000
+    validate_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +282,18 @@ class TopicCreationResult:
 class CreateTopicsResponse:
     correlation_id: int
     topics: Mapping[str, TopicCreationResult]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsResponse:
+    correlation_id: int
+    topics: Mapping[str, TopicCreationResult]  # only the error and message are used
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsResponse:
+    correlation_id: int
+    topics: Mapping[str, TopicCreationResult]  # only the error and message are used
 
 
 @dataclass(slots=True)

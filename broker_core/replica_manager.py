@@ -10,7 +10,7 @@ from broker_core.context import NodeContext
 from broker_core.dynamic_config import configure_log
 from broker_core.delayed import DelayedFetch, DelayedProduce, HeldProduce, Purgatory
 from broker_core.epoch_cache import UNDEFINED
-from broker_core.effects import CloseConnection
+from broker_core.effects import CloseConnection, DeleteFile
 from broker_core.errors import ErrorCode
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
@@ -19,7 +19,7 @@ from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
     ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
+    EPOCH_DURING_DELETE, NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
     StopReplicaResponse)
 from broker_core.partition import Partition
 from broker_core.quota_enforcement import ClientQuotaEnforcer
@@ -142,31 +142,50 @@ class ReplicaManager:
         """ReplicaManager.stopReplicas (2.7.0; 0.8.2.2 alike but without epochs): refuse an
         older controller epoch; skip a partition whose request epoch is not newer than
         its own (KIP-570: FENCED_LEADER_EPOCH, an equal epoch too), unless the request
-        carries none; stop the fetchers of the rest. Without delete the partition stays
-        as it is, log and state; delayed operations on it are checked again. This model
-        has no topic deletion: a request to delete changes nothing (INVALID_REQUEST)."""
+        carries none or the deletion's (EpochDuringDelete); stop the fetchers of the
+        rest. Without delete the partition stays as it is, log and state; with delete
+        (a topic deletion) the partition and its log's files go (deletePartition,
+        LogManager.asyncDelete). Delayed operations on it are checked again."""
         ctx = self.ctx
         if self._fenced_controller(src, request, "stop_replica", StopReplicaResponse):
-            return
-        if request.delete_partitions:
-            ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.INVALID_REQUEST))
             return
         errors: dict[TopicPartition, ErrorCode] = {}
         for tp in sorted(request.partitions):
             epoch = request.partitions[tp]
             partition = self.partitions.get(tp)
-            stale = partition is not None and epoch != NO_LEADER_EPOCH and epoch <= partition.leader_epoch
+            stale = (partition is not None and epoch not in (NO_LEADER_EPOCH, EPOCH_DURING_DELETE)
+                     and epoch <= partition.leader_epoch)
             errors[tp] = ErrorCode.FENCED_LEADER_EPOCH if stale else ErrorCode.NONE
         stopped = [tp for tp in sorted(errors) if errors[tp] is ErrorCode.NONE]
         self.stop_fetching(stopped)
+        if request.delete_partitions:
+            self._delete_partitions(stopped)
         for tp in stopped:  # completeDelayedFetchOrProduceRequests: a leader's waiting requests
             self._recheck_produces(tp)
             self._wake_fetches(self.purgatory.consumer_fetch_watch, tp)
             self._wake_fetches(self.purgatory.follower_fetch_watch, tp)
-        ctx.trace("replicas_stopped", partitions=[str(tp) for tp in stopped], delete=False,
+        ctx.trace("replicas_stopped", partitions=[str(tp) for tp in stopped], delete=request.delete_partitions,
                   ignored=[str(tp) for tp in sorted(errors) if errors[tp] is not ErrorCode.NONE],
                   controller_epoch=request.controller_epoch)
         ctx.send(src, StopReplicaResponse(request.correlation_id, ErrorCode.NONE, errors))
+
+    def _delete_partitions(self, tps: list[TopicPartition]) -> None:
+        """ReplicaManager.stopReplicas with deletePartition (2.7.0): the partition leaves
+        the broker and its log's files are deleted, every file of its directory as the
+        storage port lists them (Kafka renames the directory to <dir>.<uuid>-delete and
+        deletes it later; a crash in between leaves files that the next StopReplica
+        deletes again). A log recovered at startup but not yet named by a LeaderAndIsr
+        goes too: its broker was offline when the deletion started."""
+        for tp in tps:
+            partition = self.partitions.pop(tp, None)
+            log = partition.log if partition is not None else self.recovered_logs.pop(tp, None)
+            self.isr.forget(tp)
+            directory = f"{log.directory if log is not None else tp}/"
+            paths = sorted(p for p in self.storage.paths() if p.startswith(directory)) if self.storage else []
+            for path in paths:
+                self.ctx.emit(DeleteFile(path))
+            self.ctx.trace("replica_deleted", partition=str(tp), files=len(paths),
+                           log_end_offset=log.log_end_offset if log is not None else None)
 
     # -- produce ---------------------------------------------------------------------
     def handle_produce(self, src: Hashable, request: ProduceRequest) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping, Sequence
 
 from broker_core import coordination as coord
@@ -108,6 +108,48 @@ def assign_replicas_to_brokers(brokers: Sequence[int], num_partitions: int, repl
     return assignment
 
 
+def explicit_assignment(pairs: Sequence[tuple[int, Sequence[int]]], num_partitions: int,
+                        replication_factor: int) -> dict[int, tuple[int, ...]]:
+    """A CreateTopics topic's own assignment, checked as 2.7.0 checks it
+    (AdminManager.createTopics, then AdminZkClient.validateTopicCreate). 2.7 does not
+    check that the brokers exist ("this follows the existing logic in TopicCommand"): a
+    partition on unknown brokers has no leader and the request times out waiting for
+    one. isrlab also refuses what 2.7's checks let through by accident and its
+    controller could not bring online: a partition with no replica (AdminZkClient
+    .validateReplicaAssignment's message, which 2.7 uses for CreatePartitions) and a
+    negative partition id (2.7 sums only the ids >= 0)."""
+    if num_partitions != USE_DEFAULT or replication_factor != USE_DEFAULT:
+        raise TopicCreationError(ErrorCode.INVALID_REQUEST,
+                                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                                 "Both cannot be used at the same time.")
+    assignment = {int(p): tuple(int(b) for b in brokers) for p, brokers in pairs}  # a later entry wins, as a HashMap
+    for partition, brokers in sorted(assignment.items()):
+        if not brokers:
+            raise TopicCreationError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Cannot have replication factor of 0 for partition id {partition}.")
+    if len({len(brokers) for brokers in assignment.values()}) != 1:
+        raise TopicCreationError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "All partitions should have the same number of replicas")
+    for brokers in assignment.values():
+        if len(set(brokers)) != len(brokers):
+            shown = ", ".join(f"{p} -> List({', '.join(map(str, b))})" for p, b in sorted(assignment.items()))
+            raise TopicCreationError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Duplicate replica assignment found: Map({shown})")
+    if sorted(assignment) != list(range(len(assignment))):
+        raise TopicCreationError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "partitions should be a consecutive 0-based integer sequence")
+    if len(assignment) > MAX_PARTITIONS:
+        raise TopicCreationError(ErrorCode.INVALID_PARTITIONS,
+                                 f"Number of partitions must not exceed {MAX_PARTITIONS} (isrlab's limit).")
+    return assignment
+
+
+def assignment_data(assignment: Mapping[int, Sequence[int]]) -> bytes:
+    """/brokers/topics/<t>'s data (2.7.0 TopicZNode.encode, version 2)."""
+    return coord.encode_data({"version": 2, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+                              "adding_replicas": {}, "removing_replicas": {}})
+
+
 def check_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     """The configs of a CreateTopics topic (2.7.0 AdminManager.createTopics: a null value
     is INVALID_REQUEST; AdminZkClient.validateTopicCreate -> LogConfig.validate: an
@@ -124,22 +166,25 @@ def check_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     return dict(sorted(checked.items()))
 
 
-def create_topic(topic: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str] | None = None):
-    """AdminZkClient.createTopic (2.7.0): assign over the registered brokers, refuse a
-    topic that exists, write its config node, then its assignment (the node the
-    controller watches). A task returning the assignment; failures raise
+def create_topic(topic: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str] | None = None,
+                 assignment: Mapping[int, tuple[int, ...]] | None = None):
+    """AdminZkClient.createTopic (2.7.0): assign over the registered brokers (unless the
+    request gave its own ``assignment``), refuse a topic that exists, write its config
+    node, then its assignment (the node the controller watches). A task returning the
+    assignment; failures raise
     TopicCreationError. A topic created with configs also gets a change notification
     (Kafka's brokers read a new topic's config node when they create its logs; isrlab's
     read configs through their listener only), written before the assignment so that
     brokers have read it, as a rule, before the controller asks them to create the logs;
     a log created first takes the config when the notification is read."""
     validate_topic_name(topic)
-    registered = yield coord.GetChildren(coord.BROKER_IDS_PATH)
-    brokers = sorted(int(b) for b in registered.children) if registered.ok else []
-    if not brokers:
-        raise TopicCreationError(ErrorCode.INVALID_REPLICATION_FACTOR, "no broker is registered")
-    start = start_index_for(topic, len(brokers))
-    assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, start)
+    if assignment is None:
+        registered = yield coord.GetChildren(coord.BROKER_IDS_PATH)
+        brokers = sorted(int(b) for b in registered.children) if registered.ok else []
+        if not brokers:
+            raise TopicCreationError(ErrorCode.INVALID_REPLICATION_FACTOR, "no broker is registered")
+        start = start_index_for(topic, len(brokers))
+        assignment = assign_replicas_to_brokers(brokers, num_partitions, replication_factor, start)
     exists = yield coord.Exists(coord.topic_path(topic))
     if exists.ok:
         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
@@ -150,9 +195,7 @@ def create_topic(topic: str, num_partitions: int, replication_factor: int, confi
     if configs:
         note = coord.encode_data({"version": 2, "entity_path": f"topics/{topic}"})
         yield coord.Create(f"{CONFIG_CHANGES_PATH}/{CHANGE_PREFIX}", note, make_parents=True, sequential=True)
-    data = {"version": 2, "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-            "adding_replicas": {}, "removing_replicas": {}}
-    written = yield coord.Create(coord.topic_path(topic), coord.encode_data(data), make_parents=True)
+    written = yield coord.Create(coord.topic_path(topic), assignment_data(assignment), make_parents=True)
     if not written.ok:
         if written.error == coord.NODE_EXISTS:
             raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
@@ -162,6 +205,10 @@ def create_topic(topic: str, num_partitions: int, replication_factor: int, confi
 
 @dataclass
 class _PendingCreate:
+    """One request in Kafka's topic purgatory (DelayedCreatePartitions for CreateTopics
+    and CreatePartitions, DelayedDeleteTopics for DeleteTopics): answered once this
+    broker's metadata shows every ``waiting`` topic with a leader for each of its first
+    n partitions and none of the ``gone`` topics, or at its timeout."""
     src: Hashable
     correlation_id: int
     results: dict[str, TopicCreationResult]
@@ -169,10 +216,14 @@ class _PendingCreate:
     timer_key: tuple
     topics: tuple[str, ...] = ()
     written: bool = False  # every topic's creation was tried
+    response_type: type = CreateTopicsResponse
+    gone: set[str] = field(default_factory=set)  # topics still to leave the metadata
 
 
 class TopicCreator:
-    """CreateTopics requests and Metadata auto-creation for one node."""
+    """CreateTopics requests and Metadata auto-creation for one node, and the purgatory
+    that CreatePartitions and DeleteTopics (broker_core.partition_admin,
+    broker_core.topic_deletion) answer through."""
 
     def __init__(self, ctx: NodeContext, is_controller: Callable[[], bool],
                  metadata: Callable[[], Mapping[TopicPartition, PartitionState]]):
@@ -183,37 +234,54 @@ class TopicCreator:
         self._next_id = 1
         self.auto_creating: set[str] = set()
 
+    def open_pending(self, src: Hashable, correlation_id: int, topics, timeout_ms: int,
+                     response_type: type = CreateTopicsResponse) -> _PendingCreate:
+        """A request waiting in the purgatory; its task fills ``results``, ``waiting`` and
+        ``gone``, then calls ``written_all``."""
+        pending = _PendingCreate(src, correlation_id, {}, {}, ("create-topics", self._next_id),
+                                 tuple(dict.fromkeys(topics)), response_type=response_type)
+        self._next_id += 1
+        self._pending[pending.timer_key[1]] = pending
+        self.ctx.set_timer(pending.timer_key, timeout_ms)
+        return pending
+
+    def written_all(self, pending: _PendingCreate) -> None:
+        pending.written = True
+        self.metadata_updated()
+
     def handle_create_topics(self, src: Hashable, request: CreateTopicsRequest) -> None:
         """KafkaApis.handleCreateTopicsRequest (2.7.0): only the controller creates
         (others answer NOT_CONTROLLER); a topic named twice is INVALID_REQUEST."""
         config = self.ctx.config
-        results: dict[str, TopicCreationResult] = {}
         if not self._is_controller():
-            for topic, _ in request.topics:
-                results[topic] = TopicCreationResult(ErrorCode.NOT_CONTROLLER, "This is not the correct controller")
+            results = {topic: TopicCreationResult(ErrorCode.NOT_CONTROLLER, "This is not the correct controller")
+                       for topic, _ in request.topics}
             self.ctx.send(src, CreateTopicsResponse(request.correlation_id, results))
             return
         names = [topic for topic, _ in request.topics]
-        pending = _PendingCreate(src, request.correlation_id, results, {}, ("create-topics", self._next_id),
-                                 tuple(dict.fromkeys(names)))
-        self._next_id += 1
-        todo = []
+        pending = self.open_pending(src, request.correlation_id, names, request.timeout_ms)
+        todo: list[tuple] = []
         for topic, (partitions, replication) in request.topics:
             if names.count(topic) > 1:
-                results[topic] = TopicCreationResult(ErrorCode.INVALID_REQUEST,
-                                                     "Create topics request from client contains duplicate topic")
+                pending.results[topic] = TopicCreationResult(
+                    ErrorCode.INVALID_REQUEST, "Create topics request from client contains duplicate topic")
+                continue
+            pairs = request.assignments.get(topic)
+            if pairs:
+                todo.append((topic, partitions, replication, request.configs.get(topic, {}), pairs))
                 continue
             partitions = config.num_partitions if partitions == USE_DEFAULT else partitions
             replication = config.default_replication_factor if replication == USE_DEFAULT else replication
-            todo.append((topic, partitions, replication, request.configs.get(topic, {})))
-        self._pending[pending.timer_key[1]] = pending
-        self.ctx.set_timer(pending.timer_key, request.timeout_ms)
+            todo.append((topic, partitions, replication, request.configs.get(topic, {}), None))
         self.ctx.tasks.start(self._create_all(pending, todo, request.validate_only))
 
     def _create_all(self, pending: _PendingCreate, todo: list, validate_only: bool):
-        for topic, partitions, replication, asked in todo:
+        for topic, partitions, replication, asked, pairs in todo:
             try:
                 configs = check_topic_configs(asked)
+                assignment = None if pairs is None else explicit_assignment(pairs, partitions, replication)
+                if assignment is not None:
+                    partitions, replication = len(assignment), len(assignment[0])
                 if validate_only:
                     validate_topic_name(topic)
                     exists = yield coord.Exists(coord.topic_path(topic))
@@ -221,7 +289,7 @@ class TopicCreator:
                         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
                     pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
                     continue
-                assignment = yield from create_topic(topic, partitions, replication, configs)
+                assignment = yield from create_topic(topic, partitions, replication, configs, assignment)
             except TopicCreationError as failure:
                 pending.results[topic] = TopicCreationResult(failure.error, failure.message)
                 continue
@@ -229,15 +297,17 @@ class TopicCreator:
                            replication_factor=replication, by="create_topics")
             pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
             pending.waiting[topic] = partitions
-        pending.written = True
-        self.metadata_updated()
+        self.written_all(pending)
 
     def metadata_updated(self) -> None:
-        """Answer the requests whose topics now all have a leader for every partition."""
+        """Answer the requests whose topics now all have a leader for every partition
+        (and whose deleted topics are gone)."""
         metadata = self._metadata()
+        known = {tp.topic for tp in metadata}
         for key in sorted(self._pending):
             pending = self._pending[key]
-            if pending.written and all(_has_leaders(metadata, topic, count) for topic, count in pending.waiting.items()):
+            if (pending.written and not pending.gone & known
+                    and all(_has_leaders(metadata, topic, count) for topic, count in pending.waiting.items())):
                 self._answer(key, timed_out=False)
 
     def timed_out(self, key: int) -> None:
@@ -249,13 +319,15 @@ class TopicCreator:
         if not timed_out:
             self.ctx.cancel_timer(pending.timer_key)
         results = dict(pending.results)
-        if timed_out:  # DelayedCreatePartitions.onComplete: unfinished topics time out
+        if timed_out:  # DelayedCreatePartitions / DelayedDeleteTopics.onComplete: unfinished topics time out
             metadata = self._metadata()
+            known = {tp.topic for tp in metadata}
             for topic in pending.topics:
                 count = pending.waiting.get(topic)
-                if topic not in results or (count is not None and not _has_leaders(metadata, topic, count)):
+                if (topic not in results or (count is not None and not _has_leaders(metadata, topic, count))
+                        or (topic in pending.gone and topic in known)):
                     results[topic] = TopicCreationResult(ErrorCode.REQUEST_TIMED_OUT, "Operation timed out")
-        self.ctx.send(pending.src, CreateTopicsResponse(pending.correlation_id, dict(sorted(results.items()))))
+        self.ctx.send(pending.src, pending.response_type(pending.correlation_id, dict(sorted(results.items()))))
 
     def auto_create(self, topic: str) -> ErrorCode:
         """KafkaApis.getTopicMetadata -> createTopic (2.7.0): a Metadata request naming an

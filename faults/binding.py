@@ -105,3 +105,16 @@ class FaultBinding(Protocol):
     def change_client_quota(self, entity: str, config: dict) -> dict:
         """Change the quota node ``entity`` (a key set to None is removed) and write the
         change notification; the node's keys and values written."""
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                     assignment: dict | None) -> dict | str:
+        """Write a new topic's nodes as kafka-topics.sh --create does; its assignment,
+        or why the tool refused."""
+
+    def delete_topic(self, topic: str) -> str | None:
+        """Mark the topic for deletion as kafka-topics.sh --delete does; None, or why
+        the tool refused."""
+
+    def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
+        """Add partitions as kafka-topics.sh --alter --partitions does; the new
+        partitions' assignment, or why the tool refused."""

@@ -337,6 +337,25 @@ class FaultExecutor:
         written = self.binding.change_client_quota(fault.entity, dict(fault.config))
         self._start(fault, instant=True, config=written)
 
+    def _create_topic(self, fault: fm.CreateTopic) -> None:
+        outcome = self.binding.create_topic(fault.topic, fault.partitions, fault.replication_factor,
+                                            dict(fault.assignment) or None)
+        if isinstance(outcome, str):
+            self._start(fault, instant=True, no_effect=outcome)
+            return
+        self._start(fault, instant=True, written={str(p): list(r) for p, r in sorted(outcome.items())})
+
+    def _delete_topic(self, fault: fm.DeleteTopic) -> None:
+        refused = self.binding.delete_topic(fault.topic)
+        self._start(fault, instant=True, **({"no_effect": refused} if refused else {}))
+
+    def _create_partitions(self, fault: fm.CreatePartitions) -> None:
+        outcome = self.binding.create_partitions(fault.topic, fault.count, fault.assignment or None)
+        if isinstance(outcome, str):
+            self._start(fault, instant=True, no_effect=outcome)
+            return
+        self._start(fault, instant=True, written={str(p): list(r) for p, r in sorted(outcome.items())})
+
     # -- disks and clocks ------------------------------------------------------------
     def _disk_fault(self, fault) -> int:
         brokers = self.resolve(fault.brokers)
@@ -395,6 +414,8 @@ HANDLERS: dict[type, Handler] = {
     fm.ExpireSession: FaultExecutor._expire_session,
     fm.PreferredReplicaElection: FaultExecutor._preferred_election, fm.TopicConfig: FaultExecutor._topic_config,
     fm.ClientQuota: FaultExecutor._client_quota,
+    fm.CreateTopic: FaultExecutor._create_topic, fm.DeleteTopic: FaultExecutor._delete_topic,
+    fm.CreatePartitions: FaultExecutor._create_partitions,
     fm.SlowFsync: FaultExecutor._disk_fault, fm.WriteErrors: FaultExecutor._disk_fault,
     fm.DiskFull: FaultExecutor._disk_fault, fm.TornWrites: FaultExecutor._disk_fault,
     fm.BitFlip: FaultExecutor._bit_flip, fm.ClockJump: FaultExecutor._clock_jump,

@@ -170,6 +170,35 @@ class ClientQuota:
     config: tuple[tuple[str, str | None], ...]
 
 
+@dataclass(frozen=True)
+class CreateTopic:
+    """What ``kafka-topics.sh --create --zookeeper`` does: write the topic's nodes, its
+    assignment ``assignment`` ((partition, brokers) pairs) or, when empty, one assigned
+    over the registered brokers for ``partitions`` and ``replication_factor``; the
+    controller's watch brings it online."""
+    topic: str
+    partitions: int = 1
+    replication_factor: int = 1
+    assignment: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class DeleteTopic:
+    """What ``kafka-topics.sh --delete --zookeeper`` does: mark the topic under
+    /admin/delete_topics; the controller deletes it (broker_core.topic_deletion)."""
+    topic: str
+
+
+@dataclass(frozen=True)
+class CreatePartitions:
+    """What ``kafka-topics.sh --alter --partitions`` does: rewrite the topic's assignment
+    with ``count`` partitions in all, the new ones on ``assignment`` (brokers per new
+    partition) or assigned by Kafka's rule; the controller brings them online."""
+    topic: str
+    count: int
+    assignment: tuple[tuple[int, ...], ...] = ()
+
+
 # -- disk ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SlowFsync:
@@ -210,7 +239,8 @@ class ClockJump:
 
 
 Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
-         | Cut | Reset | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | ClientQuota | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | Cut | Reset | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | ClientQuota
+         | CreateTopic | DeleteTopic | CreatePartitions | SlowFsync | WriteErrors | DiskFull | TornWrites
          | BitFlip | ClockJump)
 
 KINDS: dict[str, type] = {
@@ -221,6 +251,7 @@ KINDS: dict[str, type] = {
     "expire_session": ExpireSession,
     "preferred_replica_election": PreferredReplicaElection, "topic_config": TopicConfig,
     "client_quota": ClientQuota,
+    "create_topic": CreateTopic, "delete_topic": DeleteTopic, "create_partitions": CreatePartitions,
     "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,
     "torn_writes": TornWrites, "bit_flip": BitFlip,
     "clock": ClockJump,

@@ -241,10 +241,23 @@ class DataDir:
         fd = self._handles.pop(path, None)
         if fd is not None:
             os.close(fd)
+        full = self._resolve(path)
         try:
-            os.remove(self._resolve(path))
+            os.remove(full)
         except FileNotFoundError:
             pass
+        self._remove_if_empty(full.parent)
+
+    def _remove_if_empty(self, directory: Path) -> None:
+        """A partition directory whose last file went (a deleted replica) goes too, as
+        Kafka's LogManager.asyncDelete removes the whole directory; the data directory
+        itself stays."""
+        if directory.parent != self.root:
+            return
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # not empty (or already gone)
 
     def replace(self, path: str, data: bytes) -> None:
         full = self._resolve(path)

@@ -23,7 +23,8 @@ Where the two sides do not match, and why (docs/real-io.md lists these too):
   the controller writes its own epoch and the leader reads only the leader epoch, ISR
   and version, so the receiver fills in ``NO_CONTROLLER_EPOCH`` (-1).
 - StopReplica v3 has a delete flag per partition, the core one per request: a request
-  deleting any partition is a deletion, which the core refuses (no topic deletion).
+  is a deletion when every partition's flag is set; a mixed one (which isrlab's
+  controller never sends) only stops its partitions.
 """
 from __future__ import annotations
 
@@ -205,7 +206,9 @@ def stop_replica_request(correlation_id: int, version: int, body: dict) -> StopR
     if version >= 3:
         states = [(t["topic_name"], s) for t in body["topic_states"] for s in t["partition_states"]]
         partitions = {_hosted(t, s["partition_index"]): s["leader_epoch"] for t, s in states}
-        delete = any(s["delete_partition"] for _, s in states)
+        # a mixed request (isrlab's controller sends none) only stops: deleting a
+        # partition that was not asked for would lose its log
+        delete = bool(states) and all(s["delete_partition"] for _, s in states)
     else:
         if version >= 1:
             names = [(t["name"], p) for t in body["topics"] for p in t["partition_indexes"]]

@@ -13,7 +13,8 @@ from typing import Mapping
 
 from broker_core.config_keys import SET, ConfigOp
 from broker_core.messages import (
-    AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, CreateTopicsRequest, CreateTopicsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, CreatePartitionsRequest,
+    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -210,19 +211,18 @@ def offset_for_leader_epoch_response(response: OffsetsForLeaderEpochResponse) ->
 
 
 def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopicsRequest, dict[str, tuple[int, str]]]:
-    """Explicit replica assignments are not supported: such a topic answers
-    INVALID_REQUEST rather than being created differently from what was asked. Topic
-    configs go to the core, which validates them (broker_core/topic_admin.py)."""
-    topics, errors, configs = [], {}, {}
+    """Counts, explicit replica assignments and topic configs all go to the core, which
+    validates them (broker_core/topic_admin.py); nothing is answered here."""
+    topics, configs, assignments = [], {}, {}
     for topic in body["topics"]:
+        topics.append((topic["name"], (topic["num_partitions"], topic["replication_factor"])))
+        if topic["configs"]:
+            configs[topic["name"]] = {c["name"]: c["value"] for c in topic["configs"]}
         if topic["assignments"]:
-            errors[topic["name"]] = (INVALID_REQUEST, "explicit replica assignments are not supported")
-        else:
-            topics.append((topic["name"], (topic["num_partitions"], topic["replication_factor"])))
-            if topic["configs"]:
-                configs[topic["name"]] = {c["name"]: c["value"] for c in topic["configs"]}
+            assignments[topic["name"]] = tuple((a["partition_index"], tuple(a["broker_ids"]))
+                                               for a in topic["assignments"])
     return CreateTopicsRequest(correlation_id, tuple(topics), body["timeout_ms"], bool(body["validate_only"]),
-                               configs), errors
+                               configs, assignments), {}
 
 
 def create_topics_response(response: CreateTopicsResponse | None, local_errors: Mapping[str, tuple[int, str]]) -> dict:
@@ -235,6 +235,36 @@ def create_topics_response(response: CreateTopicsResponse | None, local_errors: 
         {"name": name, "error_code": code, "error_message": message, "topic_config_error_code": 0,
          "num_partitions": partitions, "replication_factor": replication, "configs": []}
         for name, (code, message, partitions, replication) in sorted(rows.items())]}
+
+
+# -- DeleteTopics (20) and CreatePartitions (37) ----------------------------------------
+def delete_topics_request(correlation_id: int, body: dict) -> DeleteTopicsRequest:
+    return DeleteTopicsRequest(correlation_id, tuple(body["topic_names"]), body["timeout_ms"])
+
+
+def delete_topics_response(response: DeleteTopicsResponse | None, version: int) -> dict:
+    """KafkaApis.handleDeleteTopicsRequest (2.7.0): with deletion disabled a request
+    below version 3 is answered INVALID_REQUEST, TOPIC_DELETION_DISABLED from 3 on."""
+    rows = []
+    for name, result in sorted((response.topics if response is not None else {}).items()):
+        error = result.error
+        if error is ErrorCode.TOPIC_DELETION_DISABLED and version < 3:
+            error = ErrorCode.INVALID_REQUEST
+        rows.append({"name": name, "error_code": int(error), "error_message": result.message})
+    return {"throttle_time_ms": 0, "responses": rows}
+
+
+def create_partitions_request(correlation_id: int, body: dict) -> CreatePartitionsRequest:
+    topics = tuple((t["name"], t["count"],
+                    None if t["assignments"] is None else tuple(tuple(a["broker_ids"]) for a in t["assignments"]))
+                   for t in body["topics"])
+    return CreatePartitionsRequest(correlation_id, topics, body["timeout_ms"], bool(body["validate_only"]))
+
+
+def create_partitions_response(response: CreatePartitionsResponse) -> dict:
+    return {"throttle_time_ms": 0, "results": [
+        {"name": name, "error_code": int(result.error), "error_message": result.message}
+        for name, result in sorted(response.topics.items())]}
 
 
 # -- AlterConfigs (33) and IncrementalAlterConfigs (44) ---------------------------------

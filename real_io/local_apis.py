@@ -18,7 +18,6 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 # retried until the client's own timeout.
 GROUP_AUTHORIZATION_FAILED = 30
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-TOPIC_DELETION_DISABLED = 73  # what Kafka answers with delete.topic.enable=false
 INVALID_REQUEST = 42
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
@@ -35,12 +34,6 @@ def find_coordinator(body: dict) -> dict:
     what = "transactions are" if transaction else "consumer groups are"
     return {"throttle_time_ms": 0, "error_code": error, "error_message": f"{what} not supported by this broker",
             "node_id": -1, "host": "", "port": -1}
-
-
-def delete_topics(body: dict) -> dict:
-    return {"throttle_time_ms": 0, "responses": [
-        {"name": name, "error_code": TOPIC_DELETION_DISABLED, "error_message": "topic deletion is not supported"}
-        for name in body["topic_names"]]}
 
 
 def describe_configs(body: dict, version: int, broker_id: int, layers: ConfigLayers,

@@ -56,6 +56,9 @@ UNSUPPORTED = {
     "client_quota": "the embedded coordination store lives inside the broker process; the run cannot write "
                     "the quota node and change notification (a real broker takes quotas from AlterClientQuotas "
                     "or from ZooKeeper's /config/clients and /config/users with --zk)",
+    **{kind: "a real run does not script topic changes yet: clients change topics through CreateTopics, "
+             "DeleteTopics and CreatePartitions against the broker (docs/real-io.md)"
+       for kind in ("create_topic", "delete_topic", "create_partitions")},
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
 # the nemesis's network kinds the proxy carries out ("link" draws loss, which it cannot)
@@ -214,6 +217,16 @@ class RealFaultBinding:
 
     def change_client_quota(self, entity: str, config: dict) -> dict:
         raise _refused("client_quota")
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                     assignment: dict | None) -> dict | str:
+        raise _refused("create_topic")
+
+    def delete_topic(self, topic: str) -> str | None:
+        raise _refused("delete_topic")
+
+    def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
+        raise _refused("create_partitions")
 
 
 def link_refusal(fault: fm.Fault) -> str | None:

@@ -45,7 +45,6 @@ from real_io.runtime import BrokerRuntime
 _LOCAL: dict[int, Callable[[dict], dict]] = {
     ApiKey.API_VERSIONS: local_apis.api_versions,
     ApiKey.FIND_COORDINATOR: local_apis.find_coordinator,
-    ApiKey.DELETE_TOPICS: local_apis.delete_topics,
 }
 
 
@@ -278,6 +277,13 @@ class KafkaServer:
             creation, topic_errors = kafka_api.create_topics_request(cid, body)
             answer = await self._ask(address, creation) if creation.topics else None
             return kafka_api.create_topics_response(answer, topic_errors)
+        if key == ApiKey.DELETE_TOPICS:
+            deletion = kafka_api.delete_topics_request(cid, body)
+            answer = await self._ask(address, deletion) if deletion.topics else None
+            return kafka_api.delete_topics_response(answer, version)
+        if key == ApiKey.CREATE_PARTITIONS:
+            return kafka_api.create_partitions_response(
+                await self._ask(address, kafka_api.create_partitions_request(cid, body)))
         if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             change = kafka_api.alter_configs_request(cid, body, incremental=key == ApiKey.INCREMENTAL_ALTER_CONFIGS)
             return kafka_api.alter_configs_response(await self._ask(address, change))

@@ -8,6 +8,7 @@ from broker_core.config import TOPIC_KEYS, broker_config, kafka_name, topic_conf
 from broker_core.quotas import entity_of_path, parse_quota_config
 from broker_core.errors import ConfigError
 from broker_core.types import TopicPartition
+from broker_core.topic_admin import TopicCreationError, validate_topic_name
 from faults import model as fm
 from faults.nodes import broker_node
 from faults.triggers import PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
@@ -152,6 +153,8 @@ class FaultParser:
             return fm.RandomHalves()
         if kind == "preferred_replica_election":
             return self._preferred_replica_election(value, path)
+        if kind == "delete_topic" and not isinstance(value, dict):
+            return fm.DeleteTopic(self._topic_name(path, value))
         if kind == "heal":
             if value in (True, "network"):
                 return fm.Heal("network")
@@ -249,6 +252,55 @@ class FaultParser:
                 raise self.source.error(ipath, problem)
             names.append(name)
         return fm.PreferredReplicaElection(tuple(sorted(set(names))))
+
+    def _topic_name(self, path: tuple, value: Any) -> str:
+        """A name the admin tool accepts (Topic.validate); whether the topic exists when
+        the step runs is the tool's to say (the step records its refusal)."""
+        name = convert(self.source, path, value, "str")
+        try:
+            validate_topic_name(name)
+        except TopicCreationError as refused:
+            raise self.source.error(path, refused.message) from None
+        return name
+
+    def _brokers_of(self, path: tuple, value: Any) -> tuple[int, ...]:
+        brokers = tuple(convert(self.source, path + (i,), b, "int")
+                        for i, b in enumerate(convert(self.source, path, value, "list")))
+        if not brokers:
+            raise self.source.error(path, "names no broker")
+        return brokers
+
+    def _create_topic(self, f: Fields, path: tuple) -> fm.CreateTopic:
+        """``{topic: u, partitions: 2, replication_factor: 2}`` or ``{topic: u,
+        assignment: {0: [1, 2], 1: [2, 3]}}`` (kafka-topics.sh --create)."""
+        name = self._topic_name(path + ("topic",), f.take("topic", "any"))
+        raw = f.take("assignment", "map", None)
+        positive = lambda v: None if v > 0 else "must be at least 1"  # noqa: E731
+        partitions = f.take("partitions", "int", 1, positive)
+        replication = f.take("replication_factor", "int", 1, positive)
+        f.done()
+        if raw is None:
+            return fm.CreateTopic(name, partitions, replication)
+        if f.has("partitions") or f.has("replication_factor"):
+            raise self.source.error(path, "give assignment: or partitions: and replication_factor:, not both")
+        pairs = tuple((convert(self.source, path + ("assignment", p), p, "int"),
+                       self._brokers_of(path + ("assignment", p), brokers)) for p, brokers in raw.items())
+        return fm.CreateTopic(name, len(pairs), len(pairs[0][1]) if pairs else 0, tuple(sorted(pairs)))
+
+    def _delete_topic(self, f: Fields, path: tuple) -> fm.DeleteTopic:
+        name = self._topic_name(path + ("topic",), f.take("topic", "any"))
+        f.done()
+        return fm.DeleteTopic(name)
+
+    def _create_partitions(self, f: Fields, path: tuple) -> fm.CreatePartitions:
+        """``{topic: t, count: 3}``, optionally ``assignment: [[1, 2]]`` for the new
+        partitions in order (kafka-topics.sh --alter --partitions)."""
+        name = self._topic_name(path + ("topic",), f.take("topic", "any"))
+        count = f.take("count", "int", check=lambda v: None if v > 0 else "must be at least 1")
+        raw = f.take("assignment", "list", None)
+        f.done()
+        assignment = tuple(self._brokers_of(path + ("assignment", i), b) for i, b in enumerate(raw or ()))
+        return fm.CreatePartitions(name, count, assignment)
 
     def _topic_config(self, f: Fields, path: tuple) -> fm.TopicConfig:
         """``{topic: t, set: {unclean.leader.election.enable: true}}``: topic keys only,

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 
 from broker_core import coordination as coord
 from broker_core import messages
+from broker_core.admin_nodes import add_partition_nodes, create_topic_nodes, mark_topic_deleted
 from broker_core.dynamic_config import change_topic_config
 from broker_core.quota_config import change_client_quota
 from broker_core.types import TopicPartition
@@ -192,6 +193,16 @@ class SimFaultBinding:
     def change_client_quota(self, entity: str, config: dict) -> dict:
         """Write the quota node and the change notification as kafka-configs.sh does."""
         return change_client_quota(self.world.service.store, entity, config)
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int,
+                     assignment: dict | None) -> dict | str:
+        return create_topic_nodes(self.world.service.store, topic, partitions, replication_factor, assignment)
+
+    def delete_topic(self, topic: str) -> str | None:
+        return mark_topic_deleted(self.world.service.store, topic)
+
+    def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
+        return add_partition_nodes(self.world.service.store, topic, count, assignment)
 
 
 class SimFaultExecutor(FaultExecutor):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Iterator
 
 from faults import model as fm
@@ -66,6 +67,8 @@ class World:
         self.network.add_node(SERVICE, self.service.handle)
         cluster = scenario.cluster
         base = broker_config(cluster.profile, cluster.config)
+        if not any(isinstance(step.fault, fm.DeleteTopic) for step in scenario.faults):
+            base = replace(base, controller_watches_deletions=False)  # see BrokerConfig
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
         broker_trace = self.trace if scenario.trace_high_watermarks else self._trace_without_high_watermarks
         for broker in cluster.brokers:

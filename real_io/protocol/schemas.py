@@ -503,4 +503,23 @@ MESSAGES = {
             F('resource_name', 'string', (0, None)),
         )),
     )),
+    (37, False): Message(37, 'CreatePartitionsRequest', (0, 3), (2, None), (
+        F('topics', '[]struct', (0, None), fields=(
+            F('name', 'string', (0, None)),
+            F('count', 'int32', (0, None)),
+            F('assignments', '[]struct', (0, None), nullable=(0, None), fields=(
+                F('broker_ids', '[]int32', (0, None)),
+            )),
+        )),
+        F('timeout_ms', 'int32', (0, None)),
+        F('validate_only', 'bool', (0, None)),
+    )),
+    (37, True): Message(37, 'CreatePartitionsResponse', (0, 3), (2, None), (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('results', '[]struct', (0, None), fields=(
+            F('name', 'string', (0, None)),
+            F('error_code', 'int16', (0, None)),
+            F('error_message', 'string', (0, None), nullable=(0, None), default='null'),
+        )),
+    )),
 }

@@ -114,9 +114,14 @@ def test_stop_replica_round_trips(version):
                                 response.correlation_id) == response
 
 
-def test_stop_replica_deleting_any_partition_is_a_deletion():
+def test_stop_replica_with_mixed_delete_flags_only_stops():
+    """A v3 request deleting some of its partitions only (Kafka's controller may batch
+    them so; isrlab's never does) deletes none: deleting a partition that was not asked
+    for would lose its log. Every flag set is a deletion."""
     body = iba.stop_replica_request_body(StopReplicaRequest(1, 1, 1, False, {A0: 1, A1: 1}), ENDPOINTS)
     body["topic_states"][0]["partition_states"][1]["delete_partition"] = True
+    assert iba.stop_replica_request(1, 3, body).delete_partitions is False
+    body["topic_states"][0]["partition_states"][0]["delete_partition"] = True
     assert iba.stop_replica_request(1, 3, body).delete_partitions is True
 
 

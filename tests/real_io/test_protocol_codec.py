@@ -113,7 +113,7 @@ def test_decoding_random_or_truncated_bytes_raises_only_protocol_error(key, vers
 def test_flexible_versions_follow_the_definitions():
     """flexibleVersions in ApiVersions/Metadata/Fetch/CreateTopics/DeleteTopics/InitProducerId/
     FindCoordinator/LeaderAndIsr/StopReplica/UpdateMetadata/ControlledShutdown/AlterIsr/
-    IncrementalAlterConfigs *.json at 2.7.0; Produce, ListOffset, OffsetForLeaderEpoch,
+    IncrementalAlterConfigs/CreatePartitions *.json at 2.7.0; Produce, ListOffset, OffsetForLeaderEpoch,
     DescribeConfigs and AlterConfigs are never flexible at 2.7.0."""
     first_flexible = {key: next((v for v in range(lo, hi + 1) if apis.request_schema(key).is_flexible(v)), None)
                       for key, (lo, hi) in apis.SUPPORTED.items()}
@@ -124,7 +124,8 @@ def test_flexible_versions_follow_the_definitions():
         apis.ApiKey.OFFSET_FOR_LEADER_EPOCH: None, apis.ApiKey.DESCRIBE_CONFIGS: None,
         apis.ApiKey.LEADER_AND_ISR: 4, apis.ApiKey.STOP_REPLICA: 2, apis.ApiKey.UPDATE_METADATA: 6,
         apis.ApiKey.CONTROLLED_SHUTDOWN: 3, apis.ApiKey.ALTER_ISR: 0,
-        apis.ApiKey.ALTER_CONFIGS: None, apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1}
+        apis.ApiKey.ALTER_CONFIGS: None, apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+        apis.ApiKey.CREATE_PARTITIONS: 2}
 
 
 def test_request_header_v2_for_flexible_versions_and_v1_otherwise():

@@ -160,7 +160,17 @@ def test_kcat_lists_the_broker_and_round_trips_keys_and_headers(broker):
     assert consumed.stdout.splitlines() == ["k1|v1|source=kcat|0", "k2|v2|source=kcat|1", "|no-key|source=kcat|2"]
 
 
-def test_describe_configs_and_delete_topics_answer(embedded_broker):
+def test_describe_configs_answers_and_delete_topics_is_disabled_by_config(tmp_path):
+    """delete.topic.enable=false: KafkaApis.handleDeleteTopicsRequest answers
+    TOPIC_DELETION_DISABLED (DeleteTopics v3 and later, which librdkafka sends)."""
+    process = ServeProcess(tmp_path / "data", config={"delete.topic.enable": "false"}).start()
+    try:
+        _describe_and_delete(process)
+    finally:
+        assert process.stop() == 0
+
+
+def _describe_and_delete(embedded_broker):
     admin = AdminClient({"bootstrap.servers": embedded_broker.bootstrap})
     from confluent_kafka.admin import ConfigResource
     resource = ConfigResource(ConfigResource.Type.BROKER, "1")
