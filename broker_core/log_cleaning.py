@@ -22,13 +22,14 @@ truncates and flushes) so that the cleaning's file steps are in one place:
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from typing import Sequence, cast
 
 from broker_core.cleaned_batch import CleanableBatch
 from broker_core.cleaner import CleanedGroup
 from broker_core.cleaner_selection import CleanableLog, SegmentInfo
 from broker_core.config import BrokerConfig
 from broker_core.effects import DeleteFile, Effect, RenameFile, ReplaceFile
+from broker_core.time_index import TimeIndex
 from broker_core.errors import CoreError
 from broker_core.log import PartitionLog, Segment
 from broker_core.log_swaps import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
@@ -93,10 +94,14 @@ def replace_segments(log: PartitionLog, group: CleanedGroup) -> list[Effect]:
     cleaned, swap = new.path + CLEANED_SUFFIX, new.path + SWAP_SUFFIX
     effects: list[Effect] = [ReplaceFile(cleaned, data)]  # written and fsynced before any rename
     for segment in old:
-        effects += [RenameFile(segment.path, segment.path + DELETED_SUFFIX), DeleteFile(segment.index_path)]
+        effects += [RenameFile(segment.path, segment.path + DELETED_SUFFIX), DeleteFile(segment.index_path),
+                    DeleteFile(segment.time_index_path)]
     effects.append(RenameFile(cleaned, swap))
     effects += [DeleteFile(segment.path + DELETED_SUFFIX) for segment in old]
     effects += [RenameFile(swap, new.path), ReplaceFile(new.index_path, bytes(new.held_index.data))]
+    time_index = cast(TimeIndex, new.time_index)
+    new.time_index = None  # sealed: read from its file when a lookup needs it
+    effects.append(ReplaceFile(new.time_index_path, bytes(time_index.data)))
     log.segments[first:first + count] = [new]
     log._loaded_indexes = deque(s for s in log._loaded_indexes if s not in old)
     log.hold_index(new)
@@ -111,15 +116,24 @@ def _cleaned_segment(log: PartitionLog, group: CleanedGroup, path: str, lengths:
     offset index built over the positions the batches will have."""
     segment = Segment(group.base_offset, path, index=OffsetIndex(group.base_offset),
                       created_ms=group.last_modified_ms, modified_ms=group.last_modified_ms)
+    time_index = TimeIndex(group.base_offset)
     position = 0
     for batch, length in zip(group.batches, lengths):
         max_timestamp = _max_timestamp(batch)
         if segment.log_bytes == 0 and segment.rolling_timestamp < 0:
             segment.rolling_timestamp = max_timestamp
-        segment.max_timestamp = max(segment.max_timestamp, max_timestamp)
-        segment.held_index.maybe_append(batch.next_offset - 1, position, log.index_interval_bytes)
+        if max_timestamp > segment.max_timestamp:
+            segment.max_timestamp = max_timestamp
+            segment.offset_of_max_timestamp = batch.next_offset - 1
+        # LogSegment.append, as cleanInto appends: both indexes at the same batches
+        if segment.held_index.maybe_append(batch.next_offset - 1, position, log.index_interval_bytes) \
+                and segment.max_timestamp >= 0:
+            time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
         position += length
         segment.log_bytes += batch.size_bytes
+    if segment.max_timestamp >= 0:  # onBecomeInactiveSegment: the largest timestamp last
+        time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
+    segment.time_index = time_index
     segment.size_bytes = position
     return segment
 

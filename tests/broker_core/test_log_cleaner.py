@@ -193,3 +193,28 @@ def test_a_compacted_topic_refuses_a_record_without_a_key():
     assert produce_keyed(cluster, [("k", "v"), (None, "no key")]) is ErrorCode.INVALID_RECORD
     assert cluster.partition(cluster.leader()).log.log_end_offset == 0
     assert produce_keyed(cluster, [("k", "v")]) is ErrorCode.NONE
+
+
+def test_a_cleaned_segment_has_its_time_index_and_the_replaced_ones_lose_theirs():
+    """LogCleaner.cleanInto appends to the cleaned segment as LogSegment.append does (both
+    indexes) and closes it with onBecomeInactiveSegment; Log.replaceSegments deletes the
+    replaced segments with their index files. The files equal what recovery rebuilds
+    (LogSegment.recover): a restart rewrites none of them."""
+    cluster = compacted_cluster(brokers=(1,))
+    write_history(cluster)
+    cluster.run_for(2000)
+    assert cluster.traced("segments_cleaned")
+    files = cluster.disks[1].files
+    partition_dir = "t-0/"
+
+    def named(suffix):
+        return {p[len(partition_dir):-len(suffix)] for p in files if p.startswith(partition_dir) and p.endswith(suffix)}
+    logs, time_indexes = named(".log"), named(".timeindex")
+    active = max(logs)
+    assert time_indexes == logs - {active}  # one per sealed segment, none of a replaced one
+    before = {p: bytes(files[p]) for p in files if p.endswith(".timeindex")}
+    cluster.crash(1)
+    cluster.run_for(20000)
+    cluster.start(1)
+    assert cluster.wait_for(cluster.settled, 5000)
+    assert {p: bytes(files[p]) for p in files if p.endswith(".timeindex")} == before
