@@ -36,6 +36,7 @@ from broker_core.messages import FetchResponse, ProduceResponse
 from broker_core.quotas import UNLIMITED, ClientQuotaManager, ClientQuotas
 
 PRODUCE, FETCH = "produce", "fetch"
+JAVA_INT_MAX = 2**31 - 1
 
 
 class ClientQuotaEnforcer:
@@ -76,6 +77,16 @@ class ClientQuotaEnforcer:
     def produce_received(self, src: Hashable, correlation_id: int, client_id: str, user: str, size_bytes: int) -> None:
         if self.quotas.produce.quotas_enabled:
             self._produce_bytes.setdefault((src, correlation_id), []).append((client_id, user, size_bytes))
+
+    def fetch_cap(self, client_id: str, user: str) -> int:
+        """2.7.0 KafkaApis.handleFetchRequest's ``maxQuotaWindowBytes`` for a consumer:
+        ``getMaxValueInQuotaWindow(...).toInt``, quota x (samples - 1) x window, the most a
+        fetch may carry without being throttled for sure; Int.MaxValue without a quota
+        (Double.MaxValue saturates). Followers' fetches are never capped by it."""
+        manager = self.quotas.fetch
+        if not manager.quotas_enabled:
+            return JAVA_INT_MAX
+        return int(min(manager.max_value_in_quota_window(user, client_id, self.ctx.now_ms), JAVA_INT_MAX))
 
     # -- answers ---------------------------------------------------------------------
     def produce_answered(self, src: Hashable, correlation_id: int) -> int:

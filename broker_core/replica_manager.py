@@ -22,7 +22,7 @@ from broker_core.messages import (
     NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
     StopReplicaResponse)
 from broker_core.partition import Partition
-from broker_core.quota_enforcement import ClientQuotaEnforcer
+from broker_core.quota_enforcement import JAVA_INT_MAX, ClientQuotaEnforcer
 from broker_core.types import TopicPartition
 
 
@@ -389,6 +389,10 @@ class ReplicaManager:
 
     def _read_for_fetch(self, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
         follower = request.replica_id != CONSUMER_REPLICA_ID
+        # A consumer under a fetch quota: 2.7.0 ReplicaManager.readFromLocalLog over
+        # fetchMaxBytes capped by KafkaApis' maxQuotaWindowBytes (at least one batch only
+        # until a partition gave some). Otherwise each partition's max bytes alone, as before.
+        limit = JAVA_INT_MAX if follower else self.client_quotas.fetch_cap(request.client_id, request.user)
         results = {}
         total = 0
         has_error = False
@@ -412,7 +416,10 @@ class ReplicaManager:
                 results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
                 continue
             upper = None if follower else log.high_watermark
-            batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
+            if limit < JAVA_INT_MAX:
+                batches = log.read(wanted.fetch_offset, min(wanted.max_bytes, limit - total), upper, min_one=total == 0)
+            else:
+                batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
             total += sum(b.size_bytes for b in batches)
             # The response refers to the stored bytes; the runtime resolves the regions
             # when it sends (sendfile, or the simulation's batch objects).
