@@ -176,7 +176,6 @@ class ReplicaManager:
         flushes: dict[TopicPartition, int] = {}
         appended: list[Partition] = []
         self.client_quotas.request_arrived(src, request.client_id)
-        appended_bytes = 0
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
             if request.acks not in (0, 1, -1):
@@ -192,7 +191,6 @@ class ReplicaManager:
                 results[tp] = ProducePartitionResult(error)
                 continue
             appended.append(partition)
-            appended_bytes += batch.size_bytes
             if self.maybe_flush(partition):  # inline, as Kafka's Log.append: the answer waits for it
                 flushes[tp] = partition.log.log_end_offset
             if request.acks == -1:
@@ -200,8 +198,7 @@ class ReplicaManager:
                 bases[tp] = batch.base_offset
             else:
                 results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
-        self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user,
-                                            request.request_bytes if request.request_bytes >= 0 else appended_bytes)
+        self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user, request)
         held = HeldProduce(self.purgatory.next_id() if flushes else 0, src, request.correlation_id, request.acks,
                            request.timeout_ms, results, required, bases, flushes)
         if flushes:
