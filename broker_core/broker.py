@@ -11,6 +11,7 @@ from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, 
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
 from broker_core.config_admin import ConfigAdmin
+from broker_core import quota_admin
 from broker_core.config_describe import ConfigLayers, effective_config, static_layer
 from broker_core.dynamic_config import (
     CONFIG_CHANGES_PATH, DEFAULT_ENTITY, UNCLEAN_KEY, TopicConfigListener, modelled_overrides, reconfigure_logs)
@@ -67,6 +68,7 @@ class BrokerNode:
         self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self._broker_config_read,
                                                    self.replicas.client_quotas.apply_config)
         self.config_admin = ConfigAdmin(self.ctx, broker_id, self.has_topic)
+        self.quota_admin = quota_admin.QuotaAdmin(self.ctx)  # AlterClientQuotas, DescribeClientQuotas
         # What DescribeConfigs shows: the static config and the dynamic layers read from
         # /config/brokers, and each topic's overrides as stored (every key, as text).
         self.static_config = config
@@ -345,6 +347,8 @@ class BrokerNode:
             self.producer_ids.handle_init_producer_id(src, message)
         elif kind is AlterConfigsRequest:
             self.config_admin.handle_alter(src, message)
+        elif kind in quota_admin.REQUESTS:
+            self.quota_admin.handle(src, message)
         elif kind is CreateTopicsRequest:
             self.topics.handle_create_topics(src, message)
         elif kind is DeleteTopicsRequest:

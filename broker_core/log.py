@@ -491,10 +491,13 @@ class PartitionLog:
         return []
 
     # -- reads ---------------------------------------------------------------------
-    def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None) -> tuple[StoredBatch, ...]:
+    def read(self, from_offset: int, max_bytes: int, upper_offset: int | None = None,
+             min_one: bool = True) -> tuple[StoredBatch, ...]:
         """Whole batches from the one holding ``from_offset``; a batch is served only if it
         ends at or below ``upper_offset`` (the high watermark, for consumers). At least
-        one batch is returned when any qualifies, even if larger than ``max_bytes``."""
+        one batch is returned when any qualifies, even if larger than ``max_bytes``,
+        unless ``min_one`` is False (2.7.0 Log.read's minOneMessage: Kafka then sends a
+        partial batch the consumer drops, here none)."""
         limit = self.log_end_offset if upper_offset is None else upper_offset
         if from_offset >= limit:
             return ()  # the reader is caught up: most follower fetches
@@ -503,11 +506,12 @@ class PartitionLog:
             # The tail every caught-up reader asks for: the headers in memory, taken
             # without _batches_from's generator (one per fetch otherwise).
             first = max(bisect_right(self._active_bases, from_offset) - 1, 0)
-            return self._take(active[first:], from_offset, limit, max_bytes)
-        return self._take(self._batches_from(from_offset), from_offset, limit, max_bytes)
+            return self._take(active[first:], from_offset, limit, max_bytes, min_one)
+        return self._take(self._batches_from(from_offset), from_offset, limit, max_bytes, min_one)
 
     @staticmethod
-    def _take(batches: Iterable[StoredBatch], from_offset: int, limit: int, max_bytes: int) -> tuple[StoredBatch, ...]:
+    def _take(batches: Iterable[StoredBatch], from_offset: int, limit: int, max_bytes: int,
+              min_one: bool = True) -> tuple[StoredBatch, ...]:
         """``read``'s rule over the batches from the one holding ``from_offset`` on."""
         out: list[StoredBatch] = []
         total = 0
@@ -517,7 +521,7 @@ class PartitionLog:
             if batch.next_offset > limit:
                 break
             size = batch.size_bytes
-            if out and total + size > max_bytes:
+            if (out or not min_one) and total + size > max_bytes:
                 break
             out.append(batch)
             total += size

@@ -27,15 +27,17 @@ telling how long after the throttled answer it came.
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Mapping
+from typing import Any, Hashable, Mapping, Sequence
 
 from broker_core.context import NodeContext
 from broker_core.effects import MuteConnection
 from broker_core.errors import ConfigError
-from broker_core.messages import FetchResponse, ProduceResponse
+from broker_core.messages import FetchResponse, ProduceRequest, ProduceResponse
+from broker_core.records import RecordBatch
 from broker_core.quotas import UNLIMITED, ClientQuotaManager, ClientQuotas
 
 PRODUCE, FETCH = "produce", "fetch"
+JAVA_INT_MAX = 2**31 - 1
 
 
 class ClientQuotaEnforcer:
@@ -73,9 +75,22 @@ class ClientQuotaEnforcer:
             self.ctx.trace("throttle_waited", client=client_id, quota_type=quota_type, throttle_time_ms=throttle_ms,
                            waited_ms=self.ctx.now_ms - answered_ms)
 
-    def produce_received(self, src: Hashable, correlation_id: int, client_id: str, user: str, size_bytes: int) -> None:
+    def produce_received(self, src: Hashable, correlation_id: int, client_id: str, user: str,
+                         request: ProduceRequest) -> None:
+        """Keep the request's size (``produce_request_bytes``) for when it is answered."""
         if self.quotas.produce.quotas_enabled:
-            self._produce_bytes.setdefault((src, correlation_id), []).append((client_id, user, size_bytes))
+            self._produce_bytes.setdefault((src, correlation_id), []).append(
+                (client_id, user, produce_request_bytes(request)))
+
+    def fetch_cap(self, client_id: str, user: str) -> int:
+        """2.7.0 KafkaApis.handleFetchRequest's ``maxQuotaWindowBytes`` for a consumer:
+        ``getMaxValueInQuotaWindow(...).toInt``, quota x (samples - 1) x window, the most a
+        fetch may carry without being throttled for sure; Int.MaxValue without a quota
+        (Double.MaxValue saturates). Followers' fetches are never capped by it."""
+        manager = self.quotas.fetch
+        if not manager.quotas_enabled:
+            return JAVA_INT_MAX
+        return int(min(manager.max_value_in_quota_window(user, client_id, self.ctx.now_ms), JAVA_INT_MAX))
 
     # -- answers ---------------------------------------------------------------------
     def produce_answered(self, src: Hashable, correlation_id: int) -> int:
@@ -126,6 +141,30 @@ class ClientQuotaEnforcer:
             self._throttled[src] = (throttle, now, quota_type)
             self.ctx.emit(MuteConnection(src, now + throttle))
         return throttle
+
+
+def produce_request_bytes(request: ProduceRequest) -> int:
+    """What 2.7.0 KafkaApis.handleProduceRequest records against the produce quota,
+    ``request.header.toStruct.sizeOf + request.sizeOfBodyInBytes``, plus the frame's
+    4-byte size as real_io counts it: a Produce v8 request (what librdkafka and
+    kafka-python send a 2.7 broker) carrying the request's batches in the v2 format.
+    The real binding measures it on the wire (``request_bytes``); the simulation, whose
+    requests never are bytes, has it computed here, byte for byte the same layout:
+    frame size 4; header v1: api key 2, version 2, correlation id 4, client id 2 + UTF-8;
+    body: transactional id 2 (null), acks 2, timeout 4, topics 4, per topic its name
+    2 + UTF-8 and partitions 4, per partition its index 4 and records 4 + the batch's
+    v2 size."""
+    if request.request_bytes >= 0:
+        return request.request_bytes
+    size = 4 + 8 + 2 + len(request.client_id.encode()) + 2 + 2 + 4 + 4
+    topics: set[str] = set()
+    for tp, payload in request.partitions.items():
+        if tp.topic not in topics:
+            topics.add(tp.topic)
+            size += 2 + len(tp.topic.encode()) + 4
+        # records as the workload made them, or a client's batch, which knows its v2 size
+        size += 4 + 4 + (RecordBatch(0, -1, payload).size_bytes if isinstance(payload, Sequence) else payload.size_bytes)
+    return size
 
 
 def _number(value: float) -> int | float:

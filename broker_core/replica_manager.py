@@ -22,7 +22,7 @@ from broker_core.messages import (
     EPOCH_DURING_DELETE, NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
     StopReplicaResponse)
 from broker_core.partition import Partition
-from broker_core.quota_enforcement import ClientQuotaEnforcer
+from broker_core.quota_enforcement import JAVA_INT_MAX, ClientQuotaEnforcer
 from broker_core.timestamp_lookup import offset_for_timestamp
 from broker_core.types import TopicPartition
 
@@ -196,7 +196,6 @@ class ReplicaManager:
         flushes: dict[TopicPartition, int] = {}
         appended: list[Partition] = []
         self.client_quotas.request_arrived(src, request.client_id)
-        appended_bytes = 0
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
             if request.acks not in (0, 1, -1):
@@ -212,7 +211,6 @@ class ReplicaManager:
                 results[tp] = ProducePartitionResult(error)
                 continue
             appended.append(partition)
-            appended_bytes += batch.size_bytes
             if self.maybe_flush(partition):  # inline, as Kafka's Log.append: the answer waits for it
                 flushes[tp] = partition.log.log_end_offset
             if request.acks == -1:
@@ -220,8 +218,7 @@ class ReplicaManager:
                 bases[tp] = batch.base_offset
             else:
                 results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
-        self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user,
-                                            request.request_bytes if request.request_bytes >= 0 else appended_bytes)
+        self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user, request)
         held = HeldProduce(self.purgatory.next_id() if flushes else 0, src, request.correlation_id, request.acks,
                            request.timeout_ms, results, required, bases, flushes)
         if flushes:
@@ -409,6 +406,10 @@ class ReplicaManager:
 
     def _read_for_fetch(self, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
         follower = request.replica_id != CONSUMER_REPLICA_ID
+        # A consumer under a fetch quota: 2.7.0 ReplicaManager.readFromLocalLog over
+        # fetchMaxBytes capped by KafkaApis' maxQuotaWindowBytes (at least one batch only
+        # until a partition gave some). Otherwise each partition's max bytes alone, as before.
+        limit = JAVA_INT_MAX if follower else self.client_quotas.fetch_cap(request.client_id, request.user)
         results = {}
         total = 0
         has_error = False
@@ -432,7 +433,10 @@ class ReplicaManager:
                 results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
                 continue
             upper = None if follower else log.high_watermark
-            batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
+            if limit < JAVA_INT_MAX:
+                batches = log.read(wanted.fetch_offset, min(wanted.max_bytes, limit - total), upper, min_one=total == 0)
+            else:
+                batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
             total += sum(b.size_bytes for b in batches)
             # The response refers to the stored bytes; the runtime resolves the regions
             # when it sends (sendfile, or the simulation's batch objects).

@@ -18,7 +18,7 @@ import sys
 MESSAGES = ("ApiVersions", "Metadata", "Produce", "Fetch", "ListOffset", "CreateTopics", "DeleteTopics",
             "InitProducerId", "OffsetForLeaderEpoch", "DescribeConfigs", "FindCoordinator",
             "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr",
-            "AlterConfigs", "IncrementalAlterConfigs", "CreatePartitions")
+            "AlterConfigs", "IncrementalAlterConfigs", "CreatePartitions", "DescribeClientQuotas", "AlterClientQuotas")
 
 
 def _snake(name: str) -> str:

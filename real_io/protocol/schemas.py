@@ -522,4 +522,52 @@ MESSAGES = {
             F('error_message', 'string', (0, None), nullable=(0, None), default='null'),
         )),
     )),
+    (48, False): Message(48, 'DescribeClientQuotasRequest', (0, 0), None, (
+        F('components', '[]struct', (0, None), fields=(
+            F('entity_type', 'string', (0, None)),
+            F('match_type', 'int8', (0, None)),
+            F('match', 'string', (0, None), nullable=(0, None)),
+        )),
+        F('strict', 'bool', (0, None)),
+    )),
+    (48, True): Message(48, 'DescribeClientQuotasResponse', (0, 0), None, (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('error_code', 'int16', (0, None)),
+        F('error_message', 'string', (0, None), nullable=(0, None)),
+        F('entries', '[]struct', (0, None), nullable=(0, None), fields=(
+            F('entity', '[]struct', (0, None), fields=(
+                F('entity_type', 'string', (0, None)),
+                F('entity_name', 'string', (0, None), nullable=(0, None)),
+            )),
+            F('values', '[]struct', (0, None), fields=(
+                F('key', 'string', (0, None)),
+                F('value', 'float64', (0, None)),
+            )),
+        )),
+    )),
+    (49, False): Message(49, 'AlterClientQuotasRequest', (0, 0), None, (
+        F('entries', '[]struct', (0, None), fields=(
+            F('entity', '[]struct', (0, None), fields=(
+                F('entity_type', 'string', (0, None)),
+                F('entity_name', 'string', (0, None), nullable=(0, None)),
+            )),
+            F('ops', '[]struct', (0, None), fields=(
+                F('key', 'string', (0, None)),
+                F('value', 'float64', (0, None)),
+                F('remove', 'bool', (0, None)),
+            )),
+        )),
+        F('validate_only', 'bool', (0, None)),
+    )),
+    (49, True): Message(49, 'AlterClientQuotasResponse', (0, 0), None, (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('entries', '[]struct', (0, None), fields=(
+            F('error_code', 'int16', (0, None)),
+            F('error_message', 'string', (0, None), nullable=(0, None)),
+            F('entity', '[]struct', (0, None), fields=(
+                F('entity_type', 'string', (0, None)),
+                F('entity_name', 'string', (0, None), nullable=(0, None)),
+            )),
+        )),
+    )),
 }

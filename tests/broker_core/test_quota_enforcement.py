@@ -190,3 +190,28 @@ def test_one_listener_routes_topics_brokers_users_and_clients_in_notification_or
     assert not cluster.traced("quota_config_refused")
     assert _produce(cluster, "noisy").throttle_time_ms > 0  # the user's client quota counts
     assert _produce(cluster, "quiet").throttle_time_ms == 0  # its unreadable node did not
+
+
+def _fetched_bytes(response: FetchResponse) -> int:
+    return sum(batch.size_bytes for batch in response.partitions[TP].batches)
+
+
+def test_a_consumers_fetch_is_capped_to_its_quota_window():
+    """2.7.0 KafkaApis.handleFetchRequest: fetchMaxBytes is capped by maxQuotaWindowBytes
+    (ClientQuotaManager.getMaxValueInQuotaWindow: quota x (samples - 1) x window), and
+    ReplicaManager.readFromLocalLog still gives one whole batch when the first is larger
+    (minOneMessage). A consumer without a quota of its own is not capped."""
+    cluster = started_cluster()
+    for _ in range(4):
+        _produce(cluster, "producer", size=300)
+    assert cluster.wait_for(lambda: cluster.partition(cluster.leader()).log.high_watermark == 4, 5000)
+    everything = _fetched_bytes(_fetch(cluster, "free"))
+    batch = everything // 4
+    _set_quota(cluster, "/config/clients/capped", consumer_byte_rate=100)  # 100 x 10 x 1 s = 1000 bytes
+    capped = _fetch(cluster, "capped")
+    assert _fetched_bytes(capped) == (1000 // batch) * batch < everything
+    assert _fetched_bytes(_fetch(cluster, "free")) == everything  # quotas on, but none for it
+    _set_quota(cluster, "/config/clients/tiny", consumer_byte_rate=1)  # 10 bytes: below one batch
+    assert _fetch(cluster, "tiny").partitions == {}  # the one batch read puts it over quota: throttled
+    (_, _, throttled), = cluster.traced("throttled", client="tiny")
+    assert throttled["bytes"] == batch

@@ -114,7 +114,8 @@ def test_flexible_versions_follow_the_definitions():
     """flexibleVersions in ApiVersions/Metadata/Fetch/CreateTopics/DeleteTopics/InitProducerId/
     FindCoordinator/LeaderAndIsr/StopReplica/UpdateMetadata/ControlledShutdown/AlterIsr/
     IncrementalAlterConfigs/CreatePartitions *.json at 2.7.0; Produce, ListOffset, OffsetForLeaderEpoch,
-    DescribeConfigs and AlterConfigs are never flexible at 2.7.0."""
+    DescribeConfigs, AlterConfigs, DescribeClientQuotas and AlterClientQuotas are never
+    flexible at 2.7.0."""
     first_flexible = {key: next((v for v in range(lo, hi + 1) if apis.request_schema(key).is_flexible(v)), None)
                       for key, (lo, hi) in apis.SUPPORTED.items()}
     assert first_flexible == {
@@ -125,7 +126,8 @@ def test_flexible_versions_follow_the_definitions():
         apis.ApiKey.LEADER_AND_ISR: 4, apis.ApiKey.STOP_REPLICA: 2, apis.ApiKey.UPDATE_METADATA: 6,
         apis.ApiKey.CONTROLLED_SHUTDOWN: 3, apis.ApiKey.ALTER_ISR: 0,
         apis.ApiKey.ALTER_CONFIGS: None, apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
-        apis.ApiKey.CREATE_PARTITIONS: 2}
+        apis.ApiKey.CREATE_PARTITIONS: 2,
+        apis.ApiKey.DESCRIBE_CLIENT_QUOTAS: None, apis.ApiKey.ALTER_CLIENT_QUOTAS: None}
 
 
 def test_request_header_v2_for_flexible_versions_and_v1_otherwise():
