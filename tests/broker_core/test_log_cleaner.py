@@ -21,7 +21,7 @@ from broker_core.errors import ErrorCode
 from broker_core.log_cleaner import CLEANER_CHECKPOINT
 from broker_core.log_manager import decode_offset_checkpoint
 from broker_core.messages import ProduceRequest
-from broker_core.records import Record
+from broker_core.records import Record, RecordBatch
 from broker_core.storage import MemoryFiles
 from broker_core.types import TopicPartition
 from broker_core.log_loader import recover_log
@@ -193,3 +193,40 @@ def test_a_compacted_topic_refuses_a_record_without_a_key():
     assert produce_keyed(cluster, [("k", "v"), (None, "no key")]) is ErrorCode.INVALID_RECORD
     assert cluster.partition(cluster.leader()).log.log_end_offset == 0
     assert produce_keyed(cluster, [("k", "v")]) is ErrorCode.NONE
+
+
+def test_a_retry_of_a_batch_the_cleaner_removed_is_answered_from_the_producer_state():
+    """Kafka 2.7.0 core/src/main/scala/kafka/log/ProducerStateManager.scala
+    (ProducerStateEntry.findDuplicateBatch over its last five BatchMetadata) and Log.scala
+    (analyzeAndValidateProducerState, append's early return with the duplicate's
+    firstOffset and lastOffset): a duplicate is answered from the producer state, not from
+    the log. LogCleaner.scala cleanInto keeps only a producer's last batch
+    (isBatchLastRecordOfProducer), so a retry of an earlier one of its last five finds
+    the batch gone from the log: it is still a duplicate, answered with its offsets."""
+    cluster = compacted_cluster()
+    leader = cluster.leader()
+
+    def send(sequence: int, value: str):
+        batch = RecordBatch(0, -1, [Record("k", value, 10)], producer_id=7, producer_epoch=0,
+                            base_sequence=sequence)
+        response = cluster.request_and_wait(leader, lambda cid: ProduceRequest(cid, -1, 30000, {TP: batch}), 10000)
+        assert response is not None
+        return response.partitions[TP]
+
+    offsets = [send(sequence, f"v{sequence}").base_offset for sequence in range(5)]
+    assert produce_keyed(cluster, [("k", "later")]) is ErrorCode.NONE  # supersedes even the last batch
+    for r in range(8):  # other keys roll segments past the producer's batches
+        assert produce_keyed(cluster, [(f"f{r}", "x" * 40), (f"g{r}", "y" * 40)]) is ErrorCode.NONE
+    cluster.run_for(2000)
+    held = {o for o, _, _ in read_back(cluster, leader)}
+    assert offsets[1] not in held, "the cleaner kept the batch: the test forces nothing"
+    # The producer's last batch stays as an empty header (cleanInto's RETAIN_EMPTY), so
+    # its last sequence survives a rebuild of the producer state from the log.
+    assert offsets[4] not in held and cluster.partition(leader).log.batch_at(offsets[4]).base_offset == offsets[4]
+    assert cluster.partition(leader).log.producers.entries[7].batches[1].first_offset == offsets[1]
+    end = cluster.partition(leader).log.log_end_offset
+    retried = send(1, "v1")
+    assert (retried.error, retried.base_offset) == (ErrorCode.NONE, offsets[1])
+    assert cluster.partition(leader).log.log_end_offset == end  # nothing appended
+    assert cluster.traced("produce_duplicate", offset=offsets[1], base_sequence=1)
+    assert send(5, "v5").error is ErrorCode.NONE  # the sequence goes on from the last batch
