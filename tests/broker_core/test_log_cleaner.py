@@ -230,3 +230,32 @@ def test_a_retry_of_a_batch_the_cleaner_removed_is_answered_from_the_producer_st
     assert cluster.partition(leader).log.log_end_offset == end  # nothing appended
     assert cluster.traced("produce_duplicate", offset=offsets[1], base_sequence=1)
     assert send(5, "v5").error is ErrorCode.NONE  # the sequence goes on from the last batch
+
+
+def test_a_follower_catching_up_from_a_cleaned_leader_stores_its_cleaned_batches():
+    """A follower down while its leader cleaned fetches the cleaned batches, with their
+    gaps, and stores them as its own cleaner would (Kafka's follower appends the
+    leader's batches as they are: Log.appendAsFollower). Its log then reads as the
+    leader's: the same record at every offset both hold, the same last value per key."""
+    cluster = compacted_cluster()
+    follower = 3 if cluster.leader() != 3 else 2
+    cluster.crash(follower)
+    # batches of five records, the first with a sixth key written once: its batch keeps
+    # that record alone, at its own offset (a gap inside the batch). acks=1: the leader
+    # does not wait for the ISR to drop the follower.
+    assert produce_keyed(cluster, [(f"k{k}", f"v0-{k}") for k in range(6)], acks=1) is ErrorCode.NONE
+    for r in range(1, 12):
+        assert produce_keyed(cluster, [(f"k{k}", f"v{r}-{k}") for k in range(5)], acks=1) is ErrorCode.NONE
+    last = {**{f"k{k}": f"v11-{k}" for k in range(5)}, "k5": "v0-5"}
+    cluster.run_for(20000)  # the cleaning, and the follower's old session expiring (18 s)
+    leader = cluster.leader()
+    assert [f for t, b, f in cluster.traced("segments_cleaned") if b == leader]
+    cluster.start(follower)
+    assert cluster.wait_for(lambda: cluster.partition(follower) is not None and cluster.partition(
+        follower).log.log_end_offset == cluster.partition(leader).log.log_end_offset, 20000)
+    held, fetched = read_back(cluster, leader), read_back(cluster, follower)
+    offsets = [o for o, _, _ in fetched]
+    assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "no gap: nothing cleaned was fetched"
+    at_leader = {o: (k, v) for o, k, v in held}
+    assert all(at_leader[o] == (k, v) for o, k, v in fetched if o in at_leader)
+    assert {k: v for _, k, v in fetched} == {k: v for _, k, v in held} == last
