@@ -12,14 +12,21 @@ past the delete horizon (``compacted_final_values`` judges when). A cleaning is 
 ``segments_cleaned`` trace event; any replica's counts, since the replica a client read
 from may have changed.
 
+A removal is an excuse only if what made it legitimate survived: the later write of the
+key is itself in the final read, or was removed legitimately in turn; a removed
+tombstone is one only if the final read holds no older value of its key (the delete
+took effect). So when an unclean election loses a leader's log, the records its cleaner
+removed because of records that are lost too are lost, not excused.
+
 What a history cannot tell is unknown, never an excuse for nothing: a record whose only
 later write of its key has an unknown outcome (it may or may not have superseded it)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Mapping
 
 from analysis.checkers.compaction import CompactionView
+from analysis.checkers.final_read import ABSENT, FinalRead
 from analysis.compacted_topics import topic_of
 
 SUPERSEDED = "superseded"  # a later acknowledged write of its key was in a cleaned range
@@ -33,7 +40,8 @@ _ANY = object()  # no value given: the acknowledged record at the offset is mean
 class CompactedRemovals:
     """Built once from the compaction view; ``removed`` answers per record."""
 
-    def __init__(self, view: CompactionView, compacted_only: set[str] = frozenset()):  # type: ignore[assignment]
+    def __init__(self, view: CompactionView, compacted_only: set[str] = frozenset(),  # type: ignore[assignment]
+                 reads: Mapping[str, FinalRead] | None = None):
         # compacted topics retention never deletes from (cleanup.policy compact alone)
         self.compacted_only = {t for t in compacted_only if t in view.retention_ms}
         # partition -> [(t_ms, highest end_offset of any cleaning up to then)]
@@ -43,7 +51,10 @@ class CompactedRemovals:
             times.append(event.t_ms)
             ends.append(max(event["end_offset"], ends[-1] if ends else 0))
         self._at: dict[str, dict[int, tuple[Any, Any]]] = {}  # partition -> offset -> (key, value)
-        self._offsets: dict[str, dict[Any, list[int]]] = {}  # partition -> key -> acknowledged offsets
+        # partition -> key -> its acknowledged offsets, and the value at each: an unclean
+        # election can give one offset to two acknowledged writes (of two log histories)
+        self._offsets: dict[str, dict[Any, list[int]]] = {}
+        self._values: dict[str, dict[Any, list[Any]]] = {}
         self._unknown: dict[str, set] = {}  # partition -> keys written with an unknown outcome
         self._key_of: dict[str, dict[Any, Any]] = {}  # partition -> value -> key (values are unique)
         for partition, writes in view.writes.items():
@@ -58,11 +69,66 @@ class CompactedRemovals:
                 if write.offset is not None:
                     at[write.offset] = (write.key, write.value)
                     offsets.setdefault(write.key, []).append(write.offset)
+                    self._values.setdefault(partition, {}).setdefault(write.key, []).append(write.value)
                 elif write.outcome == "info":
                     self._unknown.setdefault(partition, set()).add(write.key)
-        for by_key in self._offsets.values():
-            for offsets_of_key in by_key.values():
-                offsets_of_key.sort()
+        for partition, by_key in self._offsets.items():
+            for key, offsets_of_key in by_key.items():
+                pairs = sorted(zip(offsets_of_key, self._values[partition][key]), key=lambda p: p[0])
+                by_key[key] = [o for o, _ in pairs]
+                self._values[partition][key] = [v for _, v in pairs]
+        self._reads = reads or {}
+        self._survives: dict[str, dict[tuple[Any, int], bool]] = {}  # partition -> (key, offset) -> accounted
+        self._first_in_read: dict[str, dict[Any, int]] = {}  # partition -> key -> its first offset read
+
+    def _first_read(self, partition: str) -> dict[Any, int]:
+        """key -> the lowest offset where the final read holds a value of it (tombstones
+        carry no value to know their key by, and are not older values)."""
+        known = self._first_in_read.get(partition)
+        if known is None:
+            known = self._first_in_read[partition] = {}
+            read = self._reads.get(partition)
+            key_of = self._key_of.get(partition, {})
+            for offset, value in (read.records if read is not None else ()):
+                key = key_of.get(value) if value is not None else None
+                if key is not None and offset < known.get(key, offset + 1):
+                    known[key] = offset
+        return known
+
+    def _in_read(self, partition: str, offset: int, value: Any) -> bool:
+        read = self._reads.get(partition)
+        return read is not None and read.value_at(offset) == value
+
+    def _replaced(self, partition: str, offset: int, value: Any) -> bool:
+        """The final read holds another record at the offset: the log was truncated and
+        written again there (offsets never move, so no cleaning did that)."""
+        read = self._reads.get(partition)
+        if read is None:
+            return False
+        there = read.value_at(offset)
+        return there is not ABSENT and there != value
+
+    def _accounted(self, partition: str) -> dict[tuple[Any, int], bool]:
+        """(key, offset) -> whether the acknowledged record there is in the final read or
+        was removed legitimately by the last cleaning (each key's writes, newest first)."""
+        known = self._survives.get(partition)
+        if known is not None:
+            return known
+        known: dict[tuple[Any, int], bool] = {}
+        self._survives[partition] = known
+        end = self.cleaned_end(partition)
+        first_read = self._first_read(partition)
+        unknown = self._unknown.get(partition, ())
+        values = self._values.get(partition, {})
+        for key, offsets in self._offsets.get(partition, {}).items():
+            later = False  # a later write of the key, below the end, accounted for
+            for offset, value in zip(reversed(offsets), reversed(values[key])):
+                ok = self._in_read(partition, offset, value) or offset < end and not self._replaced(
+                    partition, offset, value) and (
+                    later or key in unknown or (value is None and first_read.get(key, offset) >= offset))
+                known[(key, offset)] = ok or known.get((key, offset), False)
+                later = later or (ok and offset < end)
+        return known
 
     def __bool__(self) -> bool:
         return bool(self._ends) or bool(self.compacted_only)
@@ -94,11 +160,16 @@ class CompactedRemovals:
         if written is None:
             return None
         key, value = written
+        if self._replaced(partition, offset, value):
+            return None
+        accounted = self._accounted(partition)
         later = self._offsets[partition].get(key, ())
-        i = bisect_right(later, offset)
-        if i < len(later) and later[i] < end:
-            return SUPERSEDED
-        if value is None:
+        for o in later[bisect_right(later, offset):]:
+            if o >= end:
+                break
+            if accounted.get((key, o)):
+                return SUPERSEDED
+        if value is None and self._first_read(partition).get(key, offset) >= offset:
             return TOMBSTONE
         if key in self._unknown.get(partition, ()):
             return UNKNOWN

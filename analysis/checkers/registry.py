@@ -55,8 +55,9 @@ class RunFacts:
     def removals(self) -> CompactedRemovals:
         """What cleaning may have removed (empty, and false, without a cleaning)."""
         if self._removals is None:
+            compacted = self.compaction.compacted
             self._removals = CompactedRemovals(self.compaction, compacted_only_in_trace(self.index.events)
-                                               if self.compaction.compacted else set())
+                                               if compacted else set(), self.index.reads)
         return self._removals
 
 

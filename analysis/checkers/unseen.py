@@ -27,12 +27,12 @@ def check_unseen(index: RunIndex, removals: CompactedRemovals | None = None) -> 
     found = Examples()
     removed = 0
     for partition, offset, value in unseen:
-        if removals and removals.removed(partition, offset):
+        if removals and removals.removed(partition, offset, value=value):
             removed += 1
             continue
         found.add({"partition": partition, "offset": offset, "value": value})
     for example in loose:
-        if removals and removals.removed(example["partition"], example["offset"]):
+        if removals and removals.removed(example["partition"], example["offset"], value=example["value"]):
             removed += 1
             continue
         found.add(example)

@@ -43,7 +43,7 @@ def check_lost_writes(index: RunIndex, removals: CompactedRemovals | None = None
                 unknown["any"] += 1
                 unknown[acks] = unknown.get(acks, 0) + 1
                 continue
-            why = removals.removed(partition, first + i, read.t_ms) if removals else None
+            why = removals.removed(partition, first + i, read.t_ms, value) if removals else None
             if why is not None:
                 counts = unknown if why == UNKNOWN else compacted
                 counts["any"] += 1
