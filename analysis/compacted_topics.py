@@ -46,3 +46,26 @@ def compacted_in_trace(events: Iterable) -> dict[str, int]:
             changed = {event["topic"]: dict(event.get("overrides") or {})}
             compacted.update(compacted_topics(broker, changed.items()))
     return compacted
+
+
+def compacted_only_in_trace(events: Iterable) -> set[str]:
+    """The topics whose ``cleanup.policy`` is compact without delete at some time of a
+    run: retention never deletes their segments, so the log start does not move and a
+    record below it is not excused as deleted by retention."""
+    broker: dict = {}
+    only: set[str] = set()
+    for event in events:
+        if event.type == "run_started":
+            broker = dict(event.get("config") or {})
+            changed = {t["name"]: dict(t.get("config") or {}) for t in event.get("topics") or ()}
+        elif event.type == "topic_config_changed":
+            changed = {event["topic"]: dict(event.get("overrides") or {})}
+        else:
+            continue
+        default_policy = broker.get("log.cleanup.policy", "delete")
+        for name, overrides in changed.items():
+            policy = overrides.get("cleanup.policy", default_policy)
+            items = policy if isinstance(policy, (list, tuple)) else str(policy).split(",")
+            if policy_compacts(policy) and not any(str(item).strip() == "delete" for item in items):
+                only.add(name)
+    return only

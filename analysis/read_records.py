@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from analysis.trace import RawJson, dumps_compact
+from broker_core.cleaned_batch import CleanedBatch
 from broker_core.segment_format import is_plain_json_text
 
 
@@ -21,49 +22,69 @@ def read_complete(position: int, end: int) -> bool:
     return position >= end
 
 
-_Window = tuple[int, tuple[str | None, ...], int, int]
+# (offset of values[0], values, their keys or None, low, high): values[low:high] are got
+_Window = tuple[int, tuple[str | None, ...], "tuple[str | None, ...] | None", int, int]
 
 
 def _windows(batches: Sequence[Any], position: int, end: int | None) -> list[_Window]:
-    """``(base_offset, values, low, high)`` of each batch that has records at or after
-    ``position`` (and before ``end``): those are ``values[low:high]``."""
-    windows = []
+    """One window per batch that has records at or after ``position`` (and before
+    ``end``), its records at consecutive offsets; a cleaned batch, whose records keep
+    their offsets with gaps between them, gives one window per run of consecutive ones."""
+    windows: list[_Window] = []
     for batch in batches:
+        if type(batch) is CleanedBatch:
+            windows.extend(_cleaned_windows(batch, position, end))
+            continue
         base: int = batch.base_offset
         values: tuple[str | None, ...] = batch.records.values
         count = len(values)
         low = position - base if position > base else 0
         high = count if end is None or end - base > count else end - base
         if high > low:
-            windows.append((base, values, low, high))
+            windows.append((base, values, batch.records.keys, low, high))
     return windows
+
+
+def _cleaned_windows(batch: CleanedBatch, position: int, end: int | None) -> list[_Window]:
+    """The windows of a batch the log cleaner rebuilt (broker_core/cleaned_batch.py)."""
+    offsets = batch.offsets
+    values = batch.records.values
+    keys = batch.records.keys
+    out: list[_Window] = []
+    i, n = 0, len(offsets)
+    while i < n:
+        j = i + 1
+        while j < n and offsets[j] == offsets[j - 1] + 1:
+            j += 1
+        first = offsets[i]
+        low = position - first if position > first else 0
+        high = j - i if end is None or end - first > j - i else end - first
+        if high > low:
+            out.append((first, values[i:j], None if keys is None else keys[i:j], low, high))
+        i = j
+    return out
 
 
 def records_from(batches: Sequence[Any], position: int, end: int | None) -> list[tuple[int, str | None]]:
     """``(offset, value)`` for every record of ``batches`` at or after ``position`` (and
     before ``end``), in offset order; the trace writes each as ``[offset, value]``."""
     got: list[tuple[int, str | None]] = []
-    for base, values, low, high in _windows(batches, position, end):
+    for base, values, _, low, high in _windows(batches, position, end):
         # a compiled loop: a third faster than extending by zip(range, slice)
         for i in range(low, high):
             got.append((base + i, values[i]))
     return got
 
 
-def keys_from(batches: Sequence[Any], position: int, end: int | None) -> list[str | None] | None:
+def keys_from(batches: Sequence[Any], position: int, end: int | None,
+              windows: list[_Window] | None = None) -> list[str | None] | None:
     """The keys of the records ``records_from`` returns, in the same order, or None when
     no batch has keys (every keyless workload: nothing more is written)."""
     if all(batch.records.keys is None for batch in batches):
         return None
     got: list[str | None] = []
-    for batch in batches:
-        base: int = batch.base_offset
-        count = len(batch.records.values)
-        low = position - base if position > base else 0
-        high = count if end is None or end - base > count else end - base
-        if high > low:
-            keys = batch.records.keys
-            got.extend(keys[low:high] if keys is not None else [None] * (high - low))
+    for _, _, keys, low, high in (_windows(batches, position, end) if windows is None else windows):
+        got.extend(keys[low:high] if keys is not None else [None] * (high - low))
     return got
 
 
@@ -92,10 +113,10 @@ class ReadRecords:
         """The records of ``batches`` at or after ``position`` (and before ``end``);
         whether there were any."""
         windows = _windows(batches, position, end)
-        keys = keys_from(batches, position, end) if windows else None
+        keys = keys_from(batches, position, end, windows) if windows else None
         if keys is not None and self.keys is None:
             self.keys = [None] * self._count
-        for base, values, low, high in windows:
+        for base, values, _, low, high in windows:
             got = values if low == 0 and high == len(values) else values[low:high]
             self._chunks.append(_pairs_json(base + low, got))
             self.next_offset = base + high

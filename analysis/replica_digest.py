@@ -7,6 +7,7 @@ import hashlib
 import json
 from typing import Iterable, NamedTuple, Sequence
 
+from broker_core.cleaned_batch import CleanedBatch
 from broker_core.segment_format import is_plain_json_text
 
 REPLICA_DIGEST_CHUNK = 100
@@ -63,6 +64,9 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
         if digest is None:
             block: list = [low]
             for batch in batches[index:end]:
+                if type(batch) is CleanedBatch:
+                    _extend_cleaned(block, batch, low, high)
+                    continue
                 lo, hi = max(batch.base_offset, low), min(batch.next_offset, high)
                 block.extend([ABSENT] * (lo - low - (len(block) - 1)))
                 block.extend(batch.records.values[lo - batch.base_offset:hi - batch.base_offset])
@@ -75,6 +79,14 @@ def replica_digests(batches, start: int, upto: int, memo: dict | None = None) ->
     if memo is not None:
         memo[whole] = [list(chunk) for chunk in out]
     return out
+
+
+def _extend_cleaned(block: list, batch: CleanedBatch, low: int, high: int) -> None:
+    """A cleaned batch's records keep their offsets, with gaps between them (ABSENT)."""
+    for offset, value in zip(batch.offsets, batch.records.values):
+        if low <= offset < high:
+            block.extend([ABSENT] * (offset - low - (len(block) - 1)))
+            block.append(value)
 
 
 class _Values(NamedTuple):

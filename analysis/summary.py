@@ -56,6 +56,7 @@ def summarize_history(history: History) -> Summary:
     acked = acknowledged_values(history)
     reads, complete = final_read(history)
     seen = {value for recs in reads.values() for _, value in recs}
-    missing = tuple(sorted(v for v in acked if v not in seen))
+    # A tombstone (a null value) is no value to look for: the cleaner removes it.
+    missing = tuple(sorted(v for v in acked if v is not None and v not in seen))
     settled = any(e.type == "cluster_settled" for e in history.events)
     return Summary(len(acked), sum(len(r) for r in reads.values()), missing, complete, settled)

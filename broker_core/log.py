@@ -21,13 +21,14 @@ from itertools import takewhile
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence, cast
 
+from broker_core.cleaned_batch import CleanedBatch
 from broker_core.effects import DeleteFile, Effect, Fsync, ReplaceFile, Trace, TruncateFile, WriteBytes
 from broker_core.epoch_cache import LeaderEpochCache
 from broker_core.errors import CoreError
 from broker_core.offset_index import DEFAULT_INDEX_INTERVAL_BYTES, INDEX_SUFFIX, OffsetIndex
 from broker_core.producer_state import ProducerStateManager
 from broker_core.records import ClientBatch, Record, RecordBatch, Records
-from broker_core.segment_format import BatchBytes, DecodeError, stored_bytes
+from broker_core.segment_format import BatchBytes, DecodeError, encode_cleaned_batch, stored_bytes
 from broker_core.storage import FileRegion, LogStorage, StoredBatch
 from broker_core.time_index import TIME_INDEX_SUFFIX, TimeIndex, largest_after_truncation
 from broker_core.types import TopicPartition
@@ -166,7 +167,9 @@ class PartitionLog:
             size_bytes = own.size_bytes
             max_timestamp = own.v2_max_timestamp
         else:
-            data = batch.encode()
+            # A compacted leader's cleaned batch reaches a simulated follower as the object
+            # (the real binding's has encode()): stored as the cleaner stores one.
+            data = encode_cleaned_batch(batch) if type(batch) is CleanedBatch else batch.encode()
             size_bytes = batch.size_bytes
             max_timestamp = getattr(batch, "max_timestamp", -1)
         size = len(data)

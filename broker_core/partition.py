@@ -12,6 +12,7 @@ from broker_core.effects import Effect, Trace
 from broker_core.errors import ErrorCode, InvariantViolation
 from broker_core.log import PartitionLog
 from broker_core.messages import LeaderAndIsr, PartitionState
+from broker_core.producer_state import BatchMetadata, DuplicateAppend
 from broker_core.records import BatchHeader, Records
 from broker_core.types import NO_LEADER, TopicPartition
 
@@ -151,10 +152,10 @@ class Partition:
 
     # -- leader: appends -------------------------------------------------------------
     def append_as_leader(self, records: Any, acks: int,
-                         now_ms: int = 0) -> tuple[ErrorCode, BatchHeader | None, list]:
+                         now_ms: int = 0) -> tuple[ErrorCode, BatchHeader | DuplicateAppend | None, list]:
         """Append a client's records (Record tuples, or a client's batch object). A
         duplicate of one of an idempotent producer's last five batches returns the
-        stored original's header and appends nothing."""
+        original's offsets (``DuplicateAppend``) and appends nothing."""
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
         if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
@@ -175,20 +176,21 @@ class Partition:
             effects += self.log.roll_traces()
         return ErrorCode.NONE, batch, effects
 
-    def _producer_check_failed(self, batch: Any, error: ErrorCode,
-                               duplicate) -> tuple[ErrorCode, BatchHeader | None, list]:
+    def _producer_check_failed(self, batch: Any, error: ErrorCode, duplicate: BatchMetadata | None
+                               ) -> tuple[ErrorCode, BatchHeader | DuplicateAppend | None, list]:
         """Kafka's Log.append answers a duplicate with the original's offsets (it waits
         for their replication like any append) and rejects a sequence out of order."""
         fields = {"partition": str(self.tp), "producer_id": batch.producer_id,
                   "producer_epoch": batch.producer_epoch, "base_sequence": batch.base_sequence,
                   "last_sequence": batch.last_sequence}
         if duplicate is not None:
-            original = self.log.batch_at(duplicate.first_offset)
-            if original is None or original.base_offset != duplicate.first_offset:
-                raise InvariantViolation(f"{self.tp}: producer state names offset {duplicate.first_offset}, "
-                                         f"which the log does not hold")
+            # Answered from the producer state's metadata, as Kafka 2.7.0 does
+            # (ProducerStateManager.scala findDuplicateBatch, Log.scala append's early
+            # return): the cleaner may have removed the original batch from the log
+            # (cleanInto keeps only a producer's last batch), and its offsets still hold.
             fields["offset"] = duplicate.first_offset
-            return ErrorCode.NONE, original, [Trace("produce_duplicate", fields)]
+            answer = DuplicateAppend(duplicate.first_offset, duplicate.last_offset + 1, batch.size_bytes)
+            return ErrorCode.NONE, answer, [Trace("produce_duplicate", fields)]
         entry = self.log.producers.entries[batch.producer_id]
         fields.update(error=error.name, expected_epoch=entry.producer_epoch, last_appended_sequence=entry.last_sequence)
         return error, None, [Trace("produce_sequence_rejected", fields)]

@@ -32,6 +32,17 @@ class BatchMetadata(NamedTuple):
     last_offset: int
 
 
+class DuplicateAppend(NamedTuple):
+    """How a leader answers a duplicate: the original's offsets from the producer
+    state's batch metadata, never from the log, which the cleaner may have emptied of
+    that batch since (2.7.0 Log.append returns early with ``duplicate.firstOffset`` and
+    ``duplicate.lastOffset``). ``size_bytes`` is the retried batch's, as the request
+    is what quotas count."""
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+
+
 class ProducerStateEntry:
     __slots__ = ("producer_id", "producer_epoch", "batches")
 

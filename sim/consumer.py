@@ -286,6 +286,11 @@ class SimConsumer(SimClient):
                     if got_keys is not None:
                         keys[str(tp)] = got_keys
                     self.consumed[tp].extend(got)
+                if result.batches and result.batches[-1].next_offset > state.position:
+                    # Fetcher (nextFetchOffset = batch.nextOffset): a batch whose last
+                    # records the cleaner removed, or an empty one it kept for a
+                    # producer, still moves the position past it.
+                    state.position = result.batches[-1].next_offset
                 continue
             errors[str(tp)] = result.error.name
             if result.error is ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -69,6 +69,12 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("unclean-enabled-at-runtime.yaml", "kafka-0.8", 1),
     ("ack-after-truncation.yaml", "kafka-0.8", 1),
     ("ack-after-truncation.yaml", "kafka-2.7", 1),
+    # issue 22's compaction scenarios: the cleaner in every replica under failover and
+    # truncation, a replica back after delete.retention.ms, an unclean election
+    ("compaction-failover.yaml", None, 1),
+    ("compaction-tombstone-restart.yaml", "behind", 1),
+    ("compaction-tombstone-restart.yaml", "within-retention", 1),
+    ("compaction-unclean.yaml", None, 1),
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),

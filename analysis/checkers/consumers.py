@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
+from analysis.checkers.compacted_removals import CompactedRemovals
 from analysis.checkers.index import ABSENT, FinalRead, RunIndex
 from analysis.checkers.result import CheckResult, Examples, anomaly
 from analysis.trace import Event
@@ -21,11 +22,13 @@ def is_reset(error: str) -> bool:
 
 
 class _OrderFindings:
-    def __init__(self) -> None:
+    def __init__(self, removals: CompactedRemovals | None = None) -> None:
         self.backwards = Examples()
         self.skips = Examples()
         self.missed_total = 0
         self.replaced_total = 0
+        self.removals = removals if removals else None
+        self.removed_total = 0  # records a jump passed that a cleaning had removed by then
 
     def judge(self, op, partition: str, records: list, previous: int | None, read: FinalRead | None) -> None:
         """Record by record: the slow path, for polls that are not one contiguous run."""
@@ -43,9 +46,22 @@ class _OrderFindings:
         if read is None:
             return  # no final read of the partition: nothing is known to be missed
         missed = read.count_between(low, high)
+        if missed and self.removals is not None:
+            missed = self._not_removed(op, partition, low, high, missed, read)
         if missed:
             self.missed_total += missed
             self.skips.add(_skip_example(op, partition, low, high, missed, read))
+
+    def _not_removed(self, op, partition: str, low: int, high: int, missed: int, read: FinalRead) -> int:
+        """How many of the records the final read has between low and high a cleaning
+        had not removed by the poll (the final read may come from a replica that cleaned
+        less than the one the consumer read)."""
+        removals = self.removals
+        assert removals is not None
+        removed = sum(1 for offset in read.offsets_between(low, high, missed)
+                      if removals.removed(partition, offset, op.done.t_ms, read.value_at(offset)))
+        self.removed_total += removed
+        return missed - removed
 
 
 class _Stretches:
@@ -90,10 +106,11 @@ class _Stretches:
                 self.wrong.setdefault(key, {}).setdefault(offset, value)
 
 
-def check_consumer_order(index: RunIndex) -> list[CheckResult]:
+def check_consumer_order(index: RunIndex, removals: CompactedRemovals | None = None) -> list[CheckResult]:
     """consumer_non_monotonic and consumer_skips, from one pass over the polls (and a
-    second over the polls of consumers that got replaced records, if any did)."""
-    found = _OrderFindings()
+    second over the polls of consumers that got replaced records, if any did). A jump
+    over records a cleaning had removed is no skip (``compacted_removals``)."""
+    found = _OrderFindings(removals)
     stretches = _Stretches(index)
     last: dict[tuple[str, str], int | None] = {}
     reads = index.reads
@@ -126,12 +143,14 @@ def check_consumer_order(index: RunIndex) -> list[CheckResult]:
             last[key] = records[-1][0]
     if stretches.wrong:
         _replaced_skips(index, stretches, found)
+    skip_details = {"missed_records": found.missed_total, "replaced_records": found.replaced_total}
+    if removals:
+        skip_details["removed_by_compaction"] = found.removed_total
     return [
         anomaly("consumer_non_monotonic", found.backwards, "times a consumer got an offset at or below one it had",
                 "every consumer's offsets only went up (between resets)"),
         anomaly("consumer_skips", found.skips, "skips over records the final read has",
-                "no consumer skipped a record the final read has",
-                {"missed_records": found.missed_total, "replaced_records": found.replaced_total}),
+                "no consumer skipped a record the final read has", skip_details),
     ]
 
 
@@ -183,13 +202,15 @@ def _skip_example(op, partition: str, low: int, high: int, missed: int, read: Fi
             "missed": [[o, read.value_at(o)] for o in listed]}
 
 
-def check_truncated_reads(index: RunIndex) -> CheckResult:
+def check_truncated_reads(index: RunIndex, removals: CompactedRemovals | None = None) -> CheckResult:
     """Records a consumer got that the final read does not have at that offset. Offsets
     below the read's first one (retention) or past what an unfinished read covered are
-    unknown, not judged."""
+    unknown, not judged; a record of a compacted partition that a cleaning removed
+    later (``compacted_removals``) was read, not truncated."""
     found = Examples()
     counted: set[tuple[str, int, object]] = set()
     unknown = 0
+    removed = 0
     reads = index.reads
     for op, partition, records in index.unconfirmed_polls:
         done = op.done
@@ -202,7 +223,11 @@ def check_truncated_reads(index: RunIndex) -> CheckResult:
             if final_value is not ABSENT:
                 if final_value == value:
                     continue
-            elif offset < read.start or (offset >= read.end and not read.complete):
+            elif removals and removals.removed(partition, offset, read.t_ms, value):
+                removed += 1
+                continue
+            elif (offset < read.start and (not removals or removals.deletes(partition))) or (
+                    offset >= read.end and not read.complete):
                 unknown += 1
                 continue
             key = (partition, offset, value)
@@ -212,9 +237,11 @@ def check_truncated_reads(index: RunIndex) -> CheckResult:
             found.add({"t_ms": done.t_ms, "process": op.process, "op": op.op, "partition": partition,
                        "offset": offset, "value": value,
                        "final_value": None if final_value is ABSENT else final_value})
+    details = {"unknown": unknown}
+    if removals:
+        details["removed_by_compaction"] = removed
     return anomaly("consumer_truncated_reads", found, "records consumers read that the final read lacks",
-                   "every record consumers read is in the final read at the same offset",
-                   {"unknown": unknown})
+                   "every record consumers read is in the final read at the same offset", details)
 
 
 def check_hw_regressions(index: RunIndex) -> CheckResult:

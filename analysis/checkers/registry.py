@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from analysis.checkers.availability import Interval, LeadershipSamples, check_unavailable
+from analysis.checkers.compacted_removals import CompactedRemovals
 from analysis.checkers.compaction import CompactionView, compaction_view
 from analysis.checkers.compaction_logs import check_keeping_up, check_offsets_unchanged, check_replicas_converge
 from analysis.checkers.compaction_values import check_final_values, check_resurrected_keys
@@ -26,6 +27,7 @@ from analysis.checkers.replicas import check_divergence
 from analysis.checkers.quotas import check_quotas
 from analysis.checkers.result import CheckResult
 from analysis.checkers.unseen import check_unseen
+from analysis.compacted_topics import compacted_only_in_trace
 from analysis.checkers.writes import (
     check_duplicates, check_failed_but_present, check_inconsistent_offsets, check_lost_writes, check_produce_rates)
 from analysis.history import History
@@ -41,12 +43,22 @@ class RunFacts:
     replica_states: LeadershipSamples | None
     leadership: tuple[LeadershipReplay, dict[str, list[Interval]], int]
     _compaction: CompactionView | None = None
+    _removals: CompactedRemovals | None = None
 
     @property
     def compaction(self) -> CompactionView:
         if self._compaction is None:
             self._compaction = compaction_view(self.history, self.index.events)
         return self._compaction
+
+    @property
+    def removals(self) -> CompactedRemovals:
+        """What cleaning may have removed (empty, and false, without a cleaning)."""
+        if self._removals is None:
+            compacted = self.compaction.compacted
+            self._removals = CompactedRemovals(self.compaction, compacted_only_in_trace(self.index.events)
+                                               if compacted else set(), self.index.reads)
+        return self._removals
 
 
 @dataclass(frozen=True)
@@ -70,14 +82,15 @@ def _counts(*names: str, timed: bool = False) -> tuple[Result, ...]:
 
 CHECKERS: tuple[Checker, ...] = (
     Checker((Result("lost_writes", timed=True), *_counts("lost_writes_acks_all", "lost_writes_acks_1")),
-            lambda run: check_lost_writes(run.index)),
+            lambda run: check_lost_writes(run.index, run.removals)),
     Checker(_counts("duplicates", timed=True), lambda run: check_duplicates(run.index)),
     Checker(_counts("inconsistent_offsets", timed=True), lambda run: check_inconsistent_offsets(run.index)),
     Checker(_counts("divergence", timed=True), lambda run: check_divergence(run.index.events)),
     Checker(_counts("consumer_non_monotonic", "consumer_skips", timed=True),
-            lambda run: check_consumer_order(run.index)),
-    Checker(_counts("consumer_truncated_reads", timed=True), lambda run: check_truncated_reads(run.index)),
-    Checker(_counts("unseen"), lambda run: check_unseen(run.index)),
+            lambda run: check_consumer_order(run.index, run.removals)),
+    Checker(_counts("consumer_truncated_reads", timed=True),
+            lambda run: check_truncated_reads(run.index, run.removals)),
+    Checker(_counts("unseen"), lambda run: check_unseen(run.index, run.removals)),
     Checker(_counts("unavailable_ms"),
             lambda run: check_unavailable(run.index.events, run.replica_states, run.leadership)),
     Checker((Result("produce_error_rate", "rate"), Result("produce_timeout_rate", "rate")),

@@ -10,21 +10,37 @@ from analysis.trace import Event
 
 def check_divergence(events: Iterable[Event]) -> CheckResult:
     """Replicas of one partition whose chunk digests differ. Where replicas start or
-    stop at different offsets, only the chunks every replica covers whole are compared."""
+    stop at different offsets, only the chunks every replica covers whole are compared.
+    Compacted replicas whose chunks differ but whose key -> value maps agree are not
+    divergent (counted as ``compacted_key_maps_agree``)."""
     logs: dict[str, list[Event]] = {}
     for event in events:
         if event.type == "replica_log":
             logs.setdefault(event["partition"], []).append(event)
     found = Examples()
+    by_key_map = 0
     for partition in sorted(logs):
         replicas = logs[partition]
         if len(replicas) >= 2:
             example = _diverging(partition, replicas)
+            if example is not None and _key_maps_agree(replicas):
+                by_key_map += 1
+                continue
             if example is not None:
                 found.add(example)
+    details = {"partitions_compared": sum(1 for r in logs.values() if len(r) >= 2)}
+    if by_key_map:
+        details["compacted_key_maps_agree"] = by_key_map
     return anomaly("divergence", found, "partitions whose replicas hold different data",
-                   "every partition's replicas hold the same data",
-                   {"partitions_compared": sum(1 for r in logs.values() if len(r) >= 2)})
+                   "every partition's replicas hold the same data", details)
+
+
+def _key_maps_agree(replicas: list[Event]) -> bool:
+    """Replicas of a compacted partition clean on their own, so their offsets may differ
+    where one removed a superseded record another still holds: they agree when their
+    key -> value maps do (``compacted_replicas_converge`` judges those maps)."""
+    digests = {replica.get("key_map_digest") for replica in replicas}
+    return len(digests) == 1 and None not in digests
 
 
 def _diverging(partition: str, replicas: list[Event]) -> dict | None:

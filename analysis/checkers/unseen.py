@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.checkers.compacted_removals import CompactedRemovals
 from analysis.checkers.index import RunIndex, send_parts
 from analysis.checkers.result import CheckResult, Examples, anomaly
 
 
-def check_unseen(index: RunIndex) -> CheckResult:
+def check_unseen(index: RunIndex, removals: CompactedRemovals | None = None) -> CheckResult:
+    """A record of a compacted partition that a cleaning removed (``compacted_removals``)
+    is not required of any consumer: ``keeping_up_consumer_sees_all`` judges whether
+    the consumers that kept up saw it before it went."""
     if index.poll_count == 0:
         return CheckResult("unseen", 0, True, "no consumers", (), {"no_consumers": True})
     unseen: list[tuple[str, int, Any]] = []  # (partition, offset, value)
@@ -21,13 +25,23 @@ def check_unseen(index: RunIndex) -> CheckResult:
         unseen.extend(_unpolled(index, partition, acked))
     loose = _loose_unpolled(index)
     found = Examples()
+    removed = 0
     for partition, offset, value in unseen:
+        if removals and removals.removed(partition, offset, value=value):
+            removed += 1
+            continue
         found.add({"partition": partition, "offset": offset, "value": value})
     for example in loose:
+        if removals and removals.removed(example["partition"], example["offset"], value=example["value"]):
+            removed += 1
+            continue
         found.add(example)
     _name_the_sends(index, found.items)
+    details: dict = {"no_consumers": False}
+    if removals:
+        details["removed_by_compaction"] = removed
     return anomaly("unseen", found, "acknowledged records no consumer saw",
-                   "every acknowledged record was seen by a consumer", {"no_consumers": False})
+                   "every acknowledged record was seen by a consumer", details)
 
 
 def _unpolled(index: RunIndex, partition: str, acked: bytearray) -> list[tuple[str, int, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+from analysis.checkers.compacted_removals import UNKNOWN, CompactedRemovals
 from analysis.checkers.index import ABSENT, FinalRead, RunIndex, poll_witness, send_parts, send_witness
 from analysis.checkers.result import CheckResult, Examples, anomaly
 from analysis.history import Operation
@@ -13,14 +14,18 @@ ACKS_NAMES: dict[int | None, str] = {-1: "all", 1: "1", 0: "0"}  # by a send's a
 _second = itemgetter(1)
 
 
-def check_lost_writes(index: RunIndex) -> list[CheckResult]:
+def check_lost_writes(index: RunIndex, removals: CompactedRemovals | None = None) -> list[CheckResult]:
     """Acknowledged values missing from the final read of their partition. Where that
     read did not finish (or never happened), a missing value is unknown, not lost; one
     acknowledged below where the read started (the log start then) was deleted by
-    retention (Kafka's Log.deleteOldSegments), not lost, and is counted apart."""
+    retention (Kafka's Log.deleteOldSegments), not lost, and is counted apart; so is one
+    of a compacted partition that a cleaning removed (superseded by a later write of its
+    key, or a tombstone: ``compacted_removals``), and one only a write of unknown
+    outcome may have superseded is unknown."""
     lost = {"all": Examples(), "1": Examples(), "any": Examples()}
     unknown = {"all": 0, "1": 0, "any": 0}
     deleted = {"all": 0, "1": 0, "any": 0}
+    compacted = {"all": 0, "1": 0, "any": 0}
     reads = index.reads
     wanted: dict[str, set] = {}
     for op in index.unconfirmed_sends:
@@ -38,7 +43,13 @@ def check_lost_writes(index: RunIndex) -> list[CheckResult]:
                 unknown["any"] += 1
                 unknown[acks] = unknown.get(acks, 0) + 1
                 continue
-            if first + i < read.start:
+            why = removals.removed(partition, first + i, read.t_ms, value) if removals else None
+            if why is not None:
+                counts = unknown if why == UNKNOWN else compacted
+                counts["any"] += 1
+                counts[acks] = counts.get(acks, 0) + 1
+                continue
+            if first + i < read.start and (not removals or removals.deletes(partition)):
                 deleted["any"] += 1
                 deleted[acks] = deleted.get(acks, 0) + 1
                 continue
@@ -56,6 +67,9 @@ def check_lost_writes(index: RunIndex) -> list[CheckResult]:
         if deleted[key]:
             note += f"; {deleted[key]} deleted by retention (below the log start)"
             details["deleted_by_retention"] = deleted[key]
+        if compacted[key]:
+            note += f"; {compacted[key]} removed by compaction (superseded, or a tombstone)"
+            details["removed_by_compaction"] = compacted[key]
         if key == "any":
             details["acknowledged_records"] = index.acknowledged_records
         results.append(anomaly(name, lost[key], f"{what} missing from the final read{note}",

@@ -98,3 +98,17 @@ def test_a_chunk_hashes_the_json_the_recipe_names(first, values):
     the recipe's compact ASCII JSON, whatever the values (escaped ones, nulls)."""
     block = [first, *values]
     assert _chunk_json(block) == json.dumps(block, separators=(",", ":"), ensure_ascii=True)
+
+
+def test_a_cleaned_batch_is_digested_at_its_records_own_offsets():
+    """The simulation digests batches, the real binding records one by one: a cleaned
+    batch's gaps are ABSENT offsets in both."""
+    from analysis.replica_digest import record_digests, replica_digests
+    from broker_core.cleaned_batch import CleanedBatch
+    from broker_core.records import RecordBatch, Records
+    cleaned = CleanedBatch(90, 120, 0, [91, 99, 104, 119], Records(["a", "b", None, "d"], ["k1", "k2", "k3", "k4"]))
+    after = RecordBatch(120, 0, Records(["e"], ["k5"]))
+    records = [(91, "a"), (99, "b"), (104, None), (119, "d"), (120, "e")]
+    assert replica_digests([cleaned, after], 90, 121) == record_digests(records, 90, 121)
+    assert replica_digests([cleaned, after], 90, 121) != replica_digests(
+        [RecordBatch(90, 0, Records(["a", "b", None, "d"])), after], 90, 121)

@@ -21,7 +21,7 @@ from broker_core.errors import ErrorCode
 from broker_core.log_cleaner import CLEANER_CHECKPOINT
 from broker_core.log_manager import decode_offset_checkpoint
 from broker_core.messages import ProduceRequest
-from broker_core.records import Record
+from broker_core.records import Record, RecordBatch
 from broker_core.storage import MemoryFiles
 from broker_core.types import TopicPartition
 from broker_core.log_loader import recover_log
@@ -218,3 +218,69 @@ def test_a_cleaned_segment_has_its_time_index_and_the_replaced_ones_lose_theirs(
     cluster.start(1)
     assert cluster.wait_for(cluster.settled, 5000)
     assert {p: bytes(files[p]) for p in files if p.endswith(".timeindex")} == before
+
+
+def test_a_retry_of_a_batch_the_cleaner_removed_is_answered_from_the_producer_state():
+    """Kafka 2.7.0 core/src/main/scala/kafka/log/ProducerStateManager.scala
+    (ProducerStateEntry.findDuplicateBatch over its last five BatchMetadata) and Log.scala
+    (analyzeAndValidateProducerState, append's early return with the duplicate's
+    firstOffset and lastOffset): a duplicate is answered from the producer state, not from
+    the log. LogCleaner.scala cleanInto keeps only a producer's last batch
+    (isBatchLastRecordOfProducer), so a retry of an earlier one of its last five finds
+    the batch gone from the log: it is still a duplicate, answered with its offsets."""
+    cluster = compacted_cluster()
+    leader = cluster.leader()
+
+    def send(sequence: int, value: str):
+        batch = RecordBatch(0, -1, [Record("k", value, 10)], producer_id=7, producer_epoch=0,
+                            base_sequence=sequence)
+        response = cluster.request_and_wait(leader, lambda cid: ProduceRequest(cid, -1, 30000, {TP: batch}), 10000)
+        assert response is not None
+        return response.partitions[TP]
+
+    offsets = [send(sequence, f"v{sequence}").base_offset for sequence in range(5)]
+    assert produce_keyed(cluster, [("k", "later")]) is ErrorCode.NONE  # supersedes even the last batch
+    for r in range(8):  # other keys roll segments past the producer's batches
+        assert produce_keyed(cluster, [(f"f{r}", "x" * 40), (f"g{r}", "y" * 40)]) is ErrorCode.NONE
+    cluster.run_for(2000)
+    held = {o for o, _, _ in read_back(cluster, leader)}
+    assert offsets[1] not in held, "the cleaner kept the batch: the test forces nothing"
+    # The producer's last batch stays as an empty header (cleanInto's RETAIN_EMPTY), so
+    # its last sequence survives a rebuild of the producer state from the log.
+    assert offsets[4] not in held and cluster.partition(leader).log.batch_at(offsets[4]).base_offset == offsets[4]
+    assert cluster.partition(leader).log.producers.entries[7].batches[1].first_offset == offsets[1]
+    end = cluster.partition(leader).log.log_end_offset
+    retried = send(1, "v1")
+    assert (retried.error, retried.base_offset) == (ErrorCode.NONE, offsets[1])
+    assert cluster.partition(leader).log.log_end_offset == end  # nothing appended
+    assert cluster.traced("produce_duplicate", offset=offsets[1], base_sequence=1)
+    assert send(5, "v5").error is ErrorCode.NONE  # the sequence goes on from the last batch
+
+
+def test_a_follower_catching_up_from_a_cleaned_leader_stores_its_cleaned_batches():
+    """A follower down while its leader cleaned fetches the cleaned batches, with their
+    gaps, and stores them as its own cleaner would (Kafka's follower appends the
+    leader's batches as they are: Log.appendAsFollower). Its log then reads as the
+    leader's: the same record at every offset both hold, the same last value per key."""
+    cluster = compacted_cluster()
+    follower = 3 if cluster.leader() != 3 else 2
+    cluster.crash(follower)
+    # batches of five records, the first with a sixth key written once: its batch keeps
+    # that record alone, at its own offset (a gap inside the batch). acks=1: the leader
+    # does not wait for the ISR to drop the follower.
+    assert produce_keyed(cluster, [(f"k{k}", f"v0-{k}") for k in range(6)], acks=1) is ErrorCode.NONE
+    for r in range(1, 12):
+        assert produce_keyed(cluster, [(f"k{k}", f"v{r}-{k}") for k in range(5)], acks=1) is ErrorCode.NONE
+    last = {**{f"k{k}": f"v11-{k}" for k in range(5)}, "k5": "v0-5"}
+    cluster.run_for(20000)  # the cleaning, and the follower's old session expiring (18 s)
+    leader = cluster.leader()
+    assert [f for t, b, f in cluster.traced("segments_cleaned") if b == leader]
+    cluster.start(follower)
+    assert cluster.wait_for(lambda: cluster.partition(follower) is not None and cluster.partition(
+        follower).log.log_end_offset == cluster.partition(leader).log.log_end_offset, 20000)
+    held, fetched = read_back(cluster, leader), read_back(cluster, follower)
+    offsets = [o for o, _, _ in fetched]
+    assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "no gap: nothing cleaned was fetched"
+    at_leader = {o: (k, v) for o, k, v in held}
+    assert all(at_leader[o] == (k, v) for o, k, v in fetched if o in at_leader)
+    assert {k: v for _, k, v in fetched} == {k: v for _, k, v in held} == last

@@ -87,3 +87,20 @@ def test_a_final_read_that_runs_out_of_time_writes_what_it_got(tmp_path):
     assert [offset for offset, _ in got] == list(range(len(got)))
     assert all(acked[offset] == value for offset, value in got if offset in acked)
     assert sum(offset in acked for offset, _ in got) > len(got) // 2
+
+
+def test_a_cleaned_batch_gives_its_records_at_their_own_offsets():
+    """A batch the log cleaner rebuilt keeps each record's offset, with gaps
+    (broker_core/cleaned_batch.py): the reads and the keys follow them, not base + i."""
+    from analysis.read_records import keys_from, records_from
+    from broker_core.cleaned_batch import CleanedBatch
+    cleaned = CleanedBatch(10, 20, 0, [11, 12, 15, 19], Records(["a", "b", None, "d"], ["k1", "k2", "k3", "k4"]))
+    after = RecordBatch(20, 0, Records(["e"], ["k5"]))
+    assert records_from([cleaned, after], 12, None) == [(12, "b"), (15, None), (19, "d"), (20, "e")]
+    assert keys_from([cleaned, after], 12, None) == ["k2", "k3", "k4", "k5"]
+    assert records_from([cleaned], 0, 16) == [(11, "a"), (12, "b"), (15, None)]
+    got = ReadRecords()
+    assert got.add([cleaned, after], 13, None)
+    assert got.json().text == '[[15,null],[19,"d"],[20,"e"]]' and got.keys == ["k3", "k4", "k5"]
+    assert got.next_offset == 21
+    assert records_from([CleanedBatch(0, 5, 0, [], Records([]))], 0, None) == []  # a producer's kept empty batch
