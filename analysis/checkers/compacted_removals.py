@@ -111,9 +111,9 @@ class CompactedRemovals:
     def _accounted(self, partition: str) -> dict[tuple[Any, int], bool]:
         """(key, offset) -> whether the acknowledged record there is in the final read or
         was removed legitimately by the last cleaning (each key's writes, newest first)."""
-        known = self._survives.get(partition)
-        if known is not None:
-            return known
+        cached = self._survives.get(partition)
+        if cached is not None:
+            return cached
         known: dict[tuple[Any, int], bool] = {}
         self._survives[partition] = known
         end = self.cleaned_end(partition)
