@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from broker_core import coordination as coord, partition_admin, topic_deletion
+from broker_core import coordination as coord, partition_admin, reassignment, topic_deletion
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
@@ -234,6 +234,8 @@ class BrokerNode:
             self.controller.enqueue("topic_change")
         elif event.path == topic_deletion.DELETE_TOPICS_PATH:
             self.controller.enqueue("topic_deletion")
+        elif reassignment.watch_event(event.path) is not None:
+            self.controller.enqueue(reassignment.watch_event(event.path))
         elif event.path.startswith(coord.TOPICS_PATH + "/") and event.path.count("/") == 3:
             self.controller.enqueue(("partition_modifications", event.path.rsplit("/", 1)[1]))
         elif event.path == coord.PREFERRED_REPLICA_ELECTION_PATH:

@@ -39,6 +39,7 @@ BOOL_KEYS = frozenset({
     "unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
     "delete_topic_enable",
     "controller_watches_deletions",
+    "controller_watches_reassignments",
     "failover_removes_dead_replicas",
     "unclean_empties_isr",
     "follower_fetch_leader_epoch",
@@ -52,6 +53,7 @@ BOOL_KEYS = frozenset({
 })
 ISRLAB_KEYS = frozenset({
     "controller_watches_deletions",
+    "controller_watches_reassignments",
     "truncation",
     "isr_change_protocol",
     "registration_conflict",
@@ -173,6 +175,9 @@ class BrokerConfig:
     # delete_topic step, where the read finds nothing but its round trip would shift
     # every later event of a failover (the traces of older scenarios stay the same).
     controller_watches_deletions: bool = True
+    # The same for /admin/reassign_partitions (broker_core/reassignment.py): off in the
+    # simulation for a scenario without a reassign step.
+    controller_watches_reassignments: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1
     zookeeper_session_timeout_ms: int = 18000
