@@ -129,7 +129,7 @@ def test_leader_fails_mid_reassignment_and_the_new_leader_completes_it():
     onBrokerFailure elects from RS in the ISR (2, OfflinePartitionLeaderElectionStrategy),
     which tells 4 its leader; 2's expansion completes the reassignment, and B4's
     StopReplica is not sent to the dead broker. Nothing acknowledged is lost."""
-    cluster = started(config={"follower_replication_throttled_rate": 1})
+    cluster = started()
     acked = []
     for i in range(5):
         if cluster.produce_and_wait(1, [f"x{i}"]) is not None:
