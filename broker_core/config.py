@@ -252,6 +252,10 @@ class BrokerConfig:
     # broker (/config/brokers/<id>); here they are also the value that node holds at start.
     leader_replication_throttled_rate: int = NEVER
     follower_replication_throttled_rate: int = NEVER
+    # The topic keys listing throttled replicas ("*" or "<partition>:<broker>,..."); a
+    # broker-wide value is no Kafka key: only topics set them (TOPIC_KEYS).
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
     # --- end of quotas ---
 
     # -- log compaction (issue 22, the cleaner's slice): Kafka 2.7.0 KafkaConfig's log.cleanup.policy
@@ -278,6 +282,8 @@ class BrokerConfig:
                     raise ConfigError(kafka_name(f.name), f"must be one of {', '.join(_CHOICES[f.name])}")
             elif f.name in CLEANER_VALUE_KEYS:
                 validate_cleaner_value(f.name, value)
+            elif f.name in _THROTTLED_REPLICAS_ATTRIBUTES:
+                validate_throttled_replicas(kafka_name(f.name), value)
             elif f.name in BOOL_KEYS:
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
@@ -334,9 +340,21 @@ TOPIC_KEYS = {
 TOPIC_KEYS.update(RETENTION_TOPIC_KEYS)
 # Quotas (issue 22): the topic keys that list a topic's throttled replicas, as
 # "<partition>:<broker>,..." or "*" (2.7.0 LogConfig; parsed by
-# broker_core/quota_replication.parse_throttled_replicas). Not in TOPIC_KEYS yet: the slice
-# that wires quotas into the broker adds them to the topic configs it reads.
+# broker_core/quota_replication.parse_throttled_replicas), read by the broker's
+# replication throttles (ReplicaManager, the follower's fetcher).
 THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+_THROTTLED_REPLICAS_ATTRIBUTES = frozenset(key.replace(".", "_") for key in THROTTLED_REPLICAS_KEYS)
+TOPIC_KEYS.update({key: key.replace(".", "_") for key in THROTTLED_REPLICAS_KEYS})
+
+
+def validate_throttled_replicas(key: str, value: Any) -> None:
+    """2.7.0 ThrottledReplicaListValidator: "*" or <partition>:<broker>,... (the parser
+    lives with the throttles; imported here, where it is called, to keep the import
+    order one way)."""
+    from broker_core.quota_replication import parse_throttled_replicas
+    if not isinstance(value, str):
+        raise ConfigError(key, f"must be a string, not {value!r}")
+    parse_throttled_replicas(key, value, -1)
 
 PROFILES: dict[str, dict[str, Any]] = {
     "kafka-3.0": {"truncation": "diverging_epoch"},

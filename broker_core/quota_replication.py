@@ -170,3 +170,29 @@ class ReplicationQuotas:
                 quota.remove_throttle(topic)
             else:
                 quota.mark_throttled(topic, partitions)
+
+    def apply_topic_configs(self, topic_configs: Mapping[str, BrokerConfig]) -> None:
+        """The throttled lists of the topics configured at start (a runtime's topic configs)."""
+        for topic, config in sorted(topic_configs.items()):
+            self.apply_topic_config(topic, {LEADER_REPLICAS_KEY: config.leader_replication_throttled_replicas,
+                                            FOLLOWER_REPLICAS_KEY: config.follower_replication_throttled_replicas})
+
+    def has_throttles(self) -> bool:
+        """Whether any topic is throttled here: when none is, fetches run as without quotas."""
+        return bool(self.leader.throttled or self.follower.throttled)
+
+
+def leader_read_throttled(quotas: ReplicationQuotas, tp: TopicPartition, replica_id: int, isr: tuple[int, ...],
+                          now_ms: int) -> bool:
+    """2.7.0 ReplicaManager.readFromLocalLog's ``shouldLeaderThrottle``: a follower out of
+    the ISR (``isReplicaInSync``) of a throttled partition, while the leader's rate is over
+    its quota, is answered no records."""
+    return bool(quotas.leader.throttled) and quotas.leader.should_throttle(tp, replica_id in isr, now_ms)
+
+
+def follower_fetch_throttled(quota: ReplicationQuota, tp: TopicPartition, in_sync: bool, now_ms: int) -> bool:
+    """2.7.0 ReplicaFetcherThread.buildFetch's ``shouldFollowerThrottle``: a partition not in
+    sync (its last fetch left it below the leader's high watermark: PartitionFetchState
+    .isReplicaInSync), throttled here, while the follower's rate is over its quota, is left
+    out of the fetch."""
+    return bool(quota.throttled) and quota.should_throttle(tp, in_sync, now_ms)

@@ -23,6 +23,7 @@ from broker_core.messages import (
     StopReplicaResponse)
 from broker_core.partition import Partition
 from broker_core.quota_enforcement import ClientQuotaEnforcer
+from broker_core.quota_replication import ReplicationQuotas, leader_read_throttled
 from broker_core.timestamp_lookup import offset_for_timestamp
 from broker_core.types import TopicPartition
 
@@ -42,6 +43,8 @@ class ReplicaManager:
         self.stop_fetching = lambda tps: None  # set by the node (the fetcher)
         self.isr = IsrChanger(ctx, self.partitions, self._after_isr_change)
         self.client_quotas = ClientQuotaEnforcer(ctx)  # recorded where produces and fetches are answered
+        self.replication_quotas = ReplicationQuotas.from_config(ctx.broker_id, ctx.config)
+        self.replication_quotas.apply_topic_configs(topic_configs)
 
     def config_for(self, topic: str) -> BrokerConfig:
         return self.topic_configs.get(topic, self.ctx.config)
@@ -432,8 +435,17 @@ class ReplicaManager:
                 results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
                 continue
             upper = None if follower else log.high_watermark
-            batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
-            total += sum(b.size_bytes for b in batches)
+            if follower and leader_read_throttled(self.replication_quotas, tp, request.replica_id, partition.isr,
+                                                  self.ctx.now_ms):
+                batches = []
+            else:
+                batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
+            size = sum(b.size_bytes for b in batches)
+            total += size
+            if follower and self.replication_quotas.leader.is_throttled(tp):
+                # KafkaApis sizeOfThrottledPartitions then quotas.leader.record (at each read:
+                # a parked fetch's reads before its last are below min_bytes, usually none)
+                self.replication_quotas.leader.record(size, self.ctx.now_ms)
             # The response refers to the stored bytes; the runtime resolves the regions
             # when it sends (sendfile, or the simulation's batch objects).
             results[tp] = FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,
