@@ -69,6 +69,7 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("unclean-enabled-at-runtime.yaml", "kafka-0.8", 1),
     ("ack-after-truncation.yaml", "kafka-0.8", 1),
     ("ack-after-truncation.yaml", "kafka-2.7", 1),
+    ("reassign-throttled.yaml", None, 1),  # issue 22: a reassignment under a follower throttle
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),

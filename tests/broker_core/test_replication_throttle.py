@@ -40,11 +40,12 @@ def test_follower_throttle_limits_the_new_replica_to_the_rate():
     throttled, quota exceeded -> left out of the fetch) and processPartitionData
     (quota.record of the appended bytes), with ReplicationQuotaManager's SimpleRate over
     11 one-second windows: the catch-up of ~30 KB at 2000 B/s takes the size over the rate,
-    within 30 % (the first window's burst and the fetch backoff of 1 s)."""
+    within 15 % (measured: 22.1 s for 40,100 bytes, 10 % over: the fetch backoff of 1 s after a
+    throttled round and the first window)."""
     cluster = loaded({"follower_replication_throttled_rate": RATE}, {"follower.replication.throttled.replicas": "0:4"})
     took_ms, size = catch_up_ms(cluster)
     expected_ms = size / RATE * 1000
-    assert abs(took_ms - expected_ms) <= 0.3 * expected_ms, (took_ms, expected_ms, size)
+    assert abs(took_ms - expected_ms) <= 0.15 * expected_ms, (took_ms, expected_ms, size)
 
 
 def test_leader_throttle_limits_what_it_sends_to_a_replica_out_of_the_isr():
@@ -54,7 +55,7 @@ def test_leader_throttle_limits_what_it_sends_to_a_replica_out_of_the_isr():
     cluster = loaded({"leader_replication_throttled_rate": RATE}, {"leader.replication.throttled.replicas": "*"})
     took_ms, size = catch_up_ms(cluster)
     expected_ms = size / RATE * 1000
-    assert abs(took_ms - expected_ms) <= 0.3 * expected_ms, (took_ms, expected_ms, size)
+    assert abs(took_ms - expected_ms) <= 0.15 * expected_ms, (took_ms, expected_ms, size)
 
 
 def test_without_a_throttled_list_the_rate_changes_nothing():
