@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from broker_core.errors import ConfigError
+from broker_core.throttled_replicas import parse_throttled_replicas
 
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
@@ -348,10 +349,7 @@ TOPIC_KEYS.update({key: key.replace(".", "_") for key in THROTTLED_REPLICAS_KEYS
 
 
 def validate_throttled_replicas(key: str, value: Any) -> None:
-    """2.7.0 ThrottledReplicaListValidator: "*" or <partition>:<broker>,... (the parser
-    lives with the throttles; imported here, where it is called, to keep the import
-    order one way)."""
-    from broker_core.quota_replication import parse_throttled_replicas
+    """2.7.0 ThrottledReplicaListValidator: "*" or <partition>:<broker>,..."""
     if not isinstance(value, str):
         raise ConfigError(key, f"must be a string, not {value!r}")
     parse_throttled_replicas(key, value, -1)

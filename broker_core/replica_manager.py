@@ -14,7 +14,7 @@ from broker_core.effects import CloseConnection, DeleteFile
 from broker_core.errors import ErrorCode
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
-from broker_core.storage import LogStorage
+from broker_core.storage import LogStorage, StoredBatch
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
@@ -437,7 +437,7 @@ class ReplicaManager:
             upper = None if follower else log.high_watermark
             if follower and leader_read_throttled(self.replication_quotas, tp, request.replica_id, partition.isr,
                                                   self.ctx.now_ms):
-                batches = []
+                batches: tuple[StoredBatch, ...] = ()
             else:
                 batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
             size = sum(b.size_bytes for b in batches)

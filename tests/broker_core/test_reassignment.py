@@ -175,3 +175,15 @@ def test_a_new_controller_resumes_a_reassignment_from_the_topic_node():
         cluster.start(broker)
     assert cluster.wait_for(lambda: cluster.traced("reassignment_completed"), 40000)
     assert topic_node(cluster)["partitions"] == {"0": [4, 2, 3]}
+
+
+def test_with_zookeeper_isr_changes_the_state_node_watch_completes_it():
+    """With the leader writing the ISR itself (isAlterIsrEnabled false),
+    updateCurrentReassignment registers PartitionReassignmentIsrChangeHandler on the
+    partition's state node; its data change runs processPartitionReassignmentIsrChange."""
+    cluster = started(config={"isr_change_protocol": "zookeeper"})
+    cluster.produce_and_wait(1, ["z"])
+    reassign(cluster, [4, 2, 3])
+    assert cluster.wait_for(lambda: cluster.traced("reassignment_completed"), 20000)
+    assert cluster.traced("isr_expanded", protocol="zookeeper")
+    assert state(cluster)["leader"] == 4 and sorted(state(cluster)["isr"]) == [2, 3, 4]
