@@ -8,10 +8,12 @@ from typing import Any, Mapping, Sequence
 from broker_core import coordination as coord
 from broker_core.dynamic_config import encode_overrides, topic_config_path
 from broker_core.partition_admin import new_partitions_assignment
+from broker_core.reassignment import REASSIGN_PARTITIONS_PATH, encode_reassignment
 from broker_core.topic_admin import (
     TopicCreationError, assign_replicas_to_brokers, assignment_data, explicit_assignment, start_index_for,
     validate_topic_name)
 from broker_core.topic_deletion import delete_topic_path
+from broker_core.types import TopicPartition
 
 
 def admin_topic_nodes(topic: str, assignment: Mapping[int, Sequence[int]],
@@ -84,3 +86,28 @@ def add_partition_nodes(store, topic: str, count: int,
         return refused.message
     store.set_data(coord.topic_path(topic), assignment_data({**existing, **new}))
     return new
+
+
+def write_reassignment(store, partitions: Mapping[str, Sequence[int]]) -> str | None:
+    """``kafka-reassign-partitions.sh --zookeeper --execute`` (2.7.0 ReassignPartitionsCommand
+    .executeAssignment with a ZooKeeper client): refused while a reassignment runs, or for
+    a partition that does not exist or a list naming a broker that is not registered
+    twice or not at all; else /admin/reassign_partitions is created for the controller.
+    None, or why the tool refused."""
+    if store.get(REASSIGN_PARTITIONS_PATH) is not None:
+        return "There is an existing assignment running."
+    brokers = set(_registered_brokers(store))
+    asked: dict[TopicPartition, tuple[int, ...]] = {}
+    for name, replicas in sorted(partitions.items()):
+        topic, _, number = name.rpartition("-")
+        data = coord.decode_data(store.get(coord.topic_path(topic))) if topic else None
+        if not number.isdigit() or not data or number not in data.get("partitions", {}):
+            return f"Topic {topic} not found" if not data else f"Partition {name} not found"
+        if len(set(replicas)) != len(replicas) or not replicas:
+            return f"Partition {name}: the replica list {list(replicas)} is empty or names a broker twice"
+        unknown = sorted(set(replicas) - brokers)
+        if unknown:
+            return f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}"
+        asked[TopicPartition(topic, int(number))] = tuple(replicas)
+    store.put(REASSIGN_PARTITIONS_PATH, encode_reassignment(asked))
+    return None

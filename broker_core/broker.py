@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from broker_core import coordination as coord, partition_admin, topic_deletion
+from broker_core import coordination as coord, partition_admin, reassignment, topic_deletion
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
@@ -53,7 +53,8 @@ class BrokerNode:
         self.session_id: int | None = None
         self.registered_once = False  # a failed registration ends the process only at startup
         self.replicas = ReplicaManager(self.ctx, self.topic_configs, {})
-        self.fetchers = ReplicaFetcherManager(self.ctx, self.replicas.partitions, on_append=self._on_follower_append)
+        self.fetchers = ReplicaFetcherManager(self.ctx, self.replicas.partitions, on_append=self._on_follower_append,
+                                              quota=self.replicas.replication_quotas.follower)
         self.replicas.on_become_follower = self.fetchers.add_partition
         self.replicas.on_become_leader = lambda p: self.fetchers.remove_partition(p.tp)
         self.replicas.stop_fetching = self._stop_fetching
@@ -236,6 +237,8 @@ class BrokerNode:
             self.controller.enqueue("topic_change")
         elif event.path == topic_deletion.DELETE_TOPICS_PATH:
             self.controller.enqueue("topic_deletion")
+        elif reassignment.watch_event(event.path) is not None:
+            self.controller.enqueue(reassignment.watch_event(event.path))
         elif event.path.startswith(coord.TOPICS_PATH + "/") and event.path.count("/") == 3:
             self.controller.enqueue(("partition_modifications", event.path.rsplit("/", 1)[1]))
         elif event.path == coord.PREFERRED_REPLICA_ELECTION_PATH:
@@ -255,6 +258,7 @@ class BrokerNode:
             config = topic_config(self.config, overrides)
         except ConfigError:
             return
+        self.replicas.replication_quotas.apply_topic_config(topic, configs)  # TopicConfigHandler's updateThrottledList
         self.topic_overrides[topic] = configs
         if config != self.replicas.config_for(topic):
             self.topic_configs[topic] = config
@@ -270,6 +274,14 @@ class BrokerNode:
         config becomes the static one with the dynamic layers on top, and every log
         takes it, under its topic's overrides (DynamicLogConfig.reconfigure)."""
         layers = self.config_layers
+        if entity == str(self.broker_id):  # BrokerConfigHandler: the throttled rates are this broker's only
+            try:
+                self.replicas.replication_quotas.apply_broker_config({  # the static rates under the node's
+                    "leader.replication.throttled.rate": self.static_config.leader_replication_throttled_rate,
+                    "follower.replication.throttled.rate": self.static_config.follower_replication_throttled_rate,
+                    **configs})
+            except ConfigError:
+                pass  # a refused rate leaves the throttles as they were (DynamicConfig.Broker validation)
         if entity == DEFAULT_ENTITY:
             before, layers.dynamic_default = layers.dynamic_default, dict(configs)
         elif entity == str(self.broker_id):

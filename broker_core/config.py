@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from broker_core.errors import ConfigError
+from broker_core.throttled_replicas import parse_throttled_replicas
 
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE, used for "never flush"
 
@@ -39,6 +40,7 @@ BOOL_KEYS = frozenset({
     "unclean_leader_election_enable", "auto_leader_rebalance_enable", "auto_create_topics_enable",
     "delete_topic_enable",
     "controller_watches_deletions",
+    "controller_watches_reassignments",
     "failover_removes_dead_replicas",
     "unclean_empties_isr",
     "follower_fetch_leader_epoch",
@@ -52,6 +54,7 @@ BOOL_KEYS = frozenset({
 })
 ISRLAB_KEYS = frozenset({
     "controller_watches_deletions",
+    "controller_watches_reassignments",
     "truncation",
     "isr_change_protocol",
     "registration_conflict",
@@ -173,6 +176,9 @@ class BrokerConfig:
     # delete_topic step, where the read finds nothing but its round trip would shift
     # every later event of a failover (the traces of older scenarios stay the same).
     controller_watches_deletions: bool = True
+    # The same for /admin/reassign_partitions (broker_core/reassignment.py): off in the
+    # simulation for a scenario without a reassign step.
+    controller_watches_reassignments: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1
     zookeeper_session_timeout_ms: int = 18000
@@ -247,6 +253,10 @@ class BrokerConfig:
     # broker (/config/brokers/<id>); here they are also the value that node holds at start.
     leader_replication_throttled_rate: int = NEVER
     follower_replication_throttled_rate: int = NEVER
+    # The topic keys listing throttled replicas ("*" or "<partition>:<broker>,..."); a
+    # broker-wide value is no Kafka key: only topics set them (TOPIC_KEYS).
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
     # --- end of quotas ---
 
     # -- log compaction (issue 22, the cleaner's slice): Kafka 2.7.0 KafkaConfig's log.cleanup.policy
@@ -273,6 +283,8 @@ class BrokerConfig:
                     raise ConfigError(kafka_name(f.name), f"must be one of {', '.join(_CHOICES[f.name])}")
             elif f.name in CLEANER_VALUE_KEYS:
                 validate_cleaner_value(f.name, value)
+            elif f.name in _THROTTLED_REPLICAS_ATTRIBUTES:
+                validate_throttled_replicas(kafka_name(f.name), value)
             elif f.name in BOOL_KEYS:
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
@@ -329,9 +341,18 @@ TOPIC_KEYS = {
 TOPIC_KEYS.update(RETENTION_TOPIC_KEYS)
 # Quotas (issue 22): the topic keys that list a topic's throttled replicas, as
 # "<partition>:<broker>,..." or "*" (2.7.0 LogConfig; parsed by
-# broker_core/quota_replication.parse_throttled_replicas). Not in TOPIC_KEYS yet: the slice
-# that wires quotas into the broker adds them to the topic configs it reads.
+# broker_core/quota_replication.parse_throttled_replicas), read by the broker's
+# replication throttles (ReplicaManager, the follower's fetcher).
 THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+_THROTTLED_REPLICAS_ATTRIBUTES = frozenset(key.replace(".", "_") for key in THROTTLED_REPLICAS_KEYS)
+TOPIC_KEYS.update({key: key.replace(".", "_") for key in THROTTLED_REPLICAS_KEYS})
+
+
+def validate_throttled_replicas(key: str, value: Any) -> None:
+    """2.7.0 ThrottledReplicaListValidator: "*" or <partition>:<broker>,..."""
+    if not isinstance(value, str):
+        raise ConfigError(key, f"must be a string, not {value!r}")
+    parse_throttled_replicas(key, value, -1)
 
 PROFILES: dict[str, dict[str, Any]] = {
     "kafka-3.0": {"truncation": "diverging_epoch"},

@@ -9,8 +9,9 @@ controller that has been replaced cannot overwrite its successor's decisions.
 Some of its events live in their own modules, as functions that take the controller:
 the controlled shutdown (``controlled_shutdown.py``), the preferred-replica
 elections, automatic and admin-requested (``preferred_election.py``), new partitions
-of a topic (``partition_admin.py``) and topic deletion (``topic_deletion.py``, whose
-TopicDeletionManager keeps the deletion's books).
+of a topic (``partition_admin.py``), topic deletion (``topic_deletion.py``, whose
+TopicDeletionManager keeps the deletion's books) and partition reassignment
+(``reassignment.py``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from broker_core import controlled_shutdown, partition_admin, preferred_election, topic_deletion
+from broker_core import controlled_shutdown, partition_admin, preferred_election, reassignment, topic_deletion
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
 from broker_core.election import offline_partition_leader
@@ -58,6 +59,8 @@ class Controller:
         self.states: dict[TopicPartition, LeaderAndIsr] = {}
         self.channels: dict[int, BrokerChannel] = {}
         self.shutting_down: set[int] = set()
+        # partitionsBeingReassigned with their full assignment (RS, AR, RR); RS is also in assignments
+        self.reassignments: dict[TopicPartition, reassignment.ReplicaAssignment] = {}
         self._events: deque = deque()
         self._running = False
         self.deletion = topic_deletion.TopicDeletionManager(self)
@@ -89,6 +92,7 @@ class Controller:
         self.states = {}
         self.channels = {}
         self.shutting_down = set()
+        self.reassignments = {}
         self._events.clear()
         self._running = False
         self.deletion.reset()
@@ -122,6 +126,10 @@ class Controller:
                 yield from partition_admin.on_partition_modifications(self, event[1])
             elif isinstance(event, tuple) and event[0] == "replica_deletion_done":
                 yield from self.deletion.replica_deletion_done(event[1], dict(event[2]))
+            elif isinstance(event, tuple) and event[0] == "reassignment_isr_change":
+                yield from reassignment.on_isr_change(self, event[1])
+            elif event == "partition_reassignment":
+                yield from reassignment.on_zk_partition_reassignment(self)
             elif event == "topic_deletion":
                 yield from self.deletion.on_topic_deletion()
             elif event == "auto_rebalance":
@@ -176,6 +184,12 @@ class Controller:
             self.ctx.tasks.start(self._watch_deletions())
         if self.ctx.config.auto_leader_rebalance_enable:
             preferred_election.schedule_auto_rebalance(self, AUTO_REBALANCE_FIRST_CHECK_MS)
+        # initializePartitionReassignments: those the topic nodes show resume now; the
+        # admin node is read as an event of its own (its round trip would otherwise
+        # shift every failover: see BrokerConfig.controller_watches_reassignments).
+        yield from reassignment.resume_reassignments(self, lambda tp, full: True)
+        if self.ctx.config.controller_watches_reassignments:
+            self.enqueue("partition_reassignment")
 
     def _watch_deletions(self):
         reply = yield coord.GetChildren(topic_deletion.DELETE_TOPICS_PATH, watch=True)
@@ -197,11 +211,14 @@ class Controller:
             data = yield coord.GetData(coord.topic_path(topic), watch=True)  # for new partitions
             if not data.ok:
                 continue
+            full = reassignment.topic_node_reassignments(data.value, topic)
             for partition, replicas in sorted(data.value["partitions"].items(), key=lambda kv: int(kv[0])):
                 tp = TopicPartition(topic, int(partition))
                 if tp in self.assignments:
                     continue
                 self.assignments[tp] = tuple(int(r) for r in replicas)
+                if full[tp].is_being_reassigned:
+                    self.reassignments[tp] = full[tp]
                 state = yield coord.GetData(coord.partition_state_path(topic, int(partition)))
                 if state.ok:
                     self.states[tp] = LeaderAndIsr.from_data(state.value, state.version)
@@ -243,6 +260,8 @@ class Controller:
             self._send_leader_and_isr(revived, sorted(self.live))
             self._send_leader_and_isr(hosted, born)
         self._send_update_metadata()
+        if born:  # maybeResumeReassignments for those whose target replicas include a new broker
+            yield from reassignment.resume_reassignments(self, lambda tp, full: any(b in full.target for b in born))
         if born and self.deletion.brokers_started(born):
             yield from self.deletion.resume()
 
@@ -315,6 +334,9 @@ class Controller:
         self.ctx.send(src, AlterIsrResponse(request.correlation_id, ErrorCode.NONE, results))
         if any(r.error is ErrorCode.NONE for r in results.values()):
             self._send_update_metadata()
+        for tp in sorted(results):  # an expansion may complete a reassignment (2.7.0 processAlterIsr)
+            if results[tp].error is ErrorCode.NONE and tp in self.reassignments:
+                self.enqueue(("reassignment_isr_change", tp))
 
     # -- state changes ---------------------------------------------------------------
     def _bring_partitions_online(self, tps):
@@ -463,6 +485,10 @@ class Controller:
     def _trace_election(self, tp: TopicPartition, state: LeaderAndIsr, kind: str, unclean: bool) -> None:
         self.ctx.trace("leader_elected", partition=str(tp), leader=state.leader, leader_epoch=state.leader_epoch,
                        isr=list(state.isr), election=kind, unclean=unclean, controller_epoch=self.epoch)
+
+    def full_assignment(self, tp: TopicPartition) -> reassignment.ReplicaAssignment:
+        """ControllerContext.partitionFullReplicaAssignment: RS with AR and RR."""
+        return self.reassignments.get(tp) or reassignment.ReplicaAssignment(self.assignments[tp])
 
     # -- requests to brokers ---------------------------------------------------------
     def _partition_state(self, tp: TopicPartition) -> PartitionState:

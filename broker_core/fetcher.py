@@ -18,6 +18,7 @@ from broker_core.messages import (
     EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse,
     OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse)
 from broker_core.partition import Partition
+from broker_core.quota_replication import ReplicationQuota, follower_fetch_throttled
 from broker_core.types import TopicPartition
 
 
@@ -50,11 +51,13 @@ class LeaderFetcher:
 
 class ReplicaFetcherManager:
     def __init__(self, ctx: NodeContext, partitions: dict[TopicPartition, Partition],
-                 on_append=lambda partition: None):
+                 on_append=lambda partition: None, quota: ReplicationQuota | None = None):
         self.ctx = ctx
         self.partitions = partitions
         self.fetchers: dict[int, LeaderFetcher] = {}
         self.on_append = on_append
+        self.quota = quota if quota is not None else ReplicationQuota()  # the follower throttle
+        self.in_sync: dict[TopicPartition, bool] = {}  # PartitionFetchState.isReplicaInSync, from the last answer
 
     # -- membership ------------------------------------------------------------------
     def add_partition(self, partition: Partition) -> None:
@@ -103,7 +106,13 @@ class ReplicaFetcherManager:
             fetcher.asked_in_epoch = {tp: epochs[tp][0] for tp in truncating}
             request = OffsetsForLeaderEpochRequest(correlation_id, ctx.broker_id, epochs)
         else:
-            wanted = {tp: self._fetch_partition(self.partitions[tp]) for tp in sorted(fetcher.states)}
+            now = ctx.now_ms
+            wanted = {tp: self._fetch_partition(self.partitions[tp]) for tp in sorted(fetcher.states)
+                      if not follower_fetch_throttled(self.quota, tp, self.in_sync.get(tp, False), now)}
+            if not wanted:  # every partition throttled: no request, back off (AbstractFetcherThread.maybeFetch)
+                fetcher.backing_off = True
+                ctx.set_timer(fetcher.backoff_key, ctx.config.replica_fetch_backoff_ms)
+                return
             request = FetchRequest(correlation_id, ctx.broker_id, ctx.config.replica_fetch_wait_max_ms,
                                    ctx.config.replica_fetch_min_bytes, wanted)
         fetcher.in_flight = correlation_id
@@ -261,6 +270,8 @@ class ReplicaFetcherManager:
     def _apply(self, partition: Partition, result) -> bool:
         log = partition.log
         appended = False
+        if self.quota.is_throttled(partition.tp):  # processPartitionData: quota.record(records.sizeInBytes)
+            self.quota.record(sum(b.size_bytes for b in result.batches), self.ctx.now_ms)
         for batch in result.batches:
             if batch.next_offset <= log.log_end_offset:
                 continue
@@ -273,6 +284,8 @@ class ReplicaFetcherManager:
             appended = True
         for effect in log.roll_traces() if log.rolls else ():
             self.ctx.emit(effect)
+        if self.quota.throttled:  # processFetchRequest: lag = leader's high watermark - next offset
+            self.in_sync[partition.tp] = result.high_watermark - log.log_end_offset <= 0
         new_high_watermark = min(result.high_watermark, log.log_end_offset)
         if new_high_watermark != log.high_watermark:
             log.high_watermark = new_high_watermark

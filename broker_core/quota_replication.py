@@ -18,53 +18,20 @@ Unlike client quotas there is no throttle time: the check is made again at each 
 """
 from __future__ import annotations
 
-import re
-from typing import Mapping, Union
+from typing import Mapping
 
 from broker_core.config import NEVER, THROTTLED_REPLICAS_KEYS, BrokerConfig
 from broker_core.errors import ConfigError
 from broker_core.quota_rate import QuotaSensor, RateConfig
 from broker_core.quotas import INACTIVE_SENSOR_EXPIRATION_MS
+from broker_core.throttled_replicas import ALL_REPLICAS, AllReplicas, ThrottledPartitions, parse_throttled_replicas
 from broker_core.types import TopicPartition
+
+__all__ = ["ALL_REPLICAS", "AllReplicas", "ThrottledPartitions", "parse_throttled_replicas"]  # their home before
 
 LEADER_RATE_KEY = "leader.replication.throttled.rate"
 FOLLOWER_RATE_KEY = "follower.replication.throttled.rate"
 LEADER_REPLICAS_KEY, FOLLOWER_REPLICAS_KEY = THROTTLED_REPLICAS_KEYS
-_INT_MAX = 2**31 - 1
-_REPLICA = re.compile(r"([0-9]+):([0-9]+)")
-
-
-class AllReplicas:
-    """The "*" of a throttled replica list (ReplicationQuotaManager's ``AllReplicas``)."""
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "*"
-
-
-ALL_REPLICAS = AllReplicas()
-ThrottledPartitions = Union[AllReplicas, frozenset[int]]
-
-
-def parse_throttled_replicas(key: str, value: str, broker_id: int) -> ThrottledPartitions:
-    """The partitions of a topic that ``key`` throttles on ``broker_id``: ALL_REPLICAS for
-    "*", else those listed as "<partition>:<broker_id>". Refused with a ConfigError naming
-    the key unless it is "*" or a list of <partition>:<broker> (2.7.0
-    ThrottledReplicaListValidator; entries may carry spaces, as a LIST config's do)."""
-    text = value.strip()
-    if text == "*":
-        return ALL_REPLICAS
-    partitions: set[int] = set()
-    for entry in text.split(",") if text else ():
-        match = _REPLICA.fullmatch(entry.strip())
-        if match is None or int(match.group(1)) > _INT_MAX or int(match.group(2)) > _INT_MAX:
-            raise ConfigError(key, f"must be the literal '*' or a list of replicas in the format "
-                                   f"[partitionId]:[brokerId],[partitionId]:[brokerId],..., not {value!r}")
-        if int(match.group(2)) == broker_id:
-            partitions.add(int(match.group(1)))
-    return frozenset(partitions)
-
-
 def parse_throttled_rate(key: str, value: object) -> int:
     """A throttled rate as 2.7 reads it (DynamicConfig.Broker: a LONG, atLeast(0))."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -170,3 +137,29 @@ class ReplicationQuotas:
                 quota.remove_throttle(topic)
             else:
                 quota.mark_throttled(topic, partitions)
+
+    def apply_topic_configs(self, topic_configs: Mapping[str, BrokerConfig]) -> None:
+        """The throttled lists of the topics configured at start (a runtime's topic configs)."""
+        for topic, config in sorted(topic_configs.items()):
+            self.apply_topic_config(topic, {LEADER_REPLICAS_KEY: config.leader_replication_throttled_replicas,
+                                            FOLLOWER_REPLICAS_KEY: config.follower_replication_throttled_replicas})
+
+    def has_throttles(self) -> bool:
+        """Whether any topic is throttled here: when none is, fetches run as without quotas."""
+        return bool(self.leader.throttled or self.follower.throttled)
+
+
+def leader_read_throttled(quotas: ReplicationQuotas, tp: TopicPartition, replica_id: int, isr: tuple[int, ...],
+                          now_ms: int) -> bool:
+    """2.7.0 ReplicaManager.readFromLocalLog's ``shouldLeaderThrottle``: a follower out of
+    the ISR (``isReplicaInSync``) of a throttled partition, while the leader's rate is over
+    its quota, is answered no records."""
+    return bool(quotas.leader.throttled) and quotas.leader.should_throttle(tp, replica_id in isr, now_ms)
+
+
+def follower_fetch_throttled(quota: ReplicationQuota, tp: TopicPartition, in_sync: bool, now_ms: int) -> bool:
+    """2.7.0 ReplicaFetcherThread.buildFetch's ``shouldFollowerThrottle``: a partition not in
+    sync (its last fetch left it below the leader's high watermark: PartitionFetchState
+    .isReplicaInSync), throttled here, while the follower's rate is over its quota, is left
+    out of the fetch."""
+    return bool(quota.throttled) and quota.should_throttle(tp, in_sync, now_ms)

@@ -14,7 +14,7 @@ from broker_core.effects import CloseConnection, DeleteFile
 from broker_core.errors import ErrorCode
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
-from broker_core.storage import LogStorage
+from broker_core.storage import LogStorage, StoredBatch
 from broker_core.messages import (
     CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
     FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
@@ -23,6 +23,7 @@ from broker_core.messages import (
     StopReplicaResponse)
 from broker_core.partition import Partition
 from broker_core.quota_enforcement import JAVA_INT_MAX, ClientQuotaEnforcer
+from broker_core.quota_replication import ReplicationQuotas, leader_read_throttled
 from broker_core.timestamp_lookup import offset_for_timestamp
 from broker_core.types import TopicPartition
 
@@ -42,6 +43,8 @@ class ReplicaManager:
         self.stop_fetching = lambda tps: None  # set by the node (the fetcher)
         self.isr = IsrChanger(ctx, self.partitions, self._after_isr_change)
         self.client_quotas = ClientQuotaEnforcer(ctx)  # recorded where produces and fetches are answered
+        self.replication_quotas = ReplicationQuotas.from_config(ctx.broker_id, ctx.config)
+        self.replication_quotas.apply_topic_configs(topic_configs)
 
     def config_for(self, topic: str) -> BrokerConfig:
         return self.topic_configs.get(topic, self.ctx.config)
@@ -433,11 +436,19 @@ class ReplicaManager:
                 results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
                 continue
             upper = None if follower else log.high_watermark
-            if limit < JAVA_INT_MAX:
+            if follower and leader_read_throttled(self.replication_quotas, tp, request.replica_id, partition.isr,
+                                                  self.ctx.now_ms):
+                batches: tuple[StoredBatch, ...] = ()
+            elif limit < JAVA_INT_MAX:
                 batches = log.read(wanted.fetch_offset, min(wanted.max_bytes, limit - total), upper, min_one=total == 0)
             else:
                 batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
-            total += sum(b.size_bytes for b in batches)
+            size = sum(b.size_bytes for b in batches)
+            total += size
+            if follower and self.replication_quotas.leader.is_throttled(tp):
+                # KafkaApis sizeOfThrottledPartitions then quotas.leader.record (at each read:
+                # a parked fetch's reads before its last are below min_bytes, usually none)
+                self.replication_quotas.leader.record(size, self.ctx.now_ms)
             # The response refers to the stored bytes; the runtime resolves the regions
             # when it sends (sendfile, or the simulation's batch objects).
             results[tp] = FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,

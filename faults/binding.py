@@ -118,3 +118,7 @@ class FaultBinding(Protocol):
     def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
         """Add partitions as kafka-topics.sh --alter --partitions does; the new
         partitions' assignment, or why the tool refused."""
+
+    def reassign_partitions(self, partitions: dict[str, tuple[int, ...]]) -> str | None:
+        """Start a reassignment as kafka-reassign-partitions.sh --zookeeper --execute
+        does ("t-0" -> new replicas); None, or why the tool refused."""

@@ -356,6 +356,11 @@ class FaultExecutor:
             return
         self._start(fault, instant=True, written={str(p): list(r) for p, r in sorted(outcome.items())})
 
+    def _reassign(self, fault: fm.Reassign) -> None:
+        refused = self.binding.reassign_partitions(dict(fault.partitions))
+        partitions = {p: list(r) for p, r in fault.partitions}
+        self._start(fault, instant=True, partitions=partitions, **({"no_effect": refused} if refused else {}))
+
     # -- disks and clocks ------------------------------------------------------------
     def _disk_fault(self, fault) -> int:
         brokers = self.resolve(fault.brokers)
@@ -415,7 +420,7 @@ HANDLERS: dict[type, Handler] = {
     fm.PreferredReplicaElection: FaultExecutor._preferred_election, fm.TopicConfig: FaultExecutor._topic_config,
     fm.ClientQuota: FaultExecutor._client_quota,
     fm.CreateTopic: FaultExecutor._create_topic, fm.DeleteTopic: FaultExecutor._delete_topic,
-    fm.CreatePartitions: FaultExecutor._create_partitions,
+    fm.CreatePartitions: FaultExecutor._create_partitions, fm.Reassign: FaultExecutor._reassign,
     fm.SlowFsync: FaultExecutor._disk_fault, fm.WriteErrors: FaultExecutor._disk_fault,
     fm.DiskFull: FaultExecutor._disk_fault, fm.TornWrites: FaultExecutor._disk_fault,
     fm.BitFlip: FaultExecutor._bit_flip, fm.ClockJump: FaultExecutor._clock_jump,

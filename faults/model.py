@@ -199,6 +199,14 @@ class CreatePartitions:
     assignment: tuple[tuple[int, ...], ...] = ()
 
 
+@dataclass(frozen=True)
+class Reassign:
+    """What ``kafka-reassign-partitions.sh --zookeeper --execute`` does: write
+    /admin/reassign_partitions with each partition's new replica list (``partitions``:
+    ("t-0", (4, 2, 3)) pairs); the controller moves the replicas (broker_core/reassignment.py)."""
+    partitions: tuple[tuple[str, tuple[int, ...]], ...]
+
+
 # -- disk ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SlowFsync:
@@ -240,7 +248,7 @@ class ClockJump:
 
 Fault = (Crash | PowerLoss | Restart | Shutdown | Pause | Resume | Isolate | Split | RandomHalves | Bridge
          | Cut | Reset | LinkFault | Heal | ExpireSession | PreferredReplicaElection | TopicConfig | ClientQuota
-         | CreateTopic | DeleteTopic | CreatePartitions | SlowFsync | WriteErrors | DiskFull | TornWrites
+         | CreateTopic | DeleteTopic | CreatePartitions | Reassign | SlowFsync | WriteErrors | DiskFull | TornWrites
          | BitFlip | ClockJump)
 
 KINDS: dict[str, type] = {
@@ -252,6 +260,7 @@ KINDS: dict[str, type] = {
     "preferred_replica_election": PreferredReplicaElection, "topic_config": TopicConfig,
     "client_quota": ClientQuota,
     "create_topic": CreateTopic, "delete_topic": DeleteTopic, "create_partitions": CreatePartitions,
+    "reassign": Reassign,
     "slow_fsync": SlowFsync, "write_errors": WriteErrors, "disk_full": DiskFull,
     "torn_writes": TornWrites, "bit_flip": BitFlip,
     "clock": ClockJump,

@@ -59,6 +59,8 @@ UNSUPPORTED = {
     **{kind: "a real run does not script topic changes yet: clients change topics through CreateTopics, "
              "DeleteTopics and CreatePartitions against the broker (docs/real-io.md)"
        for kind in ("create_topic", "delete_topic", "create_partitions")},
+    "reassign": "a real run does not script reassignments yet: its controller takes them from "
+                "/admin/reassign_partitions in ZooKeeper (kafka-reassign-partitions.sh --zookeeper, docs/real-io.md)",
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
 # the nemesis's network kinds the proxy carries out ("link" draws loss, which it cannot)
@@ -227,6 +229,9 @@ class RealFaultBinding:
 
     def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
         raise _refused("create_partitions")
+
+    def reassign_partitions(self, partitions: dict[str, tuple[int, ...]]) -> str | None:
+        raise _refused("reassign")
 
 
 def link_refusal(fault: fm.Fault) -> str | None:

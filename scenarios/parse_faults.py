@@ -153,6 +153,8 @@ class FaultParser:
             return fm.RandomHalves()
         if kind == "preferred_replica_election":
             return self._preferred_replica_election(value, path)
+        if kind == "reassign":
+            return self._reassign(value, path)
         if kind == "delete_topic" and not isinstance(value, dict):
             return fm.DeleteTopic(self._topic_name(path, value))
         if kind == "heal":
@@ -301,6 +303,27 @@ class FaultParser:
         f.done()
         assignment = tuple(self._brokers_of(path + ("assignment", i), b) for i, b in enumerate(raw or ()))
         return fm.CreatePartitions(name, count, assignment)
+
+    def _reassign(self, value: Any, path: tuple) -> fm.Reassign:
+        """``{t-0: [4, 2, 3]}``: each partition's new replica list, brokers of the cluster
+        (kafka-reassign-partitions.sh --zookeeper --execute)."""
+        raw = convert(self.source, path, value, "map")
+        if not raw:
+            raise self.source.error(path, "names no partition: give {t-0: [4, 2, 3]}")
+        pairs = []
+        for name, replicas in raw.items():
+            try:
+                tp = TopicPartition.parse(str(name))
+                validate_topic_name(tp.topic)
+            except (ValueError, TopicCreationError):
+                raise self.source.error(path + (name,), "is not a partition: write <topic>-<n>, e.g. t-0") from None
+            brokers = self._brokers_of(path + (name,), replicas)
+            unknown = sorted(set(brokers) - set(self.cluster.brokers))
+            if unknown or len(set(brokers)) != len(brokers):
+                raise self.source.error(path + (name,), f"names an unknown or repeated broker; brokers: "
+                                        f"{list(self.cluster.brokers)}")
+            pairs.append((str(tp), brokers))
+        return fm.Reassign(tuple(sorted(pairs)))
 
     def _topic_config(self, f: Fields, path: tuple) -> fm.TopicConfig:
         """``{topic: t, set: {unclean.leader.election.enable: true}}``: topic keys only,

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 
 from broker_core import coordination as coord
 from broker_core import messages
-from broker_core.admin_nodes import add_partition_nodes, create_topic_nodes, mark_topic_deleted
+from broker_core.admin_nodes import add_partition_nodes, create_topic_nodes, mark_topic_deleted, write_reassignment
 from broker_core.dynamic_config import change_topic_config
 from broker_core.quota_config import change_client_quota
 from broker_core.types import TopicPartition
@@ -203,6 +203,9 @@ class SimFaultBinding:
 
     def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
         return add_partition_nodes(self.world.service.store, topic, count, assignment)
+
+    def reassign_partitions(self, partitions: dict[str, tuple[int, ...]]) -> str | None:
+        return write_reassignment(self.world.service.store, partitions)
 
 
 class SimFaultExecutor(FaultExecutor):

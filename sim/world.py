@@ -23,6 +23,7 @@ from analysis.trace import TraceWriter, run_started_fields
 from analysis.workload import workload_label
 from broker_core.config import broker_config, client_defaults, topic_config
 from broker_core.admin_nodes import admin_topic_nodes
+from broker_core.coordination import decode_data, topic_path
 from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost, broker_name
 from sim.clients import SimReader
@@ -69,6 +70,8 @@ class World:
         base = broker_config(cluster.profile, cluster.config)
         if not any(isinstance(step.fault, fm.DeleteTopic) for step in scenario.faults):
             base = replace(base, controller_watches_deletions=False)  # see BrokerConfig
+        if not any(isinstance(step.fault, fm.Reassign) for step in scenario.faults):
+            base = replace(base, controller_watches_reassignments=False)  # the same, for reassignments
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
         broker_trace = self.trace if scenario.trace_high_watermarks else self._trace_without_high_watermarks
         for broker in cluster.brokers:
@@ -279,8 +282,15 @@ class World:
     def is_settled(self) -> bool:
         """Every partition settled by the rule both bindings share (faults/final_phase.py)."""
         snaps = self.snapshots()
-        return all(partition_settled({b: s[str(tp)] for b, s in snaps.items() if str(tp) in s}, self.replicas[tp])
+        return all(partition_settled({b: s[str(tp)] for b, s in snaps.items() if str(tp) in s}, self._replicas_now(tp))
                    for tp in self.partitions)
+
+    def _replicas_now(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The partition's replicas as its topic node holds them now (a reassignment moves
+        them); the scenario's own where the node is gone."""
+        data = decode_data(self.service.store.get(topic_path(tp.topic)))
+        replicas = data.get("partitions", {}).get(str(tp.partition)) if isinstance(data, dict) else None
+        return tuple(replicas) if replicas else tuple(self.replicas[tp])
 
     def _sampler(self):
         interval = self.scenario.sample_interval_ms

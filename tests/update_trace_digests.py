@@ -75,6 +75,7 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("compaction-tombstone-restart.yaml", "behind", 1),
     ("compaction-tombstone-restart.yaml", "within-retention", 1),
     ("compaction-unclean.yaml", None, 1),
+    ("reassign-throttled.yaml", None, 1),  # issue 22: a reassignment under a follower throttle
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),
