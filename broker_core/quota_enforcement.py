@@ -171,7 +171,7 @@ class ClientQuotaEnforcer:
         throttle, quota, rate = manager.record_and_measure(user, client_id, percent, self.ctx.now_ms)
         if quota >= UNLIMITED:
             return max(throttle, 0)
-        return self._report(manager, REQUEST, src, client_id, user, {"percent": round(percent, 6), "nanos": nanos},
+        return self._report(manager, REQUEST, src, client_id, user, {"percent": round(percent, 9), "nanos": nanos},
                             max(throttle, 0), quota, rate)
 
     def request_handled(self, event: RequestHandled) -> None:
