@@ -20,7 +20,7 @@ from broker_core.errors import ConfigError, CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
-    FsyncCompleted, Input, MessageReceived, ShutdownRequested, Started, TimerFired)
+    FsyncCompleted, Input, MessageReceived, RequestHandled, ShutdownRequested, Started, TimerFired)
 from broker_core.log import PartitionLog
 from broker_core.retention import delete_old_segments
 from broker_core.log_cleaner import LogCleaner
@@ -91,7 +91,13 @@ class BrokerNode:
             CoordSessionStarted: self._on_session_started, CoordSessionExpired: self._on_session_expired,
             CoordReplied: self._on_coord_reply, CoordWatchFired: self._on_watch, FsyncCompleted: self._on_fsync,
             DiskWriteFailed: self._on_disk_write_failed, ShutdownRequested: self._on_shutdown_requested,
+            RequestHandled: self.replicas.client_quotas.request_handled,
         }
+
+    def request_quota_enabled(self) -> bool:
+        """Whether a request_percentage quota was ever set (2.7's ``quotasEnabled``): a
+        binding that measures request times asks before it hands one over."""
+        return self.replicas.client_quotas.quotas.request.quotas_enabled
 
     def _controller_id(self) -> int:
         return self.broker_id if self.controller.active else self.metadata_controller

@@ -66,6 +66,9 @@ ISRLAB_KEYS = frozenset({
     "demotion_completes_produces",
     "isr_lag_rule",
     "isr_expiration_period",
+    "request_time_source",
+    "request_model_base_nanos",
+    "request_model_nanos_per_byte",
     "same_leader_keeps_follower_state",
     "alter_isr_commit_advances_high_watermark",
     "controller_detects_bounce",
@@ -257,6 +260,14 @@ class BrokerConfig:
     # broker-wide value is no Kafka key: only topics set them (TOPIC_KEYS).
     leader_replication_throttled_replicas: str = ""
     follower_replication_throttled_replicas: str = ""
+    # isrlab's own: where the request-time quota's handler nanoseconds come from
+    # (quota_enforcement.py): "model" charges base + per byte x bytes to each answered
+    # produce (acks 1, all) and consumer fetch, a model of the handler time used by the
+    # simulation; "measured" takes the times the binding measures (RequestHandled), set
+    # by the real binding. Nothing is recorded either way without a request_percentage quota.
+    request_time_source: str = "model"
+    request_model_base_nanos: int = 200_000  # 0.2 ms of one handler thread per request
+    request_model_nanos_per_byte: int = 10
     # --- end of quotas ---
 
     # -- log compaction (issue 22, the cleaner's slice): Kafka 2.7.0 KafkaConfig's log.cleanup.policy
@@ -383,7 +394,8 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 _CHOICES = {"truncation": TRUNCATION_RULES, "isr_change_protocol": ISR_CHANGE_PROTOCOLS,
             "registration_conflict": REGISTRATION_CONFLICT_RULES, "follower_out_of_range": FOLLOWER_OUT_OF_RANGE_RULES,
-            "isr_lag_rule": ISR_LAG_RULES, "isr_expiration_period": ISR_EXPIRATION_PERIODS}
+            "isr_lag_rule": ISR_LAG_RULES, "isr_expiration_period": ISR_EXPIRATION_PERIODS,
+            "request_time_source": ("model", "measured")}
 
 _FIELD_NAMES = {f.name for f in fields(BrokerConfig)}
 

@@ -89,6 +89,24 @@ class ShutdownRequested:
     """An operator asked the broker to stop cleanly (controlled shutdown)."""
 
 
+@final
+@dataclass(slots=True)
+class RequestHandled:
+    """The real binding timed a client's request (``request_time_source`` "measured"):
+    ``handler_nanos`` is 2.7.0 RequestChannel's ``requestThreadTimeNanos`` as the binding
+    measures it, ``network_nanos`` the time it spent encoding and writing this
+    connection's previous response (``recordNetworkThreadTimeCallback``). ``exempt``:
+    ``sendResponseExemptThrottle`` (an acks=0 produce, a follower's fetch, the
+    controller's requests). The node answers ``RequestThrottle`` to ``src``."""
+    src: Hashable
+    correlation_id: int
+    client_id: str
+    user: str
+    handler_nanos: int
+    network_nanos: int = 0
+    exempt: bool = False
+
+
 # Every input; a new one goes here and in BrokerNode's table of handlers (a test compares them).
 Input = (Started | MessageReceived | TimerFired | FsyncCompleted | DiskWriteFailed | CoordSessionStarted
-         | CoordSessionExpired | CoordReplied | CoordWatchFired | ShutdownRequested)
+         | CoordSessionExpired | CoordReplied | CoordWatchFired | ShutdownRequested | RequestHandled)

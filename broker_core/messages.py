@@ -82,6 +82,15 @@ class ProducePartitionResult:
         self.base_offset = base_offset
 
 
+@dataclass(slots=True)
+class RequestThrottle:
+    """The node's answer to RequestHandled: the request quota's throttle time for that
+    request (0: none), which the binding puts in the response (the larger of it and a
+    byte quota's, 2.7.0 KafkaApis ``maxThrottleTimeMs``)."""
+    correlation_id: int
+    throttle_time_ms: int
+
+
 @dataclass(slots=True, init=False)
 class ProduceResponse:
     correlation_id: int

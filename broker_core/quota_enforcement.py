@@ -16,9 +16,17 @@ answers a client's produce or fetch (2.7.0 server/KafkaApis.scala).
   but is muted all the same (KafkaApis: "the channel may be throttled due to bandwidth
   quota violation").
 
-The request-time quota (``request_percentage``) needs the time a request thread spent,
-which the core cannot measure: it is parsed and kept (ClientQuotas.request) but not
-recorded by this slice, in either binding (docs/quotas.md).
+The request-time quota (``request_percentage``, ClientRequestQuotaManager) needs the
+time a request thread spent, which the core cannot measure. Its nanoseconds come from
+``request_time_source`` (docs/quotas.md, "The request-time quota"):
+- ``model`` (the simulation): a produce (acks 1 or all) and a consumer's fetch are
+  charged ``request_model_base_nanos`` + ``request_model_nanos_per_byte`` x bytes (the
+  produce request's size, the fetch's answered bytes) when they are answered, and
+  throttled by the larger of the byte and the request throttle (2.7.0 KafkaApis
+  ``handleProduceRequest``, ``handleFetchRequest``). A model, not a measurement.
+- ``measured`` (the real binding): nothing is charged here; the binding times each
+  request and hands the core ``RequestHandled`` (``request_handled``), whose answer
+  ``RequestThrottle`` tells it the throttle to put in the response.
 
 Trace events, only for clients whose quota is finite (so a run with no quota writes
 nothing new): ``quota_recorded`` for each recorded request, ``throttled`` for each
@@ -32,11 +40,12 @@ from typing import Any, Hashable, Mapping, Sequence
 from broker_core.context import NodeContext
 from broker_core.effects import MuteConnection
 from broker_core.errors import ConfigError
-from broker_core.messages import FetchResponse, ProduceRequest, ProduceResponse
+from broker_core.inputs import RequestHandled
+from broker_core.messages import FetchResponse, ProduceRequest, ProduceResponse, RequestThrottle
 from broker_core.records import RecordBatch
-from broker_core.quotas import UNLIMITED, ClientQuotaManager, ClientQuotas
+from broker_core.quotas import NANOS_TO_PERCENTAGE_PER_SECOND, UNLIMITED, ClientQuotaManager, ClientQuotas
 
-PRODUCE, FETCH = "produce", "fetch"
+PRODUCE, FETCH, REQUEST = "produce", "fetch", "request"
 JAVA_INT_MAX = 2**31 - 1
 
 
@@ -77,8 +86,9 @@ class ClientQuotaEnforcer:
 
     def produce_received(self, src: Hashable, correlation_id: int, client_id: str, user: str,
                          request: ProduceRequest) -> None:
-        """Keep the request's size (``produce_request_bytes``) for when it is answered."""
-        if self.quotas.produce.quotas_enabled:
+        """Keep the request's size (``produce_request_bytes``) for when it is answered
+        (the produce quota records it, the request-time model charges for it)."""
+        if self.quotas.produce.quotas_enabled or self._modelled(request.acks):
             self._produce_bytes.setdefault((src, correlation_id), []).append(
                 (client_id, user, produce_request_bytes(request)))
 
@@ -93,19 +103,24 @@ class ClientQuotaEnforcer:
         return int(min(manager.max_value_in_quota_window(user, client_id, self.ctx.now_ms), JAVA_INT_MAX))
 
     # -- answers ---------------------------------------------------------------------
-    def produce_answered(self, src: Hashable, correlation_id: int) -> int:
-        """Record an answered produce; its throttle time (0: none). The request quota is
-        not recorded (see the module's docstring), so acks=0 needs no exemption here."""
+    def produce_answered(self, src: Hashable, correlation_id: int, acks: int = 0) -> int:
+        """Record an answered produce; its throttle time (0: none): the larger of the
+        produce quota's and, modelled, the request quota's (2.7.0 KafkaApis
+        handleProduceRequest: ``maxThrottleTimeMs``; acks=0 is exempt from the request
+        quota, "the request quota is not enforced if acks == 0")."""
         waiting = self._produce_bytes.get((src, correlation_id))
         if not waiting:
             return 0
         client_id, user, size = waiting.pop(0)
         if not waiting:
             del self._produce_bytes[(src, correlation_id)]
-        return self._record(self.quotas.produce, PRODUCE, src, client_id, user, size, size)
+        throttle = self._record(self.quotas.produce, PRODUCE, src, client_id, user, size, size)
+        if self._modelled(acks):
+            throttle = max(throttle, self.request_time(src, client_id, user, self.modelled_nanos(size)))
+        return throttle
 
-    def throttled_produce(self, src: Hashable, response: ProduceResponse) -> ProduceResponse:
-        response.throttle_time_ms = self.produce_answered(src, response.correlation_id)
+    def throttled_produce(self, src: Hashable, response: ProduceResponse, acks: int = -1) -> ProduceResponse:
+        response.throttle_time_ms = self.produce_answered(src, response.correlation_id, acks)
         return response
 
     def fetch_answered(self, src: Hashable, client_id: str, user: str, response: FetchResponse,
@@ -115,30 +130,89 @@ class ClientQuotaEnforcer:
         it is answered with no partitions (KIP-219's empty response) and its bytes are
         taken back."""
         manager = self.quotas.fetch
-        if not manager.quotas_enabled:
+        modelled = self._modelled(-1)
+        if not manager.quotas_enabled and not modelled:
             return response
-        throttle = self._record(manager, FETCH, src, client_id, user, size, 0)
+        # 2.7.0 handleFetchRequest records the request time first, then the bytes; either
+        # throttle empties the answer and takes the bytes back
+        request_throttle = self.request_time(src, client_id, user, self.modelled_nanos(size)) if modelled else 0
+        throttle = max(self._record(manager, FETCH, src, client_id, user, size, 0, request_throttle > 0),
+                       request_throttle)
         if throttle <= 0:
             return response
-        manager.unrecord(user, client_id, size, self.ctx.now_ms)
+        if manager.quotas_enabled:
+            manager.unrecord(user, client_id, size, self.ctx.now_ms)
         return FetchResponse(response.correlation_id, {}, throttle)
 
+    # -- the request-time quota --------------------------------------------------------
+    def _modelled(self, acks: int) -> bool:
+        """Whether the core charges this answer's modelled handler time: the model is
+        the time source, a request_percentage quota was ever set (``quotasEnabled``:
+        without one nothing is recorded, so runs without it are unchanged), and the
+        request is not an acks=0 produce (exempt in 2.7.0)."""
+        return (acks != 0 and self.ctx.config.request_time_source == "model"
+                and self.quotas.request.quotas_enabled)
+
+    def modelled_nanos(self, size: int) -> int:
+        """The simulation's handler time for a request moving ``size`` bytes: a fixed
+        cost per request plus a cost per byte (isrlab's own keys, docs/quotas.md)."""
+        config = self.ctx.config
+        return config.request_model_base_nanos + config.request_model_nanos_per_byte * size
+
+    def request_time(self, src: Hashable, client_id: str, user: str, nanos: int) -> int:
+        """2.7.0 ClientRequestQuotaManager.maybeRecordAndGetThrottleTimeMs: record the
+        handler's ``nanos`` as percent-seconds of one thread, and return the throttle
+        (bounded to one window, ``boundedThrottleTime``); 0 and nothing recorded while
+        no request quota was ever set. A throttle mutes the connection, as for bytes."""
+        manager = self.quotas.request
+        if not manager.quotas_enabled:
+            return 0
+        percent = nanos * NANOS_TO_PERCENTAGE_PER_SECOND
+        throttle, quota, rate = manager.record_and_measure(user, client_id, percent, self.ctx.now_ms)
+        if quota >= UNLIMITED:
+            return max(throttle, 0)
+        return self._report(manager, REQUEST, src, client_id, user, {"percent": round(percent, 9), "nanos": nanos},
+                            max(throttle, 0), quota, rate)
+
+    def request_handled(self, event: RequestHandled) -> None:
+        """The real binding timed a request (``RequestHandled``): record the previous
+        response's network time unchecked (2.7.0 ``recordNetworkThreadTimeCallback``,
+        ``recordNoThrottle``), then, unless the request is exempt
+        (``sendResponseExemptThrottle``), its handler time; answer the throttle."""
+        manager, now = self.quotas.request, self.ctx.now_ms
+        if event.network_nanos > 0:
+            manager.record_network_time(event.user, event.client_id, event.network_nanos, now)
+        throttle = 0 if event.exempt else self.request_time(event.src, event.client_id, event.user,
+                                                            event.handler_nanos)
+        self.ctx.send(event.src, RequestThrottle(event.correlation_id, throttle))
+
     def _record(self, manager: ClientQuotaManager, quota_type: str, src: Hashable, client_id: str, user: str,
-                size: int, size_if_throttled: int) -> int:
+                size: int, size_if_throttled: int, throttled_anyway: bool = False) -> int:
         now = self.ctx.now_ms
         throttle, quota, rate = manager.record_and_measure(user, client_id, size, now)
         if quota >= UNLIMITED:
             return max(throttle, 0)
         throttle = max(throttle, 0)  # a wrapped (negative) throttle is none, as Kafka's throttle() treats it
-        sent = size if throttle <= 0 else size_if_throttled
-        self.ctx.trace("quota_recorded", client=client_id, user=user, quota_type=quota_type, bytes=sent,
+        sent = size if throttle <= 0 and not throttled_anyway else size_if_throttled
+        return self._report(manager, quota_type, src, client_id, user, {"bytes": sent}, throttle, quota, rate, size)
+
+    def _report(self, manager: ClientQuotaManager, quota_type: str, src: Hashable, client_id: str, user: str,
+                amount: dict[str, Any], throttle: int, quota: float, rate: float | None, size: int = -1) -> int:
+        """Trace a recorded request and, throttled, mute its connection. Two throttles of
+        one answer (bytes and request time) mute it until the later end: both bindings
+        keep the latest mute, which is 2.7's one ``throttle`` call with the larger time."""
+        now = self.ctx.now_ms
+        self.ctx.trace("quota_recorded", client=client_id, user=user, quota_type=quota_type, **amount,
                        quota=_number(quota), throttle_time_ms=throttle, samples=manager.samples,
                        window_ms=manager.window_ms)
         if throttle > 0:
+            extra = {"bytes": size} if size >= 0 else amount
             self.ctx.trace("throttled", client=client_id, user=user, connection=str(src), quota_type=quota_type,
-                           bytes=size, throttle_time_ms=throttle, quota=_number(quota),
+                           **extra, throttle_time_ms=throttle, quota=_number(quota),
                            rate=None if rate is None else round(rate, 3))
-            self._throttled[src] = (throttle, now, quota_type)
+            last = self._throttled.get(src)
+            if last is None or last[1] != now or last[0] < throttle:
+                self._throttled[src] = (throttle, now, quota_type)
             self.ctx.emit(MuteConnection(src, now + throttle))
         return throttle
 

@@ -19,6 +19,7 @@ were written before it is read.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Hashable, Mapping, Protocol
 
@@ -78,6 +79,9 @@ class BrokerRuntime:
         added by serve.py once it listens."""
         self.broker_id = broker_id
         self.name = broker_node(broker_id)
+        # this binding measures each request's handler time (server.py, request_time.py)
+        # rather than the simulation's model of it
+        config = replace(config, request_time_source="measured")
         self.config = config
         self.data_dir = data_dir
         self.coordination = coordination

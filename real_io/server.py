@@ -32,7 +32,9 @@ import socket
 import sys
 from typing import Any, Callable
 
-from real_io import inter_broker_api, kafka_api, local_apis, quota_apis
+from broker_core.inputs import RequestHandled
+from broker_core.messages import ANONYMOUS
+from real_io import inter_broker_api, kafka_api, local_apis, quota_apis, request_time
 from real_io.connection import FrameConnection, FramePool
 from real_io.files import PinnedRegion
 from real_io.listener_limits import ConnectionQuotas, ListenerLimits, MemoryPool
@@ -170,12 +172,14 @@ class KafkaServer:
         def mute(until: float) -> None:
             muted[0] = max(muted[0], until)
         self.runtime.register_client(address, self._on_core_message, close, mute)
+        timer = request_time.RequestTimer()
         try:
             while address not in self._closed_by_core:
                 payload = await connection.read_frame(self.idle_s)
                 if payload is None or address in self._closed_by_core:
                     return
-                response = await self._handle(address, payload)
+                timer.start()
+                response = await self._handle(address, payload, timer)
                 del payload  # its buffer goes back to the pool at the next read_frame
                 if response is not None:
                     await self._write(connection, response)
@@ -214,7 +218,8 @@ class KafkaServer:
         finally:
             _close_splices(parts)
 
-    async def _handle(self, address: str, payload: bytearray | memoryview) -> list | None:
+    async def _handle(self, address: str, payload: bytearray | memoryview,
+                      timer: request_time.RequestTimer | None = None) -> list | None:
         try:
             request = apis.decode_request(payload)
         except UnsupportedVersionError as unsupported:
@@ -233,9 +238,36 @@ class KafkaServer:
         else:
             body = await self._through_core(address, key, version, request.body, header.client_id or "", len(payload))
             if body is None:
-                return None
+                return None  # an acks=0 produce: 2.7 does not enforce the request quota on it
+        if timer is not None:
+            self._throttle_for_request_time(address, header.client_id or "", key, request.body, body, timer)
+            with timer.encoding():
+                return apis.encode_response_parts(key, version, header.correlation_id, body)
         # (a response that fails to encode drops its pinned regions: they close when collected)
         return apis.encode_response_parts(key, version, header.correlation_id, body)
+
+    def _throttle_for_request_time(self, address: str, client_id: str, key: int, request: dict, body: dict,
+                                   timer: request_time.RequestTimer) -> None:
+        """2.7.0 KafkaApis ``sendResponseMaybeThrottle``: the core records the handler
+        time (real_io/request_time.py says what is counted) against the request quota
+        and mutes the connection if it is over; the response carries the larger of that
+        throttle and a byte quota's (``maxThrottleTimeMs``) where its version has the
+        field (a version without it drops the key when encoded). Skipped while no
+        request quota was ever set: the core would record nothing."""
+        if not self.runtime.node.request_quota_enabled():
+            return
+        cid = next(self._correlation)
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[cid] = future
+        try:  # the core answers at once, within feed (RequestThrottle); a stopping node not at all
+            self.runtime.feed(RequestHandled(address, cid, client_id, ANONYMOUS, timer.handler_nanos(),
+                                             timer.network_nanos, request_time.exempt(key, request)))
+        finally:
+            self._waiting.pop(cid, None)
+        timer.network_nanos = 0
+        throttle = future.result().throttle_time_ms if future.done() else 0
+        if throttle > 0:
+            body["throttle_time_ms"] = max(body.get("throttle_time_ms", 0), throttle)
 
     def _topic_overrides(self, topic: str):
         node = self.runtime.node
@@ -300,7 +332,8 @@ class KafkaServer:
         self._waiting[message.correlation_id] = future
         try:
             self.runtime.deliver(address, message)
-            return await future
+            with request_time.awaiting_core():
+                return await future
         finally:
             self._waiting.pop(message.correlation_id, None)
 

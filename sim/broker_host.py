@@ -281,6 +281,11 @@ class BrokerHost:
         is throttled again (the rest wait for that mute to end)."""
         if incarnation != self.incarnation:
             return
+        if self._muted.get(src, 0.0) > self._now():
+            # muted again for longer while they waited (another answer to this client
+            # throttled after the timer was set): they wait for the later end
+            self._release_at(src)
+            return
         unread = self._unread.pop(src, [])
         self._muted.pop(src, None)
         while unread:

@@ -8,6 +8,12 @@ bindings, only for clients under a finite quota).
   quota and M the largest request of the series: the tolerance docs/quotas.md derives
   for a client that waits out its throttles. Spans whose requests saw different quotas
   (a quota changed between them) are not judged: the bound holds for one quota.
+  Request-time quotas (``quota_type`` "request", ``request_percentage``) are judged the
+  same way over the recorded percent-seconds of handler time (``percent``; T in percent
+  of one thread), with one exception: their throttle is capped at one window (2.7.0
+  ClientRequestQuotaManager ``boundedThrottleTime``), and the bound's derivation needs
+  the throttle given to the request before the span's last one, so a span whose
+  second-to-last request got a capped throttle is not judged.
 - ``throttle_not_honoured``: a throttled client's next request reached the broker
   before the throttle time had passed (KIP-219: the broker mutes the connection and the
   client waits, so this should never happen).
@@ -44,27 +50,43 @@ def check_quotas(events: Iterable[Event], history: History) -> list[CheckResult]
             _unthrottled_latency(history, throttled)]
 
 
+def _amount(event: Event) -> float:
+    """What a recorded request used: bytes, or the handler time in percent-seconds."""
+    return event["percent"] if event["quota_type"] == "request" else event["bytes"]
+
+
+def _judged(records: list[Event], j: int) -> bool:
+    """Whether the tolerance applies to spans ending at ``records[j]`` (see the module's
+    docstring: not after a request-time throttle capped at one window)."""
+    if j == 0 or records[j]["quota_type"] != "request":
+        return True
+    before = records[j - 1]
+    return before["throttle_time_ms"] < before["window_ms"]
+
+
 def _violations(series: dict[tuple, list[Event]]) -> CheckResult:
     examples = Examples()
     spans = 0
     for key in sorted(series):
         records = series[key]
-        largest = max(e["bytes"] for e in records)
+        largest = max(_amount(e) for e in records)
         for j, last in enumerate(records):
+            if not _judged(records, j):
+                continue
             samples, window = last["samples"], last["window_ms"]
-            total = 0
+            total = 0.0
             for i in range(j, -1, -1):
                 first = records[i]
                 span = last.t_ms - first.t_ms
                 if span > (samples - 1) * window or first["quota"] != last["quota"]:
                     break
-                total += first["bytes"]
+                total += _amount(first)
                 spans += 1
                 bound = last["quota"] * (span + samples * window + 0.5) / 1000.0 + largest
                 if total > bound:
                     broker, quota_type, user, client = key
                     examples.add({"t_ms": last.t_ms, "node": broker, "client": client, "user": user,
-                                  "quota_type": quota_type, "from_ms": first.t_ms, "bytes": total,
+                                  "quota_type": quota_type, "from_ms": first.t_ms, "used": round(total, 6),
                                   "bound": round(bound, 1), "quota": last["quota"]})
                     break
     if not series:

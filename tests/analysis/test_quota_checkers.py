@@ -47,3 +47,32 @@ def test_a_request_before_the_throttle_time_passed_is_not_honoured():
                                                            "throttle_time_ms": 500, "waited_ms": 502})]
     found = results([recorded(0, 1)] + waited)["throttle_not_honoured"]
     assert found.value == 1 and not found.valid and found.examples[0]["waited_ms"] == 200
+
+
+def request_recorded(t_ms: int, percent: float, throttle_ms: int = 0, quota: float = 10.0) -> Event:
+    return Event(t_ms, "broker-1", "quota_recorded", {"client": "c", "user": "ANONYMOUS", "quota_type": "request",
+                                                       "percent": percent, "nanos": int(percent * 1e7),
+                                                       "quota": quota, "throttle_time_ms": throttle_ms,
+                                                       "samples": 11, "window_ms": 1000})
+
+
+def test_request_time_within_the_tolerance_passes_and_over_it_is_a_violation():
+    """The same tolerance over percent-seconds of handler time (a request_percentage of
+    10 is 10 percent-seconds per second): 100 requests of 1 %-s within 2 s break it
+    (bound 10 x (2 + 11) + 1 = 131 only from 131 on: 200 requests do), one per second do not."""
+    assert results([request_recorded(1000 * i, 1.0) for i in range(10)])["quota_violations"].value == 0
+    found = results([request_recorded(10 * i, 1.0) for i in range(200)])["quota_violations"]
+    assert found.value > 0 and found.examples[0]["quota_type"] == "request"
+
+
+def test_request_time_spans_after_a_capped_throttle_are_not_judged():
+    """2.7.0 ClientRequestQuotaManager.throttleTime: boundedThrottleTime caps a throttle
+    at one window, so a client that waited it out may still be over the derived bound:
+    the span ending at the request after a capped throttle is not judged, the others are."""
+    # 1 %-s a millisecond: the bound 10 x (span + 11 s + 0.5 ms) + 1 holds up to the 112th
+    # request and breaks at the 113th, which follows the throttle under test
+    def series(last_throttle_ms):
+        return ([request_recorded(i, 1.0) for i in range(111)] + [request_recorded(111, 1.0, last_throttle_ms)]
+                + [request_recorded(112, 1.0)])
+    assert results(series(1000))["quota_violations"].value == 0
+    assert results(series(999))["quota_violations"].value > 0

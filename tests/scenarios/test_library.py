@@ -43,7 +43,7 @@ def test_the_library_has_the_known_anomalies_and_their_fixes():
 
 
 # The runs that take more than about 5 s (measured): left out of make test-fast.
-SLOW_RUNS = {("nemesis-kafka-0.8", None)}
+SLOW_RUNS = {("nemesis-kafka-0.8", None), ("quota-request-percentage", None)}
 
 
 @pytest.mark.parametrize("path,variant", [

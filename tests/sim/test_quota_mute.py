@@ -68,3 +68,19 @@ def test_a_simulated_client_holds_its_next_request_to_a_throttled_broker():
     client.request(1, lambda cid: MetadataRequest(cid), "second")
     env.run(until=400)
     assert sent[0] < 5 and 300 <= sent[1] - 5 < 310
+
+
+def test_a_mute_extended_while_requests_wait_holds_them_until_its_later_end():
+    """KIP-219: a channel stays muted until its last ThrottledChannel expires. Forced: a
+    second throttled answer (the simulation's broker answers pipelined requests) extends
+    the mute after the first mute's release was scheduled; the waiting requests are read
+    at the later end, not the earlier (the request quota's throttled scenario caught it)."""
+    env, network, host, got = _world()
+    carry_out_effects([MuteConnection("impatient", 300)], host)
+    network.send("impatient", "broker-1", MetadataRequest(1))  # held: its release is set for 300
+    env.run(until=100)
+    carry_out_effects([MuteConnection("impatient", 700)], host)  # extended while it waits
+    env.run(until=650)
+    assert got == []
+    env.run(until=710)
+    assert [m.correlation_id for _, m in got] == [1] and got[0][0] >= 700
