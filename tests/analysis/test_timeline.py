@@ -332,10 +332,10 @@ COMPACTED_SCENARIO = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_a_compacted_run_draws_its_cleaning_passes_and_log_starts(tmp_path):
     """A simulated run whose replicas clean: the figure's data holds every replica's
-    passes, the drawing shows them (the PNG differs from one drawn without them) and
-    stays deterministic."""
+    passes, and the drawing shows them (the PNG differs from one drawn without them)."""
     trace_path = run_scenario(parse_scenario(COMPACTED_SCENARIO, "x.yaml"), 1, tmp_path / "run").trace_path
     events = list(read_events(trace_path))
     internal = [e for e in events if e.type == "segments_cleaned"]
@@ -344,8 +344,6 @@ def test_a_compacted_run_draws_its_cleaning_passes_and_log_starts(tmp_path):
     assert len(tl.cleanings) == len(internal) and sum(c.records_removed for c in tl.cleanings) > 0
     assert set(tl.log_starts) == {1, 2, 3}  # a compact-only log's start stays 0: one point each
     assert all(points == [(points[0][0], 0)] for points in tl.log_starts.values())
-    first = plot_trace(trace_path, tmp_path / "a")
-    assert plot_trace(trace_path, tmp_path / "b")[0].read_bytes() == first[0].read_bytes()
     bare = [e for e in events if e.type not in ("segments_cleaned", "segments_deleted")]
     without = plot_history(build_history(bare), tmp_path / "c")[0]
     drawn = plot_history(build_history(events), tmp_path / "d")[0]
