@@ -2,7 +2,8 @@
 
 Each figure stacks, on one time axis in seconds: the faults, who led (and who only
 believed it led), the ISR, every replica's log end offset and high watermark with the
-truncations, and the produce outcomes with the acknowledged records that were lost.
+truncations, its log start offset and cleaning passes (compacted or retention-bound
+logs), and the produce outcomes with the acknowledged records that were lost.
 The data comes from timeline_data (pure functions over events), the drawing from
 timeline_draw (matplotlib's Agg canvas, no pyplot).
 
@@ -85,6 +86,8 @@ def partition_timeline(internal: Sequence[Event], operations: Iterable[Operation
         series=series,
         truncations=data.truncations(internal, partition),
         produce=data.produce_outcomes(operations, partition, lost_values),
+        cleanings=data.cleanings(internal, partition),
+        log_starts=data.log_starts(internal, partition),
     )
 
 

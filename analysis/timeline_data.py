@@ -413,6 +413,43 @@ def truncations(events: Iterable[Event], partition: str) -> list[Truncation]:
     return out
 
 
+@dataclass(frozen=True)
+class Cleaned:
+    """One finished cleaning pass of a replica's log (segments_cleaned): the offsets it
+    covered and how many records it removed."""
+    t_ms: int
+    broker: int
+    start_offset: int
+    end_offset: int
+    records_removed: int
+
+
+def cleanings(events: Iterable[Event], partition: str) -> list[Cleaned]:
+    out = []
+    for e in events:
+        broker = broker_id_of(e.node)
+        if e.type == "segments_cleaned" and _is_about(e, partition) and broker is not None:
+            removed = e.get("records_before", 0) - e.get("records_after", 0)
+            out.append(Cleaned(e.t_ms, broker, e.get("start_offset", 0), e.get("end_offset", 0), removed))
+    return out
+
+
+def log_starts(events: Iterable[Event], partition: str) -> dict[int, list[tuple[int, int]]]:
+    """broker -> (t_ms, log start offset) where retention (segments_deleted) or a
+    cleaning (segments_cleaned) stated a new one. Only changes are kept: a compacted
+    log's start stays put through most cleanings, and a repeated value draws nothing."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for e in events:
+        broker = broker_id_of(e.node)
+        if e.type not in ("segments_deleted", "segments_cleaned") or not _is_about(e, partition) or broker is None:
+            continue
+        start = e.get("log_start_offset")
+        points = out.setdefault(broker, [])
+        if start is not None and (not points or points[-1][1] != start):
+            points.append((e.t_ms, start))
+    return {b: points for b, points in sorted(out.items()) if points}
+
+
 def produce_outcomes(operations: Iterable[Operation], partition: str,
                      lost_values: set[str] | None = None) -> ProduceOutcomes:
     """Sends to the partition: acknowledged records at their offsets, failures, unknowns,

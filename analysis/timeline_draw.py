@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
-from analysis.timeline_data import (Election, FaultInterval, LeaderClaim, ProduceOutcomes,
+from analysis.timeline_data import (Cleaned, Election, FaultInterval, LeaderClaim, ProduceOutcomes,
                                     ReplicaSeries, Truncation)
 
 BROKER_COLORS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f")
@@ -23,6 +23,7 @@ FAULT_COLORS = {"crash": "#8d8d8d", "power_loss": "#a0522d", "isolate": "#ff7f0e
                 "partition": "#9467bd", "cut": "#e377c2", "pause": "#17becf"}
 LABEL_CHAR_FRACTION = 0.0078  # width of one 8-point character as a fraction of the time axis
 LOST = "#d62728"
+CLEANED = "#006d2c"  # cleaning passes: dark green, apart from the brokers' colours
 IN_ISR, OUT_OF_ISR = "#4caf50", "#f6c9c4"
 MAX_LINE_POINTS = 4000
 MAX_DOTS = 30000
@@ -46,6 +47,8 @@ class PartitionTimeline:
     produce: ProduceOutcomes
     faults: list[FaultInterval] = field(default_factory=list)
     markers: list[tuple[int, str]] = field(default_factory=list)
+    cleanings: list[Cleaned] = field(default_factory=list)
+    log_starts: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def _s(ms) -> float:
@@ -238,6 +241,30 @@ def _truncation_marks(ax, tl: PartitionTimeline, brokers: tuple[int, ...]) -> No
                     bbox=dict(facecolor="white", edgecolor="none", alpha=0.75, pad=1))
 
 
+def _compaction_marks(ax, tl: PartitionTimeline, brokers: tuple[int, ...]) -> list:
+    """Each broker's log start offset as a dotted step line (it moves only when retention
+    deletes segments or a cleaning removes the first ones), and each cleaning pass as a
+    bar over the offsets it covered, ended by a square at the checkpoint's new value.
+    Runs without either draw nothing and add nothing to the legend."""
+    handles = []
+    for broker, points in tl.log_starts.items():
+        xs = [_s(t) for t, _ in points] + [_s(max(tl.end_ms, points[-1][0]))]
+        ys = [offset for _, offset in points] + [points[-1][1]]
+        ax.step(xs, ys, where="post", color=_color(broker, brokers), lw=1.2, ls=":", zorder=4)
+    if tl.log_starts:
+        handles.append(Line2D([], [], color="black", lw=1.2, ls=":", label="log start offset"))
+    for c in tl.cleanings:
+        x = _s(c.t_ms)
+        ax.vlines(x, c.start_offset, c.end_offset, colors=CLEANED, lw=1.5, alpha=0.7, zorder=4.5)
+        ax.plot([x], [c.end_offset], marker="s", ms=5, color=_color(c.broker, brokers), mec=CLEANED, mew=1,
+                zorder=4.6)
+    if tl.cleanings:
+        removed = sum(c.records_removed for c in tl.cleanings)
+        handles.append(Line2D([], [], ls="none", marker="s", ms=6, color="white", mec=CLEANED, mew=1.2,
+                              label=f"cleaned ({len(tl.cleanings)}): -{removed} records"))
+    return handles
+
+
 def draw_offsets(ax, tl: PartitionTimeline) -> None:
     brokers = _brokers(tl)
     handles = []
@@ -252,6 +279,7 @@ def draw_offsets(ax, tl: PartitionTimeline) -> None:
         ax.plot(x, hw, color=color, lw=1.1 + widen * 0.6, ls=(0, (3, 2)), zorder=3.5)
         handles.append(Line2D([], [], color=color, lw=2, label=f"b{broker}"))
     _truncation_marks(ax, tl, brokers)
+    handles += _compaction_marks(ax, tl, brokers)
     handles += [Line2D([], [], color="black", lw=1.6, label="log end offset"),
                 Line2D([], [], color="black", lw=1.2, ls=(0, (3, 2)), label="high watermark"),
                 Line2D([], [], ls="none", marker="X", ms=9, color="white", mec=LOST, mew=1.5,
@@ -259,8 +287,8 @@ def draw_offsets(ax, tl: PartitionTimeline) -> None:
     ax.legend(handles=handles, **LEGEND)
     ax.set_ylabel("offset")
     ax.set_ylim(bottom=0)
-    ax.set_title("Replica logs: log end offset (solid) and high watermark (dashed) per broker; "
-                 "gaps = broker down", loc="left", fontsize=9)
+    ax.set_title("Replica logs: log end offset (solid), high watermark (dashed) and log start (dotted) per "
+                 "broker; gaps = broker down", loc="left", fontsize=9)
 
 
 def _thin(xs: list, ys: list, limit: int) -> tuple[list, list]:

@@ -77,6 +77,22 @@ SQL = {
           leader_elections / runs as leader_elections_per_run, unclean_elections / runs as unclean_elections_per_run,
           truncations / runs as truncations_per_run
         from j""",
+    "compaction_and_quotas": f"""
+        with runs as (select scenario, config, count(*) as runs, sum(throttled) as throttled_responses
+            from {_V} group by all),
+        counts as (select scenario, config, count(*) as cleaning_passes,
+            sum(json_extract(fields, '$.records_before')::bigint - json_extract(fields, '$.records_after')::bigint)
+              as records_removed,
+            sum(json_extract(fields, '$.tombstones_removed')::bigint) as tombstones_removed
+          from {_E} where type = 'segments_cleaned' group by all),
+        j as (select r.scenario, r.config, r.runs, coalesce(cleaning_passes, 0) as cleaning_passes,
+            coalesce(records_removed, 0) as records_removed, coalesce(tombstones_removed, 0) as tombstones_removed,
+            r.throttled_responses
+          from runs r left join counts c using (scenario, config))
+        select *, cleaning_passes / runs as cleaning_passes_per_run, records_removed / runs as records_removed_per_run,
+          tombstones_removed / runs as tombstones_removed_per_run,
+          throttled_responses / runs as throttled_responses_per_run
+        from j""",
     "fault_anomalies": f"""
         with {_INTERVALS},
         a as (select scenario, config, seed, run_id, x.key as anomaly, x.value as t_ms
@@ -117,6 +133,7 @@ KEYS = {"anomaly_probabilities": ("scenario", "config", "anomaly"),
         "latency_histogram": ("scenario", "config", "bucket_ms"),
         "produce_outcomes": ("scenario", "config"),
         "cluster_changes": ("scenario", "config"),
+        "compaction_and_quotas": ("scenario", "config"),
         "fault_anomalies": ("scenario", "config", "fault"),
         "fault_latency": ("scenario", "config", "fault", "during"),
         "fault_availability": ("scenario", "config", "fault", "with_fault"),

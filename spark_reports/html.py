@@ -125,6 +125,7 @@ def render(manifest: dict, reports: dict[str, list[dict]], failing_total: int) -
              _img(_png(availability_figure(reports["availability"])), "time without a leader"),
              _table(reports["availability"]),
              "<h2>ISR changes, elections and truncations</h2>", _table(reports["cluster_changes"]),
+             "<h2>Compaction and quotas</h2>", _table(reports["compaction_and_quotas"]),
              "<h2>Faults</h2><h3>Active when an anomaly happened</h3>", _table(reports["fault_anomalies"]),
              "<h3>Latency during and outside each kind</h3>", _table(reports["fault_latency"]),
              "<h3>Availability of runs with and without each kind</h3>", _table(reports["fault_availability"]),

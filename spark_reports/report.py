@@ -125,6 +125,27 @@ def cluster_changes(cluster_events: DataFrame, verdicts: DataFrame) -> DataFrame
     return joined.orderBy(*KEY)
 
 
+COMPACTION_AND_QUOTA_COUNTS = ("cleaning_passes", "records_removed", "tombstones_removed", "throttled_responses")
+
+
+def compaction_and_quotas(cluster_events: DataFrame, verdicts: DataFrame) -> DataFrame:
+    """Per configuration: the cleaners' passes (segments_cleaned, every replica's), the
+    records and tombstones they removed, and the answers throttled by a client quota
+    (the ``throttled`` checker's count), in total and per run (runs without any count as
+    zero). A sweep without compacted topics or quotas has a row of zeros."""
+    def field(name: str) -> Column:
+        return F.get_json_object("fields", f"$.{name}").cast("long")
+    counts = (cluster_events.where(F.col("type") == "segments_cleaned").groupBy(*KEY).agg(
+        F.count("*").alias("cleaning_passes"),
+        F.sum(field("records_before") - field("records_after")).alias("records_removed"),
+        F.sum(field("tombstones_removed")).alias("tombstones_removed")))
+    runs = verdicts.groupBy(*KEY).agg(F.count("*").alias("runs"), F.sum("throttled").alias("throttled_responses"))
+    joined = runs.join(counts, KEY, "left").fillna(0)
+    return (joined.select(*KEY, "runs", *COMPACTION_AND_QUOTA_COUNTS,
+                          *[(F.col(name) / F.col("runs")).alias(f"{name}_per_run") for name in COMPACTION_AND_QUOTA_COUNTS])
+            .orderBy(*KEY))
+
+
 def fault_intervals(cluster_events: DataFrame) -> DataFrame:
     """One row per fault a run started that had an effect: its kind, start and end
     (a fault never ended lasts to the end of the run)."""
@@ -197,6 +218,7 @@ def all_reports(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
         "latency_histogram": latency_histogram(operations),
         "produce_outcomes": produce_outcomes(operations),
         "cluster_changes": cluster_changes(events, verdicts),
+        "compaction_and_quotas": compaction_and_quotas(events, verdicts),
         "fault_anomalies": fault_anomalies(verdicts, intervals),
         "fault_latency": fault_latency(operations, intervals),
         "fault_availability": fault_availability(verdicts, intervals),

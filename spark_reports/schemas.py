@@ -67,7 +67,8 @@ OPERATIONS = StructType(_RUN_KEY + [
 
 CLUSTER_EVENT_TYPES = ("controller_elected", "leader_elected", "became_leader", "became_follower",
                        "isr_shrunk", "isr_expanded", "log_truncated", "fault_started", "fault_ended",
-                       "broker_started", "broker_halted", "workload_stopped", "run_finished")
+                       "broker_started", "broker_halted", "workload_stopped", "run_finished",
+                       "segments_cleaned")  # one per cleaning pass: compaction_and_quotas counts them
 CLUSTER_EVENTS = StructType(_RUN_KEY + [
     StructField("t_ms", LongType(), False),
     StructField("node", StringType(), False),

@@ -173,3 +173,43 @@ def test_cluster_bench_measures_a_real_cluster_the_mock_and_a_failover():
     real = re.search(r"^\| real 1 \| ([\d.]+) s \| ([\d.]+) s \| (\d) -> (\d) \(\d+\) \|", out, re.M)
     assert real and 3.0 < float(real[1]) < float(real[2]) < 60 and real[3] != real[4], out
     assert re.search(r"^\| simulated 1 \| 4\.1\d s \| [\d.]+ s \| 2 -> [13] \(1\) \|", out, re.M), out
+
+
+@pytest.mark.slow
+def test_cleaner_bench_cleans_both_storages_and_measures_the_quota_overhead(tmp_path):
+    """A tiny run: both storages cleaned down to one record per key (the script checks
+    each key's last value itself), both bindings produced to with and without a quota
+    that never throttles, and the section written into a copy of a markdown file."""
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Another section\n\nkept\n")
+    out = subprocess.run([sys.executable, "bench/cleaner_speed.py", "--records", "50000", "--keys", "500",
+                          "--quota-seconds", "2", "--quota-records", "2000", "--repeat", "1", "--write", str(doc)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
+    cleaned = re.findall(r"^\| (simulation|real files) \| ([\d,]+) \| (\d+) \| ([\d,]+) \| ([\d,]+) \| (\d+) \| "
+                         r"(\d+) \| ([\d.]+) \| ([\d,]+) \|$", out, re.M)
+    assert [row[0] for row in cleaned] == ["simulation", "real files"], out
+    for _storage, _written, segments, records, kept, steps, _groups, _seconds, rate in cleaned:
+        # 50,000 records of ~35 B in 1 MiB segments: one sealed segment or two, the rest active
+        assert int(segments) >= 2 and 0 < int(records.replace(",", "")) < 50000
+        assert int(kept.replace(",", "")) == 500 and int(steps) >= int(records.replace(",", "")) // 1000
+        assert int(rate.replace(",", "")) > 0
+    assert re.search(r"^real files / simulation: [\d.]+ \(the simulation.s storage cleans \d+ times faster\)$", out, re.M), out
+    quotas = re.findall(r"^\| (simulation|isrlab serve) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| ([\d,]+) \| "
+                        r"([\d,]+) \| ([\d.]+) \| ([\d,]+) \|$", out, re.M)
+    assert [row[0] for row in quotas] == ["simulation", "isrlab serve"], out
+    for _binding, without, with_quota, ratio, cpu_without, cpu_with, cpu_ratio, recorded in quotas:
+        assert int(recorded.replace(",", "")) > 0
+        for a, b, r in ((with_quota, without, ratio), (cpu_with, cpu_without, cpu_ratio)):
+            assert int(b.replace(",", "")) > 0
+            assert abs(float(r) - int(a.replace(",", "")) / int(b.replace(",", ""))) < 0.01
+    text = doc.read_text()
+    assert text.index("## Another section") < text.index("## Log cleaner and quota overhead")
+    assert "Command: `.venv/bin/python bench/cleaner_speed.py --records 50000" in text and "kept\n" in text
+
+
+def test_cleaner_bench_refuses_bad_options_with_a_message():
+    for options, message in ((["--keys", "0"], "--keys"), (["--records", "10", "--keys", "20"], "--keys"),
+                             (["--quota-seconds", "0"], "--quota-seconds"), (["--repeat", "0"], "--repeat")):
+        done = subprocess.run([sys.executable, "bench/cleaner_speed.py", *options],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, options

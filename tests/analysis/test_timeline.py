@@ -7,7 +7,8 @@ import pytest
 from analysis import timeline_data as data
 from analysis.history import build_history
 from analysis.summary import acknowledged_values
-from analysis.timeline import events_by_partition, figure_name, plot_history, plot_trace, read_drawn_events
+from analysis.timeline import (events_by_partition, figure_name, partition_timeline, plot_history, plot_trace,
+                               read_drawn_events)
 from analysis.timeline_data import FaultInterval, LeaderClaim
 from analysis.trace import Event, read_events
 from scenarios.parse import parse_scenario
@@ -208,6 +209,32 @@ def test_replica_series_and_truncations_of_one_partition():
     assert data.truncations(events, "t-0") == [data.Truncation(250, 2, 5, 3, 2, "high_watermark")]
 
 
+def test_cleaning_passes_and_log_start_offsets_of_one_partition():
+    """segments_cleaned gives a pass (its range and the records it removed) on its
+    broker; the log start comes from segments_deleted and segments_cleaned, changes only."""
+    events = [
+        ev(100, "broker-1", "cleaning_started", partition="t-0", first_dirty_offset=0, first_uncleanable_offset=40,
+           cleanable_ratio=1.0),
+        ev(150, "broker-1", "segments_cleaned", partition="t-0", base_offsets=[[0, 20]], start_offset=0,
+           end_offset=40, records_before=40, records_after=12, tombstones_removed=0, bytes_before=4000,
+           bytes_after=1200, log_start_offset=0),
+        ev(160, "broker-2", "segments_cleaned", partition="t-1", base_offsets=[[0]], start_offset=0,
+           end_offset=9, records_before=9, records_after=9, tombstones_removed=0, bytes_before=900,
+           bytes_after=900, log_start_offset=0),
+        ev(200, "broker-2", "segments_deleted", partition="t-0", reason="retention_ms", base_offsets=[0],
+           deleted_bytes=3000, log_start_offset=30),
+        ev(300, "broker-1", "segments_cleaned", partition="t-0", base_offsets=[[0, 40]], start_offset=40,
+           end_offset=70, records_before=42, records_after=20, tombstones_removed=3, bytes_before=4200,
+           bytes_after=2000, log_start_offset=0),
+        ev(400, "broker-2", "segments_deleted", partition="t-0", reason="retention_bytes", base_offsets=[30],
+           deleted_bytes=3000, log_start_offset=55),
+    ]
+    assert data.cleanings(events, "t-0") == [data.Cleaned(150, 1, 0, 40, 28), data.Cleaned(300, 1, 40, 70, 22)]
+    assert data.cleanings(events, "t-1") == [data.Cleaned(160, 2, 0, 9, 0)]
+    assert data.log_starts(events, "t-0") == {1: [(150, 0)], 2: [(200, 30), (400, 55)]}
+    assert data.log_starts(events, "t-2") == {}
+
+
 def test_produce_outcomes_place_acknowledged_values_at_their_offsets():
     events = [
         ev(10, "producer-0", "invoke", f="send", op=1, partition="t-0", values=["a", "b"], acks=1),
@@ -286,3 +313,38 @@ def test_without_run_started_partitions_come_from_the_events():
     events = [sample(100, 2, partition="t-1", role="leader"), sample(100, 3, partition="t-1", role="follower"),
               ev(150, "producer-0", "invoke", f="send", op=1, partition="t-0", values=["a"], acks=1)]
     assert data.run_info(events).partitions == {"t-0": (), "t-1": (2, 3)}
+
+
+COMPACTED_SCENARIO = textwrap.dedent("""\
+    name: timeline-compaction
+    cluster:
+      brokers: 3
+      config: {log.cleaner.backoff.ms: 200}
+      topics:
+        - name: t
+          partitions: 1
+          replication_factor: 3
+          config: {cleanup.policy: compact, segment.bytes: 2000, min.cleanable.dirty.ratio: 0.01,
+                   delete.retention.ms: 500}
+    workload:
+      producers: [{topic: t, acks: all, rate: 200, keys: 10, tombstone_rate: 0.1}]
+    duration: 4s
+    """)
+
+
+@pytest.mark.slow
+def test_a_compacted_run_draws_its_cleaning_passes_and_log_starts(tmp_path):
+    """A simulated run whose replicas clean: the figure's data holds every replica's
+    passes, and the drawing shows them (the PNG differs from one drawn without them)."""
+    trace_path = run_scenario(parse_scenario(COMPACTED_SCENARIO, "x.yaml"), 1, tmp_path / "run").trace_path
+    events = list(read_events(trace_path))
+    internal = [e for e in events if e.type == "segments_cleaned"]
+    assert {e.node for e in internal} == {"broker-1", "broker-2", "broker-3"}
+    tl = partition_timeline(events, [], "t-0", (1, 2, 3), 4000)
+    assert len(tl.cleanings) == len(internal) and sum(c.records_removed for c in tl.cleanings) > 0
+    assert set(tl.log_starts) == {1, 2, 3}  # a compact-only log's start stays 0: one point each
+    assert all(points == [(points[0][0], 0)] for points in tl.log_starts.values())
+    bare = [e for e in events if e.type not in ("segments_cleaned", "segments_deleted")]
+    without = plot_history(build_history(bare), tmp_path / "c")[0]
+    drawn = plot_history(build_history(events), tmp_path / "d")[0]
+    assert png_size(drawn) == (1200, 1000) and drawn.read_bytes() != without.read_bytes()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 import time
@@ -17,6 +18,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
+from broker_core.cleaned_batch import CleanedBatch
+from broker_core.records import RecordBatch, Records
+from real_io.protocol import compression, record_batch
 from tests.real_io.serve_process import ServeProcess
 
 CONFIG = {"log.segment.bytes": 1500, "log.cleanup.policy": "compact", "log.cleaner.backoff.ms": 100,
@@ -125,31 +129,105 @@ def test_kcat_tombstones_are_honoured_by_the_cleaner(tmp_path):
         assert broker.stop() == 0, (tmp_path / "data.stderr").read_text()
 
 
+SEGMENT_FILE = re.compile(r"^(\d{20})\.log(\.cleaned|\.swap|\.deleted)?$")
+
+
+def _segment_files(data_dir) -> dict[str, bytes]:
+    """t-0's segment files by name, suffixed or not (indexes and temporary files left out)."""
+    return {p.name: p.read_bytes() for p in (data_dir / "t-0").iterdir() if SEGMENT_FILE.match(p.name)}
+
+
+def _by_base(files: dict[str, bytes], suffixes: tuple[str, ...]) -> dict[int, bytes]:
+    out = {}
+    for name, data in files.items():
+        match = SEGMENT_FILE.match(name)
+        if match and (match.group(2) or "") in suffixes:
+            out[int(match.group(1))] = data
+    return out
+
+
+def _offset_ranges(data: bytes) -> list[tuple[int, int]]:
+    """(base offset, next offset) of each batch of a segment file."""
+    out, position = [], 0
+    while position < len(data):
+        batch, position = record_batch.decode_stored_batch(data, position)
+        out.append((batch.base_offset, batch.next_offset))
+    return out
+
+
+def _swap_outcome(before: dict[str, bytes], after: dict[str, bytes]) -> str:
+    """What recovery made of the files a kill -9 left (Log.replaceSegments' steps:
+    ``.cleaned`` written, the replaced segments renamed ``.deleted``, ``.cleaned`` renamed
+    ``.swap`` (the commit point), the ``.deleted`` removed, ``.swap`` renamed ``.log``):
+    "none" when no group was being swapped, "old" when the kill came before the commit
+    point (every replaced segment back, byte for byte), "new" after it (the cleaned
+    segment alone in their place). Anything else, a mix, fails."""
+    assert set(after) == {n for n in after if n.endswith(".log")}, f"recovery left {sorted(after)}"
+    recovered = _by_base(after, ("",))
+    logs = _by_base(before, ("",))
+    old = {**logs, **_by_base(before, (".deleted",))}
+    new = _by_base(before, (".cleaned", ".swap"))
+    if not new:  # the kill met no swap: recovery changes no segment
+        assert not _by_base(before, (".deleted",)), sorted(before)
+        assert recovered == logs, "recovery changed segments no swap touched"
+        return "none"
+    assert len(new) == 1, f"two groups swapped at once: {sorted(before)}"
+    [(base, cleaned)] = new.items()
+    if _by_base(before, (".cleaned",)):
+        assert recovered == old, f"group {base}: killed before its .swap, yet not the old segments"
+        return "old"
+    assert recovered == {**logs, base: cleaned}, f"group {base}: killed after its .swap, yet not the new segment"
+    following = min((b for b in recovered if b > base), default=None)
+    assert following is None or all(end <= following for _, end in _offset_ranges(cleaned)), (base, following)
+    return "new"
+
+
+def _cleaning_under_way(trace, first_line: int) -> bool:
+    """Whether the broker's last cleaning event since ``first_line`` of the trace (this
+    process's) is a cleaning_started without its segments_cleaned or cleaning_aborted."""
+    lines = trace.read_text().splitlines()[first_line:] if trace.exists() else []
+    kinds = [e["type"] for e in map(json.loads, lines)
+             if e["type"] in ("cleaning_started", "segments_cleaned", "cleaning_aborted")]
+    return bool(kinds) and kinds[-1] == "cleaning_started"
+
+
+def _lines(trace) -> int:
+    return len(trace.read_text().splitlines()) if trace.exists() else 0
 
 
 @pytest.mark.slow
 def test_kill_9_at_random_points_of_cleaning_recovers_old_or_cleaned_segments(tmp_path):
     """Log.replaceSegments and loadSegments (2.7.0): a kill -9 at a random moment of
-    cleaning, several rounds; after each restart every record read is one written, at
-    its own offset, and each key's last value is its last write."""
+    cleaning, several rounds. After each restart (its cleaner off, so that the files are
+    what recovery made of the kill's) the group being swapped is wholly the old segments
+    or wholly the new one, every other segment is unchanged, every record read is one
+    written at its own offset, and each key's last value is its last write. One record a
+    cleaner step makes a cleaning last long enough that some kills land inside one: the
+    broker's trace says which (cleaning_started without segments_cleaned)."""
     rng = random.Random(22)
     trace = tmp_path / "trace.jsonl"
-    config = {**CONFIG, "log.cleaner.step.records": 3, "log.cleaner.min.cleanable.ratio": 0.5}
+    data = tmp_path / "data"
+    config = {**CONFIG, "log.cleaner.step.records": 1, "log.cleaner.min.cleanable.ratio": 0.3}
     written: dict[int, tuple[bytes, bytes]] = {}
-    produced = 0
-    for _round in range(4):
-        broker = ServeProcess(tmp_path / "data", trace=trace, config=config).start()
+    produced = in_cleaning = 0
+    outcomes = []
+    for _round in range(8):
+        first_line = _lines(trace)
+        broker = ServeProcess(data, trace=trace, config=config).start()
         try:
             _produce(broker.bootstrap, 150, start=produced)
             produced += 150
-            time.sleep(rng.uniform(0.0, 0.6))
+            time.sleep(rng.uniform(0.0, 0.5))
         finally:
             broker.kill()
-        broker = ServeProcess(tmp_path / "data", trace=trace, config=config).start()
+        in_cleaning += _cleaning_under_way(trace, first_line)
+        before = _segment_files(data)
+        broker = ServeProcess(data, trace=trace, config={**config, "log.cleaner.enable": "false"}).start()
         try:
             records = _read_all(broker.bootstrap)
         finally:
             assert broker.stop() == 0, (tmp_path / "data.stderr").read_text()
+        outcomes.append(_swap_outcome(before, _segment_files(data)))
         values = {}
         for offset, key, value in records:
             assert int(value[1:5]) == offset or offset not in written or written[offset] == (key, value)
@@ -157,4 +235,38 @@ def test_kill_9_at_random_points_of_cleaning_recovers_old_or_cleaned_segments(tm
         assert values == {b"k%d" % (i % KEYS): b"v%04d" % i + b"x" * 40 for i in range(produced - KEYS, produced)}
         assert [o for o, _, _ in records] == sorted(o for o, _, _ in records)
         written.update((o, (k, v)) for o, k, v in records)
-    assert _cleanings(trace), "the kills never met a cleaning"
+    print(f"kills during a cleaning: {in_cleaning} of 8; swaps met: {outcomes}")
+    assert _cleanings(trace), "the brokers never finished a cleaning"
+    assert in_cleaning >= 1, f"no kill landed during a cleaning ({outcomes})"
+
+
+def _segment(base: int, count: int, step: int = 1) -> bytes:
+    """A v2 segment of one batch holding offsets base, base + step, ... (a gap: cleaned)."""
+    offsets = [base + i * step for i in range(count)]
+    records = Records([f"v{o}" for o in offsets], [f"k{o}" for o in offsets])
+    if step == 1:
+        return record_batch.encode_batch(RecordBatch(base, 0, records), compression.NONE)
+    return record_batch.encode_cleaned_batch(CleanedBatch(base, offsets[-1] + 1, 0, offsets, records))
+
+
+def test_the_swap_check_tells_old_and_new_from_a_mix():
+    """_swap_outcome itself, for the group [0, 10] whose cleaned segment holds offsets up
+    to 18: a kill before the commit point (``.cleaned``, 10 already ``.deleted``) and one
+    after it (``.swap``, both ``.deleted``)."""
+    name = "{:020d}.log{}".format
+    old0, old10, old20, cleaned = _segment(0, 10), _segment(10, 10), _segment(20, 5), _segment(0, 10, step=2)
+    as_old = {name(0, ""): old0, name(10, ""): old10, name(20, ""): old20}
+    as_new = {name(0, ""): cleaned, name(20, ""): old20}
+    mixed = {name(0, ""): cleaned, name(10, ""): old10, name(20, ""): old20}  # a replaced segment came back
+    before_commit = {name(0, ""): old0, name(10, ".deleted"): old10, name(20, ""): old20, name(0, ".cleaned"): cleaned}
+    after_commit = {name(0, ".deleted"): old0, name(10, ".deleted"): old10, name(20, ""): old20,
+                    name(0, ".swap"): cleaned}
+    assert _swap_outcome(before_commit, as_old) == "old"
+    assert _swap_outcome(after_commit, as_new) == "new"
+    assert _swap_outcome(as_old, as_old) == "none"
+    wrong = [(before_commit, as_new), (before_commit, mixed), (before_commit, {name(0, ""): old0, name(20, ""): old20}),
+             (after_commit, as_old), (after_commit, mixed), (after_commit, {name(0, ""): cleaned}),
+             (after_commit, {**as_new, name(0, ".swap"): cleaned}), (as_old, as_new)]
+    for before, after in wrong:
+        with pytest.raises(AssertionError):
+            _swap_outcome(before, after)

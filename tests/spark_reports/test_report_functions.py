@@ -2,6 +2,8 @@
 (in each test's docstring)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from spark_reports import report
@@ -90,6 +92,29 @@ def test_isr_changes_and_unclean_elections_per_run(spark):
     assert (row["runs"], row["isr_shrinks"], row["isr_expansions"], row["leader_elections"],
             row["unclean_elections"], row["truncations"], row["records_truncated"]) == (2, 3, 1, 2, 1, 2, 12)
     assert (row["isr_shrinks_per_run"], row["unclean_elections_per_run"]) == (1.5, 0.5)
+
+
+def test_compaction_and_quota_metrics_per_run(spark):
+    """Two runs of one configuration: run 1's replicas cleaned three times, removing
+    30 + 5 + 0 records and 2 + 1 tombstones, run 2 never; 4 + 2 throttled answers.
+    A configuration without either gets a row of zeros."""
+    def cleaned(seed, t_ms, before, after, tombstones, config="c"):
+        fields = json.dumps({"partition": "t-0", "records_before": before, "records_after": after,
+                             "tombstones_removed": tombstones, "end_offset": 10})
+        return event(seed, t_ms, "segments_cleaned", config=config, node="broker-1", partition="t-0", fields=fields)
+    events = [cleaned(1, 100, 40, 10, 2), cleaned(1, 200, 12, 7, 1), cleaned(1, 300, 7, 7, 0),
+              event(1, 400, "isr_shrunk")]
+    runs = verdicts(spark, [verdict(seed=1, throttled=4), verdict(seed=2, throttled=2),
+                            verdict(config="plain", seed=1)])
+    rows = by(report.compaction_and_quotas(cluster_events(spark, events), runs).collect(), "config")
+    c = rows["c"]
+    assert (c["runs"], c["cleaning_passes"], c["records_removed"], c["tombstones_removed"],
+            c["throttled_responses"]) == (2, 3, 35, 3, 6)
+    assert (c["cleaning_passes_per_run"], c["records_removed_per_run"], c["tombstones_removed_per_run"],
+            c["throttled_responses_per_run"]) == (1.5, 17.5, 1.5, 3.0)
+    plain = rows["plain"]
+    assert (plain["runs"], plain["cleaning_passes"], plain["records_removed"], plain["throttled_responses"]) == (
+        1, 0, 0, 0)
 
 
 def _faults(spark):
