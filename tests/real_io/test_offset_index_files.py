@@ -15,6 +15,7 @@ from real_io.files import DataDir
 from real_io.protocol import record_batch
 from tests.real_io.test_log_storage import TP, client_batch, write
 from real_io.wire_batch import parse_records
+from tests.real_io.damage import DAMAGES, damage as damage_file
 
 INTERVAL = 300
 
@@ -72,20 +73,14 @@ def test_reads_of_sealed_segments_equal_those_of_one_segment(tmp_path):
             assert sent == expected
 
 
-@pytest.mark.parametrize("damage", ["deleted", "truncated", "garbage"])
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_deleted_or_damaged_index_file_is_rebuilt_at_load(tmp_path, damage):
     """Kafka 2.7.0 Log.loadSegmentFiles: no index file, or one failing
     OffsetIndex.sanityCheck, makes the segment recovered and its index rebuilt
     (LogSegment.recover)."""
     _, log = appended(tmp_path, 400, 8000)
     index_path = tmp_path / "t-0" / f"{log.segments[1].base_offset:020d}.index"
-    good = index_path.read_bytes()
-    if damage == "deleted":
-        index_path.unlink()
-    elif damage == "truncated":
-        index_path.write_bytes(good[:-5])
-    else:
-        index_path.write_bytes(b"\x7f" * len(good))
+    good = damage_file(index_path, damage)
     storage = DataDir(tmp_path)
     recovered, effects, report = recover_log(TP, storage, 8000, 0, False, INTERVAL)
     assert [e for e in effects if isinstance(e, ReplaceFile)] == [

@@ -17,6 +17,7 @@ from real_io.files import DataDir
 from real_io.protocol import compression, record_batch
 from real_io.wire_batch import parse_records
 from tests.real_io.test_log_storage import TP, write
+from tests.real_io.damage import DAMAGES, damage as damage_file
 
 INTERVAL = 300
 START_MS = 1_700_000_000_000
@@ -93,20 +94,14 @@ def test_lookups_read_the_records_of_stored_batches(tmp_path, codec):
     assert fetch_offset_by_timestamp(log, START_MS + 100 * 300) is None
 
 
-@pytest.mark.parametrize("damage", ["deleted", "truncated", "garbage"])
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_deleted_or_damaged_time_index_file_is_rebuilt_at_load(tmp_path, damage):
     """LogSegment.recover rebuilds the time index (reset, an entry per offset index
     entry, the largest timestamp last); the rebuilt file equals the one written at the
     roll, and lookups after the restart answer as before."""
     _, log = appended(tmp_path, 300, 8000)
     path = tmp_path / "t-0" / f"{log.segments[1].base_offset:020d}.timeindex"
-    good = path.read_bytes()
-    if damage == "deleted":
-        path.unlink()
-    elif damage == "truncated":
-        path.write_bytes(good[:-5])
-    else:
-        path.write_bytes(b"\x7f" * len(good))
+    good = damage_file(path, damage)
     before = [fetch_offset_by_timestamp(log, START_MS + t) for t in range(-50, 30_100, 333)]
     storage = DataDir(tmp_path)
     recovered, effects, report = recover_log(TP, storage, 8000, 0, False, INTERVAL)
