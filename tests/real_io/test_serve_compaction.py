@@ -1,7 +1,7 @@
 """Log compaction on the real broker (issue 22, compaction slice 3): one ``isrlab serve``
 with log.cleanup.policy=compact cleans its v2 segment files (Kafka 2.7.0
 core/src/main/scala/kafka/log/LogCleaner.scala, CleanerThread.doWork; Log.replaceSegments),
-confluent-kafka reads one value per key from the start, kcat -Z tombstones are honoured,
+confluent-kafka and kafka-python read one value per key from the start, kcat -Z tombstones are honoured,
 a keyless record is refused (LogValidator.validateKey: INVALID_RECORD), and a kill -9
 at random points of cleaning recovers to the old or the cleaned segments
 (Log.loadSegments, completeSwapOperations)."""
@@ -67,6 +67,30 @@ def _read_all(bootstrap: str, timeout_s: float = 15) -> list[tuple[int, bytes, b
     raise AssertionError(f"no end of partition within {timeout_s} s ({len(records)} records)")
 
 
+def _read_all_kafka_python(bootstrap: str, end: int, timeout_s: float = 15) -> list[tuple[int, bytes, bytes | None]]:
+    """The same read with kafka-python: from the beginning up to offset ``end``."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = KTopicPartition("t", 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    records: list[tuple[int, bytes, bytes | None]] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and consumer.position(tp) < end:
+            for batch in consumer.poll(timeout_ms=200).values():
+                records += [(r.offset, r.key, r.value) for r in batch]
+    finally:
+        consumer.close()
+    assert _reached(records, end), f"kafka-python read {len(records)} records, not up to {end}"
+    return records
+
+
+def _reached(records, end: int) -> bool:
+    return bool(records) and records[-1][0] == end - 1
+
+
 def _wait_for_cleaning(trace, past_offset: int = 0, timeout_s: float = 30) -> None:
     """Until a cleaning covered offsets up to ``past_offset``."""
     deadline = time.monotonic() + timeout_s
@@ -94,6 +118,8 @@ def test_a_compacted_topic_read_from_the_start_after_cleaning_shows_the_last_val
         # The active segment is never cleaned: its keys may appear more than once, but
         # the last value read of each key is the last one written.
         assert last == {b"k%d" % k: b"v%04d" % (390 + k) + b"x" * 40 for k in range(KEYS)}
+        # kafka-python reads the same cleaned log: the same records at the same offsets
+        assert _read_all_kafka_python(broker.bootstrap, offsets[-1] + 1) == records
         # A keyless record: INVALID_RECORD (LogValidator.validateKey, 2.7.0).
         errors = []
         producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "retries": 0})
