@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from broker_core import coordination as coord, partition_admin, reassignment, topic_deletion
+from broker_core import coordination as coord, partition_admin, reassignment, reassignment_api, topic_deletion
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
@@ -365,6 +365,8 @@ class BrokerNode:
             self.producer_ids.handle_init_producer_id(src, message)
         elif kind is AlterConfigsRequest:
             self.config_admin.handle_alter(src, message)
+        elif kind in reassignment_api.REQUESTS:
+            reassignment_api.handle(self.controller, src, message)
         elif kind in quota_admin.REQUESTS:
             self.quota_admin.handle(src, message)
         elif kind is CreateTopicsRequest:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from broker_core.kafka_config_keys import BROKER_KEYS, TOPIC_KEYS_KAFKA
+from broker_core.kafka_config_keys import BROKER_KEYS, DYNAMIC_BROKER_KEYS, TOPIC_KEYS_KAFKA
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs' config_operation (AlterConfigOp.OpType)
 OPERATIONS = (SET, DELETE, APPEND, SUBTRACT)
@@ -114,10 +114,16 @@ def validate_broker_configs(configs: Mapping[str, str], per_broker: bool) -> Non
     keys not at the cluster default; values of their type (and, for the broker keys
     topic keys fall back to, the topic key's validator). Kafka 2.7 stores names it does
     not know and ignores them; isrlab refuses them (INVALID_CONFIG), so that what is
-    stored is what DescribeConfigs can show."""
-    unknown = sorted(key for key in configs if key not in BROKER_KEYS)
+    stored is what DescribeConfigs can show. DynamicConfig.Broker's keys (the replication
+    throttle rates) are known too, with their own validators (DynamicConfig.Broker
+    .validate); the broker applies them from its own entity only (BrokerConfigHandler)."""
+    unknown = sorted(key for key in configs if key not in BROKER_KEYS and key not in DYNAMIC_BROKER_KEYS)
     if unknown:
         raise InvalidConfig(unknown[0], f"Unknown broker config name: {unknown[0]}", unknown=True)
+    for key in sorted(k for k in configs if k in DYNAMIC_BROKER_KEYS):
+        kind, _, validator = DYNAMIC_BROKER_KEYS[key]
+        check_value(key, kind, validator, configs[key])
+    configs = {k: v for k, v in configs.items() if k not in DYNAMIC_BROKER_KEYS}
     fixed = sorted(key for key in configs if BROKER_KEYS[key][2] == "read-only")
     if fixed:
         raise InvalidConfig(fixed[0], f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
@@ -132,7 +138,7 @@ def validate_broker_configs(configs: Mapping[str, str], per_broker: bool) -> Non
 
 
 def key_type(key: str, topic: bool) -> str | None:
-    row = TOPIC_KEYS_KAFKA.get(key) if topic else BROKER_KEYS.get(key)
+    row = TOPIC_KEYS_KAFKA.get(key) if topic else BROKER_KEYS.get(key) or DYNAMIC_BROKER_KEYS.get(key)
     return row[0] if row is not None else None
 
 

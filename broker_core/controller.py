@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from broker_core import controlled_shutdown, partition_admin, preferred_election, reassignment, topic_deletion
+from broker_core import controlled_shutdown, partition_admin, preferred_election, reassignment, reassignment_api, topic_deletion
 from broker_core import coordination as coord
 from broker_core.context import NodeContext
 from broker_core.election import offline_partition_leader
@@ -79,6 +79,7 @@ class Controller:
             return
         self.active = False
         self.ctx.trace("controller_resigned", controller_epoch=self.epoch)
+        reassignment_api.preempt(self, self._events)
         for broker in sorted(self.channels):
             self.ctx.cancel_timer(self.channels[broker].timeout_key)
         self._reset()
@@ -126,6 +127,8 @@ class Controller:
                 yield from partition_admin.on_partition_modifications(self, event[1])
             elif isinstance(event, tuple) and event[0] == "replica_deletion_done":
                 yield from self.deletion.replica_deletion_done(event[1], dict(event[2]))
+            elif isinstance(event, tuple) and event[0] in reassignment_api.EVENTS:
+                yield from reassignment_api.run(self, *event)
             elif isinstance(event, tuple) and event[0] == "reassignment_isr_change":
                 yield from reassignment.on_isr_change(self, event[1])
             elif event == "partition_reassignment":

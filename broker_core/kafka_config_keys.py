@@ -1,7 +1,8 @@
 """Kafka 2.7.0's config keys, as tables; written by tools/gen_kafka_config_keys.py from
 core/src/main/scala/kafka/server/KafkaConfig.scala (broker keys, ConfigDef types and defaults),
 core/src/main/scala/kafka/log/LogConfig.scala (topic keys, validators, TopicConfigSynonyms) and
-core/src/main/scala/kafka/server/DynamicBrokerConfig.scala (AllDynamicConfigs, PerBrokerConfigs).
+core/src/main/scala/kafka/server/DynamicBrokerConfig.scala (AllDynamicConfigs, PerBrokerConfigs) and
+core/src/main/scala/kafka/server/DynamicConfig.scala (DynamicConfig.Broker).
 Do not edit by hand: broker_core/config_keys.py reads these tables."""
 
 # name: (ConfigDef type, default as DescribeConfigs writes it or None, dynamic update mode:
@@ -255,4 +256,13 @@ TOPIC_KEYS_KAFKA: dict[str, tuple[str, str | None, tuple, str | None]] = {
     'segment.jitter.ms': ('LONG', '0', ('at_least', 0), 'log.roll.jitter.ms'),
     'segment.ms': ('LONG', '604800000', ('at_least', 1), 'log.roll.ms'),
     'unclean.leader.election.enable': ('BOOLEAN', 'false', (), 'unclean.leader.election.enable'),
+}
+
+# Keys that exist only as a broker's dynamic configs (DynamicConfig.Broker), not in
+# KafkaConfig: settable cluster-wide and per broker, not listed by DescribeConfigs.
+# name: (ConfigDef type, default, validator as above)
+DYNAMIC_BROKER_KEYS: dict[str, tuple[str, str | None, tuple]] = {
+    'follower.replication.throttled.rate': ('LONG', '9223372036854775807', ('at_least', 0)),
+    'leader.replication.throttled.rate': ('LONG', '9223372036854775807', ('at_least', 0)),
+    'replica.alter.log.dirs.io.max.bytes.per.second': ('LONG', '9223372036854775807', ('at_least', 0)),
 }

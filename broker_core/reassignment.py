@@ -22,7 +22,8 @@ Reassignments arrive through /admin/reassign_partitions (``kafka-reassign-partit
 --zookeeper`` in 2.7: {"version": 1, "partitions": [{"topic", "partition", "replicas"}]}),
 which the controller watches; writing the node again with other replicas changes a
 running reassignment, and replicas equal to ORS cancel it (2.7 has no other cancel
-through the node). isrlab has no AlterPartitionReassignments API.
+through the node). The AlterPartitionReassignments API (broker_core/reassignment_api.py)
+starts, changes and cancels them too.
 """
 from __future__ import annotations
 
@@ -170,13 +171,16 @@ def on_isr_change(controller, tp: TopicPartition):
 
 
 def on_partition_reassignment(controller, tp: TopicPartition, reassignment: ReplicaAssignment):
-    """KafkaController.onPartitionReassignment (2.7.0): phase U, then A or B."""
+    """KafkaController.onPartitionReassignment (2.7.0): phase U, then A or B. False when
+    phase U could not write the topic's node (another controller took over), which the
+    AlterPartitionReassignments API answers as NOT_CONTROLLER."""
     if not (yield from _update_current_reassignment(controller, tp, reassignment)):
-        return
+        return False
     if not (yield from _is_complete(controller, tp, reassignment)):
         yield from _bump_leader_epoch_and_send(controller, tp, reassignment.replicas)  # A1, A2
-        return
+        return True
     yield from _complete(controller, tp, reassignment)
+    return True
 
 
 def _update_current_reassignment(controller, tp: TopicPartition, reassignment: ReplicaAssignment):

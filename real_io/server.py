@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from broker_core.inputs import RequestHandled
 from broker_core.messages import ANONYMOUS
-from real_io import inter_broker_api, kafka_api, local_apis, quota_apis, request_time
+from real_io import inter_broker_api, kafka_api, local_apis, quota_apis, reassign_apis, request_time
 from real_io.connection import FrameConnection, FramePool
 from real_io.files import PinnedRegion
 from real_io.listener_limits import ConnectionQuotas, ListenerLimits, MemoryPool
@@ -319,7 +319,8 @@ class KafkaServer:
         if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             change = kafka_api.alter_configs_request(cid, body, incremental=key == ApiKey.INCREMENTAL_ALTER_CONFIGS)
             return kafka_api.alter_configs_response(await self._ask(address, change))
-        inter_broker = inter_broker_api.INBOUND.get(key) or quota_apis.INBOUND.get(key)
+        inter_broker = (inter_broker_api.INBOUND.get(key) or quota_apis.INBOUND.get(key)
+                        or reassign_apis.INBOUND.get(key))
         if inter_broker is not None:  # the controller's requests, and those to the controller
             to_core, to_wire = inter_broker
             return to_wire(await self._ask(address, to_core(cid, version, body)))

@@ -14,6 +14,10 @@ It reads, through ``git show``:
 - core/src/main/scala/kafka/server/DynamicBrokerConfig.scala and the sets it joins into
   ``AllDynamicConfigs`` (LogCleaner.scala, SocketServer.scala, SslConfigs.java): which
   broker keys may change at run time, and which of them only per broker;
+- core/src/main/scala/kafka/server/DynamicConfig.scala: ``DynamicConfig.Broker``'s
+  ConfigDef (the replication throttle rates), keys that exist only as dynamic configs
+  of a broker (KafkaConfig does not define them; ``addDynamicConfigs`` makes them
+  dynamic), written to a table of their own with their validators;
 - Java constants (``SslConfigs.SSL_PROTOCOL_CONFIG``, ...) from clients/src/main/java.
 
 A default is written as DescribeConfigs shows it (ConfigDef.convertToString): lists
@@ -29,6 +33,7 @@ import sys
 _KAFKA_CONFIG = "core/src/main/scala/kafka/server/KafkaConfig.scala"
 _LOG_CONFIG = "core/src/main/scala/kafka/log/LogConfig.scala"
 _DYNAMIC = "core/src/main/scala/kafka/server/DynamicBrokerConfig.scala"
+_DYNAMIC_CONFIG = "core/src/main/scala/kafka/server/DynamicConfig.scala"
 _CLEANER = "core/src/main/scala/kafka/log/LogCleaner.scala"
 _SOCKET_SERVER = "core/src/main/scala/kafka/network/SocketServer.scala"
 _JAVA_ROOT = "clients/src/main/java"
@@ -67,6 +72,7 @@ _BY_HAND = {
     "ClientQuotaManagerConfig.DefaultQuotaWindowSizeSeconds": "1",
     "ReplicationQuotaManagerConfig.DefaultNumQuotaSamples": "11",
     "ReplicationQuotaManagerConfig.DefaultQuotaWindowSizeSeconds": "1",
+    "ReplicationQuotaManagerConfig.QuotaBytesPerSecondDefault": "9223372036854775807",  # Long.MaxValue
     "ProducerCompressionCodec.name": "producer",  # core/.../message/CompressionCodec.scala
     "Collections.emptyList[String]()": "",
     "Collections.emptyList()": "",
@@ -187,7 +193,8 @@ class _Resolver:
         for scope in names:
             if name in self.scopes[scope]:
                 home = {"server.Defaults": ("server.Defaults", "KafkaConfig"), "KafkaConfig": ("KafkaConfig", "server.Defaults"),
-                        "log.Defaults": ("log.Defaults", "LogConfig"), "LogConfig": ("LogConfig", "log.Defaults")}[scope]
+                        "log.Defaults": ("log.Defaults", "LogConfig"),
+                        "LogConfig": ("LogConfig", "log.Defaults")}.get(scope, (scope,))
                 return self.scopes[scope][name], home
         return None
 
@@ -345,14 +352,23 @@ def main(repo: str, tag: str) -> None:
     every_dynamic = set(security) | set(cleaner) | set(log_dynamic) | set(threads) | {metric_reporters} | \
         set(listener) | set(socket)
     per_broker = (set(security) | set(listener)) - {"max.connections", "max.connection.creation.rate"}
-    _write(tag, broker_rows, topic_rows, synonyms, every_dynamic, per_broker)
+    dynamic_only = _dynamic_broker_rows(_show(repo, tag, _DYNAMIC_CONFIG), resolver)
+    _write(tag, broker_rows, topic_rows, synonyms, every_dynamic, per_broker, dynamic_only)
 
 
-def _write(tag, broker_rows, topic_rows, synonyms, every_dynamic, per_broker) -> None:
+def _dynamic_broker_rows(source: str, resolver: _Resolver) -> list:
+    """DynamicConfig.Broker's defines, its own vals in scope."""
+    broker = source[source.index("object Broker"):source.index("object QuotaConfigs")]
+    resolver.scopes["DynamicConfig.Broker"] = _scala_vals(broker)
+    return _defines(broker[broker.index("val brokerConfigDef"):], resolver.in_scope(("DynamicConfig.Broker",)))
+
+
+def _write(tag, broker_rows, topic_rows, synonyms, every_dynamic, per_broker, dynamic_only) -> None:
     out = [f'"""Kafka {tag}\'s config keys, as tables; written by tools/gen_kafka_config_keys.py from',
            "core/src/main/scala/kafka/server/KafkaConfig.scala (broker keys, ConfigDef types and defaults),",
            "core/src/main/scala/kafka/log/LogConfig.scala (topic keys, validators, TopicConfigSynonyms) and",
-           "core/src/main/scala/kafka/server/DynamicBrokerConfig.scala (AllDynamicConfigs, PerBrokerConfigs).",
+           "core/src/main/scala/kafka/server/DynamicBrokerConfig.scala (AllDynamicConfigs, PerBrokerConfigs) and",
+           "core/src/main/scala/kafka/server/DynamicConfig.scala (DynamicConfig.Broker).",
            'Do not edit by hand: broker_core/config_keys.py reads these tables."""',
            "",
            "# name: (ConfigDef type, default as DescribeConfigs writes it or None, dynamic update mode:",
@@ -368,6 +384,13 @@ def _write(tag, broker_rows, topic_rows, synonyms, every_dynamic, per_broker) ->
             "TOPIC_KEYS_KAFKA: dict[str, tuple[str, str | None, tuple, str | None]] = {"]
     for name, kind, default, validator, _ in sorted(topic_rows):
         out.append(f"    {name!r}: ({kind!r}, {default!r}, {validator!r}, {synonyms.get(name)!r}),")
+    out += ["}", "",
+            "# Keys that exist only as a broker's dynamic configs (DynamicConfig.Broker), not in",
+            "# KafkaConfig: settable cluster-wide and per broker, not listed by DescribeConfigs.",
+            "# name: (ConfigDef type, default, validator as above)",
+            "DYNAMIC_BROKER_KEYS: dict[str, tuple[str, str | None, tuple]] = {"]
+    for name, kind, default, validator, _ in sorted(dynamic_only):
+        out.append(f"    {name!r}: ({kind!r}, {default!r}, {validator!r}),")
     out.append("}")
     print("\n".join(out))
 

@@ -18,7 +18,8 @@ import sys
 MESSAGES = ("ApiVersions", "Metadata", "Produce", "Fetch", "ListOffset", "CreateTopics", "DeleteTopics",
             "InitProducerId", "OffsetForLeaderEpoch", "DescribeConfigs", "FindCoordinator",
             "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr",
-            "AlterConfigs", "IncrementalAlterConfigs", "CreatePartitions", "DescribeClientQuotas", "AlterClientQuotas")
+            "AlterConfigs", "IncrementalAlterConfigs", "CreatePartitions", "DescribeClientQuotas", "AlterClientQuotas",
+            "AlterPartitionReassignments", "ListPartitionReassignments")
 
 
 def _snake(name: str) -> str:

@@ -10,7 +10,8 @@ from it (``api_versions_response``). The ranges, and why:
   which the kafka-3.0 profile's followers truncate by; clients may use it too.
 - ApiVersions 0-3, Metadata 0-9, CreateTopics 0-6, DeleteTopics 0-5, InitProducerId 0-4,
   OffsetForLeaderEpoch 0-3, DescribeConfigs 0-3, AlterConfigs 0-1, IncrementalAlterConfigs
-  0-1, FindCoordinator 0-3, CreatePartitions 0-3, DescribeClientQuotas 0, AlterClientQuotas 0: every version of
+  0-1, FindCoordinator 0-3, CreatePartitions 0-3, DescribeClientQuotas 0, AlterClientQuotas 0,
+  AlterPartitionReassignments 0, ListPartitionReassignments 0: every version of
   Kafka 2.7.0's definitions, which the generic codec handles alike.
 - The inter-broker APIs the core's controller and replicas send each other
   (real_io/inter_broker_api.py maps every one of these versions): LeaderAndIsr 0-4,
@@ -56,6 +57,8 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
@@ -81,6 +84,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 0),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 0),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LEADER_AND_ISR: (0, 4),
     ApiKey.STOP_REPLICA: (0, 3),
     ApiKey.UPDATE_METADATA: (0, 6),

@@ -570,4 +570,48 @@ MESSAGES = {
             )),
         )),
     )),
+    (45, False): Message(45, 'AlterPartitionReassignmentsRequest', (0, 0), (0, None), (
+        F('timeout_ms', 'int32', (0, None), default='60000'),
+        F('topics', '[]struct', (0, None), fields=(
+            F('name', 'string', (0, None)),
+            F('partitions', '[]struct', (0, None), fields=(
+                F('partition_index', 'int32', (0, None)),
+                F('replicas', '[]int32', (0, None), nullable=(0, None), default='null'),
+            )),
+        )),
+    )),
+    (45, True): Message(45, 'AlterPartitionReassignmentsResponse', (0, 0), (0, None), (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('error_code', 'int16', (0, None)),
+        F('error_message', 'string', (0, None), nullable=(0, None)),
+        F('responses', '[]struct', (0, None), fields=(
+            F('name', 'string', (0, None)),
+            F('partitions', '[]struct', (0, None), fields=(
+                F('partition_index', 'int32', (0, None)),
+                F('error_code', 'int16', (0, None)),
+                F('error_message', 'string', (0, None), nullable=(0, None)),
+            )),
+        )),
+    )),
+    (46, False): Message(46, 'ListPartitionReassignmentsRequest', (0, 0), (0, None), (
+        F('timeout_ms', 'int32', (0, None), default='60000'),
+        F('topics', '[]struct', (0, None), nullable=(0, None), default='null', fields=(
+            F('name', 'string', (0, None)),
+            F('partition_indexes', '[]int32', (0, None)),
+        )),
+    )),
+    (46, True): Message(46, 'ListPartitionReassignmentsResponse', (0, 0), (0, None), (
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('error_code', 'int16', (0, None)),
+        F('error_message', 'string', (0, None), nullable=(0, None)),
+        F('topics', '[]struct', (0, None), fields=(
+            F('name', 'string', (0, None)),
+            F('partitions', '[]struct', (0, None), fields=(
+                F('partition_index', 'int32', (0, None)),
+                F('replicas', '[]int32', (0, None)),
+                F('adding_replicas', '[]int32', (0, None)),
+                F('removing_replicas', '[]int32', (0, None)),
+            )),
+        )),
+    )),
 }

@@ -113,7 +113,8 @@ def test_decoding_random_or_truncated_bytes_raises_only_protocol_error(key, vers
 def test_flexible_versions_follow_the_definitions():
     """flexibleVersions in ApiVersions/Metadata/Fetch/CreateTopics/DeleteTopics/InitProducerId/
     FindCoordinator/LeaderAndIsr/StopReplica/UpdateMetadata/ControlledShutdown/AlterIsr/
-    IncrementalAlterConfigs/CreatePartitions *.json at 2.7.0; Produce, ListOffset, OffsetForLeaderEpoch,
+    IncrementalAlterConfigs/CreatePartitions/AlterPartitionReassignments/ListPartitionReassignments
+    *.json at 2.7.0; Produce, ListOffset, OffsetForLeaderEpoch,
     DescribeConfigs, AlterConfigs, DescribeClientQuotas and AlterClientQuotas are never
     flexible at 2.7.0."""
     first_flexible = {key: next((v for v in range(lo, hi + 1) if apis.request_schema(key).is_flexible(v)), None)
@@ -127,7 +128,8 @@ def test_flexible_versions_follow_the_definitions():
         apis.ApiKey.CONTROLLED_SHUTDOWN: 3, apis.ApiKey.ALTER_ISR: 0,
         apis.ApiKey.ALTER_CONFIGS: None, apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
         apis.ApiKey.CREATE_PARTITIONS: 2,
-        apis.ApiKey.DESCRIBE_CLIENT_QUOTAS: None, apis.ApiKey.ALTER_CLIENT_QUOTAS: None}
+        apis.ApiKey.DESCRIBE_CLIENT_QUOTAS: None, apis.ApiKey.ALTER_CLIENT_QUOTAS: None,
+        apis.ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0, apis.ApiKey.LIST_PARTITION_REASSIGNMENTS: 0}
 
 
 def test_request_header_v2_for_flexible_versions_and_v1_otherwise():

@@ -13,6 +13,7 @@ from confluent_kafka.admin import (
 from kafka import KafkaProducer
 from kafka.errors import NotEnoughReplicasError
 
+from analysis.trace import read_events
 from real_io.protocol.apis import ApiKey
 from tests.real_io.serve_process import ServeProcess
 from tests.real_io.test_serve_wire import WireClient
@@ -25,6 +26,7 @@ BROKER = ConfigResource.Type.BROKER
 def broker(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("configs")
     process = ServeProcess(tmp_path / "data", trace=tmp_path / "trace.jsonl").start()
+    process.trace_path = tmp_path / "trace.jsonl"  # read by the throttle-rate test
     yield process
     assert process.stop() == 0, (tmp_path / "data.stderr").read_text()
 
@@ -234,3 +236,27 @@ def test_kafka_python_describes_what_confluent_set(admin, broker):
     found = responses["topic"]["second-client"]
     assert set(found) - {"flush.messages"} == {"max.message.bytes"}, found
     assert "2048" in str(found["max.message.bytes"])
+
+
+def test_replication_throttle_rates_through_incremental_alter_configs(admin, broker):
+    """DynamicConfig.Broker (2.7.0 DynamicConfig.scala): the throttle rates are LONG,
+    atLeast(0), settable on a broker resource though KafkaConfig lacks them; applied by
+    BrokerConfigHandler.processConfigChanges (ConfigHandler.scala) to this broker's
+    replication quotas, and not listed by DescribeConfigs (only KafkaConfig's keys)."""
+    rate = "leader.replication.throttled.rate"
+    ops = [ConfigEntry(rate, "1048576", incremental_operation=AlterConfigOpType.SET)]
+    resource = ConfigResource(BROKER, "1", incremental_configs=ops)
+    admin.incremental_alter_configs([resource])[resource].result(timeout=15)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        changes = [e for e in read_events(broker.trace_path) if e.type == "broker_config_changed"
+                   and e.fields.get("configs", {}).get(rate) == "1048576"]
+        if changes:
+            break
+        time.sleep(0.1)
+    assert changes, "the broker did not read the rate"
+    assert rate not in describe(admin, BROKER, "1")
+    bad = [ConfigEntry(rate, "-1", incremental_operation=AlterConfigOpType.SET)]
+    resource = ConfigResource(BROKER, "1", incremental_configs=bad)
+    refused = error_of(admin.incremental_alter_configs([resource])[resource])
+    assert refused.code() == KafkaError.INVALID_REQUEST and rate in refused.str()
