@@ -52,6 +52,7 @@ from faults.nodes import broker_id_of  # noqa: E402
 from real_io.cluster import CHROOT, LocalCluster  # noqa: E402
 
 BROKERS = 3
+FLOOR_RUNS = 3
 ACKS_ALL = {"acks": "all"}
 ZK_TICK_MS = 500  # ZooKeeper grants sessions of 2 to 20 ticks, and expires them a tick at a time
 FAILOVER_TOPIC = "failover"
@@ -71,6 +72,9 @@ def cluster_throughput(cluster: LocalCluster, size: int, megabytes: float) -> di
     out: dict = {"size": size, "count": count}
     create_topic(cluster.bootstrap, partitions, BROKERS)
     pids = [cluster.brokers[b].process.pid for b in cluster.broker_ids]
+    # Each side starts with no dirty pages of an earlier phase's files: the kernel's
+    # writeback of one side's gigabytes otherwise lands on the next side's writes.
+    os.sync()
     before = [sum(cpu_seconds(pid)) for pid in pids]
     out["ours_produce_s"] = produce({**ACKS_ALL, "bootstrap.servers": cluster.bootstrap}, count, size, partitions)
     out["ours_brokers_cpu_s"] = sum(sum(cpu_seconds(pid)) for pid in pids) - sum(before)
@@ -78,7 +82,14 @@ def cluster_throughput(cluster: LocalCluster, size: int, megabytes: float) -> di
     if read != count:
         raise SystemExit(f"read back {read} of {count} records from the cluster")
     out["peak_rss_mb"] = [peak_rss_mb(cluster.brokers[b].process.pid) for b in cluster.broker_ids]
-    out.update(floor_throughput(count * size / (1024 * 1024)))
+    # The floor is what no implementation can beat: its best of FLOOR_RUNS runs (one run
+    # alone varies by 2x on this machine, with where the scheduler puts its processes).
+    floors = []
+    for _ in range(FLOOR_RUNS):
+        os.sync()
+        floors.append(floor_throughput(count * size / (1024 * 1024)))
+    out.update(min(floors, key=lambda r: r["floor_produce_s"]))
+    out["floor_runs_mb_s"] = [r["floor_bytes"] / 1e6 / r["floor_produce_s"] for r in floors]
     out.update(run_mock(BROKERS, count, size, partitions, ACKS_ALL))
     return out
 
@@ -286,7 +297,10 @@ def throughput_table(r: dict) -> str:
         f"{floor:.1f} | {x['mock_produce']:.1f} ({r['count'] / r['mock_produce_s']:.0f}/s) | "
         f"**{x['produce_ratio']:.2f}** | **{floor / x['mock_produce']:.2f}** | {x['ours_produce'] / floor:.2f} | "
         f"{ours_cpu:.2f}, {floor_cpu:.2f} | "
-        f"{x['ours_consume']:.1f} | {x['mock_consume']:.1f} | {x['consume_ratio']:.2f} | {rss} MiB |"])
+        f"{x['ours_consume']:.1f} | {x['mock_consume']:.1f} | {x['consume_ratio']:.2f} | {rss} MiB |",
+        "",
+        f"The floor's {len(r['floor_runs_mb_s'])} runs: "
+        + ", ".join(f"{v:.0f}" for v in r["floor_runs_mb_s"]) + " MB/s (the table has the best)."])
 
 
 def failover_table(real: list[dict], simulated: list[dict]) -> str:
@@ -387,29 +401,34 @@ reads 20 MiB whatever was produced.
 
 **Throughput: the issue's target (60% of the mock's MB/s with 10 KiB records, acks=all)
 is not met, and on this machine it is where the floor is.** The floor
-(`bench/cluster_floor.py`, run in the same run between ours and the mock) is three
-processes and a client moving the same bytes with no broker logic: the client sends
-prebuilt 1 MB requests, one in flight per connection (a Kafka broker reads a
+(`bench/cluster_floor.py`, run in the same run between ours and the mock, best of three
+runs) is three processes and a client moving the same bytes with no broker logic: the
+client sends prebuilt 1 MB requests, one in flight per connection (a Kafka broker reads a
 connection's next request only after answering the last), the leader writes each chunk
 to its file and pushes it to both followers, which write it and answer; no protocol
 decoding, no CRC, no offsets or indexes, no fetch round trips, no high watermark, no
-traces. It reaches 0.53-0.61 of the mock in the runs of this session (three runs of
-`--records-mb 500` before the one above: floor / mock 0.61, 0.58, 0.53; ours / mock 0.20,
-0.20, 0.19; ours / floor 0.32, 0.34, 0.36), so a broker that did nothing but move the bytes would be at
-the target, and every piece of Kafka's work pushes below it. The mock appends once in
-C in the client's own process (see above), while here three processes each receive,
-write and send every byte, on two cores shared with the client. The brokers spend
-6.5-6.7 CPU seconds per GB produced against the floor's 2.0: by `perf record` over the
-three brokers (1 GB), about 35% of that is the Python interpreter (the asyncio loop, the
-protocol's decoding, the core), 8% user-space copies (libc memmove: the follower's fetch
-responses go through asyncio's StreamReader, which copies each into its buffer and out
-again), 12% the kernel's copies (socket to user, user to page cache), 2.4% the batches'
-CRC32C, and the rest the kernel's TCP and scheduling. The three brokers and the client
-together keep about 1.4 of the two cores busy: the rest is waiting, as in the floor
-(which keeps 1.2 busy), for each acks=all request is answered only once both followers
-have fetched it and fetched again past it. acks=1 on the same cluster gives 450-600
-MB/s. Consume is above the mock (the consumer's fetches are answered with sendfile from
-the segment files).
+traces. A single floor run varies by 2x here (427 to 955 MB/s in one run of the command,
+with where the scheduler puts its processes), so the table has its best. In the runs of
+`--records-mb 500` on a quiet machine (load below 1) the floor reached 0.54 and 0.60 of
+the mock, ours 0.15 and 0.20 (ours / floor 0.24 and 0.36); earlier runs, with other
+agents loading the machine and a single floor run, gave floor / mock 0.52-0.67 and ours
+/ mock 0.17-0.23. So a broker that did nothing but move the bytes would be at the target,
+and every piece of Kafka's work pushes below it. The mock appends once in C in the
+client's own process (see above), while here three processes each receive, write and
+send every byte, on two cores shared with the client. The brokers spend 4.3-5.7 CPU
+seconds per GB produced against the floor's 1.8. By `perf record` over the three brokers
+(1 GB), about 30% of that is the Python interpreter (the asyncio loop, the protocol's
+decoding, the core), 12% the kernel's copies (socket to user, user to page cache), 3.6%
+the batches' CRC32C, and the rest the kernel's TCP and scheduling; a follower now reads
+its leader's fetch answers into a buffer of their own (real_io/peer_channels.py on
+real_io/connection.py's FrameConnection), which took the brokers' CPU per GB from 6.5-7.1
+s to 5.2-5.6 s in the runs before and after that change. The three brokers and the client
+together keep about 1.4 of the two cores busy, the floor 1.2: the rest is waiting, as in
+the floor, for each acks=all request is answered only once both followers have fetched
+it and fetched again past it. acks=1 on the same cluster gives 450-600 MB/s. Consume is
+above the mock (the consumer's fetches are answered with sendfile from the segment
+files). Each phase starts after os.sync(), so that one side's dirty pages are not
+written back on the next side's time.
 
 **Failover.** In Kafka 2.7 a leader killed with kill -9 keeps its leadership until its
 ZooKeeper session expires (zookeeper.session.timeout.ms, 6 s here for the real brokers and
