@@ -413,6 +413,8 @@ class ReplicaManager:
         # fetchMaxBytes capped by KafkaApis' maxQuotaWindowBytes (at least one batch only
         # until a partition gave some). Otherwise each partition's max bytes alone, as before.
         limit = JAVA_INT_MAX if follower else self.client_quotas.fetch_cap(request.client_id, request.user)
+        # a follower's read is throttled only where some topic has throttled replicas
+        throttling = follower and bool(self.replication_quotas.leader.throttled)
         results = {}
         total = 0
         has_error = False
@@ -436,8 +438,8 @@ class ReplicaManager:
                 results[tp] = _fetch_failure(ErrorCode.OFFSET_OUT_OF_RANGE, partition, follower)
                 continue
             upper = None if follower else log.high_watermark
-            if follower and leader_read_throttled(self.replication_quotas, tp, request.replica_id, partition.isr,
-                                                  self.ctx.now_ms):
+            if throttling and leader_read_throttled(self.replication_quotas, tp, request.replica_id, partition.isr,
+                                                    self.ctx.now_ms):
                 batches: tuple[StoredBatch, ...] = ()
             elif limit < JAVA_INT_MAX:
                 batches = log.read(wanted.fetch_offset, min(wanted.max_bytes, limit - total), upper, min_one=total == 0)
@@ -445,7 +447,7 @@ class ReplicaManager:
                 batches = log.read(wanted.fetch_offset, wanted.max_bytes, upper)
             size = sum(b.size_bytes for b in batches)
             total += size
-            if follower and self.replication_quotas.leader.is_throttled(tp):
+            if throttling and self.replication_quotas.leader.is_throttled(tp):
                 # KafkaApis sizeOfThrottledPartitions then quotas.leader.record (at each read:
                 # a parked fetch's reads before its last are below min_bytes, usually none)
                 self.replication_quotas.leader.record(size, self.ctx.now_ms)
