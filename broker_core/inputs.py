@@ -95,16 +95,18 @@ class RequestHandled:
     """The real binding timed a client's request (``request_time_source`` "measured"):
     ``handler_nanos`` is 2.7.0 RequestChannel's ``requestThreadTimeNanos`` as the binding
     measures it, ``network_nanos`` the time it spent encoding and writing this
-    connection's previous response (``recordNetworkThreadTimeCallback``). ``exempt``:
-    ``sendResponseExemptThrottle`` (an acks=0 produce, a follower's fetch, the
-    controller's requests). The node answers ``RequestThrottle`` to ``src``."""
+    connection's previous response (``recordNetworkThreadTimeCallback``). ``api_key`` and
+    ``replica_id`` (a fetch's; -1 otherwise) say whether 2.7.0 exempts the request
+    (quota_enforcement.request_quota_exempt). The node answers ``RequestThrottle`` to
+    ``src``."""
     src: Hashable
     correlation_id: int
     client_id: str
     user: str
     handler_nanos: int
     network_nanos: int = 0
-    exempt: bool = False
+    api_key: int = -1
+    replica_id: int = -1
 
 
 # Every input; a new one goes here and in BrokerNode's table of handlers (a test compares them).

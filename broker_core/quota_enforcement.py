@@ -182,8 +182,8 @@ class ClientQuotaEnforcer:
         manager, now = self.quotas.request, self.ctx.now_ms
         if event.network_nanos > 0:
             manager.record_network_time(event.user, event.client_id, event.network_nanos, now)
-        throttle = 0 if event.exempt else self.request_time(event.src, event.client_id, event.user,
-                                                            event.handler_nanos)
+        exempt = request_quota_exempt(event.api_key, event.replica_id)
+        throttle = 0 if exempt else self.request_time(event.src, event.client_id, event.user, event.handler_nanos)
         self.ctx.send(event.src, RequestThrottle(event.correlation_id, throttle))
 
     def _record(self, manager: ClientQuotaManager, quota_type: str, src: Hashable, client_id: str, user: str,
@@ -244,3 +244,19 @@ def produce_request_bytes(request: ProduceRequest) -> int:
 def _number(value: float) -> int | float:
     """A quota as the trace shows it: an integer where it is one (byte rates are longs)."""
     return int(value) if value == int(value) else value
+
+
+# 2.7.0 KafkaApis answers these with sendResponseExemptThrottle: the controller's and the
+# brokers' own requests (LeaderAndIsr 4, StopReplica 5, UpdateMetadata 6,
+# ControlledShutdown 7, AlterIsr 56), by API key as the wire names them. ApiVersions is
+# not among them in 2.7.0.
+REQUEST_QUOTA_EXEMPT_API_KEYS = frozenset({4, 5, 6, 7, 56})
+FETCH_API_KEY = 1
+
+
+def request_quota_exempt(api_key: int, replica_id: int) -> bool:
+    """Whether 2.7.0 exempts a request from the request quota: the inter-broker APIs
+    above and a follower's fetch (handleFetchRequest: ``if (fetchRequest.isFromFollower)
+    ... sendResponseExemptThrottle``). An acks=0 produce is exempt too; it has no
+    response, so the binding reports no time for it."""
+    return api_key in REQUEST_QUOTA_EXEMPT_API_KEYS or (api_key == FETCH_API_KEY and replica_id >= 0)

@@ -21,20 +21,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
 
-from real_io.protocol.apis import ApiKey
-
-# 2.7.0 KafkaApis answers these with sendResponseExemptThrottle (the controller's and the
-# brokers' own requests); a follower's fetch and an acks=0 produce are exempt too.
-EXEMPT_KEYS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
-                         ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_ISR})
 
 # the nanoseconds the current request (one per connection task) spent awaiting the core
 _awaited: ContextVar[list[int] | None] = ContextVar("isrlab_request_awaited", default=None)
-
-
-def exempt(api_key: int, body: dict) -> bool:
-    """Whether 2.7.0 exempts the request from the request quota."""
-    return api_key in EXEMPT_KEYS or (api_key == ApiKey.FETCH and body.get("replica_id", -1) >= 0)
 
 
 class RequestTimer:

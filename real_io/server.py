@@ -261,7 +261,7 @@ class KafkaServer:
         self._waiting[cid] = future
         try:  # the core answers at once, within feed (RequestThrottle); a stopping node not at all
             self.runtime.feed(RequestHandled(address, cid, client_id, ANONYMOUS, timer.handler_nanos(),
-                                             timer.network_nanos, request_time.exempt(key, request)))
+                                             timer.network_nanos, key, request.get("replica_id", -1)))
         finally:
             self._waiting.pop(cid, None)
         timer.network_nanos = 0

@@ -34,11 +34,13 @@ def _produce(cluster, client_id: str, acks: int = 1, value: str = "v"):
     return request, cluster.responses[cid]
 
 
-def _handled(cluster, nanos: int, network_nanos: int = 0, exempt: bool = False, client_id: str = "chatty") -> int:
-    """The real binding's report of a timed request; the node's RequestThrottle answer."""
+def _handled(cluster, nanos: int, network_nanos: int = 0, api_key: int = 0, replica_id: int = -1,
+             client_id: str = "chatty") -> int:
+    """The real binding's report of a timed request (a Produce, api key 0, unless told);
+    the node's RequestThrottle answer."""
     cid = cluster.next_correlation_id()
     cluster._push(cluster.now, cluster.leader(), RequestHandled(CLIENT, cid, client_id, ANONYMOUS, nanos,
-                                                                network_nanos, exempt))
+                                                                network_nanos, api_key, replica_id))
     assert cluster.wait_for(lambda: cid in cluster.responses, 1000, step_ms=1)
     answer = cluster.responses[cid]
     assert type(answer) is RequestThrottle
@@ -166,8 +168,13 @@ def test_exempt_requests_are_not_recorded():
     sensor, a metric without a quota, is not modelled)."""
     cluster = started_cluster(config={"request_time_source": "measured"})
     _set_quota(cluster, "/config/clients/chatty", request_percentage=1)
-    assert [_handled(cluster, 900_000_000, exempt=True) for _ in range(3)] == [0, 0, 0]
+    # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterIsr, a follower's fetch
+    exempt = [(4, -1), (5, -1), (6, -1), (7, -1), (56, -1), (1, 2)]
+    assert [_handled(cluster, 900_000_000, api_key=k, replica_id=r) for k, r in exempt] == [0] * len(exempt)
     assert not cluster.traced("quota_recorded", quota_type="request") and not cluster.muted_connections
+    # a consumer's fetch and ApiVersions (18: not exempt in 2.7.0) are recorded and throttled
+    assert _handled(cluster, 900_000_000, api_key=1, replica_id=-1) > 0
+    assert _handled(cluster, 900_000_000, api_key=18) > 0
 
 
 def test_the_time_source_is_checked():
