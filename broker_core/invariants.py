@@ -353,13 +353,16 @@ class InvariantObserver:
         return out
 
     # -- AcknowledgedNeverTruncated -------------------------------------------------------
-    def produce_answered(self, view: ClusterView, broker: int, request: ProduceRequest,
-                         response: ProduceResponse) -> list[Violation]:
+    def produce_answered(self, view: ClusterView, broker: int, request: ProduceRequest, response: ProduceResponse,
+                         appended: Mapping[TopicPartition, tuple[int, int]] | None = None) -> list[Violation]:
         """Feed an answer ``broker`` gave to a produce: its acks=all successes are
         remembered with the leader epoch of their offsets in the acknowledging leader's
         log. Only acks=all records appended with the ISR at least min.insync.replicas
         count (acks=1 ones may be lost by design: 2.7.0 Partition.appendRecordsToLeader).
-        An acknowledged offset the leader's own log lacks is a violation at once."""
+        ``appended`` (from :func:`appended_by`): per partition, the leader epoch and
+        offset at which handling the request appended; an acknowledgement of those
+        offsets holding another epoch's records, or beyond the log's end, is a
+        violation at once (0.8.2.2's ack after truncation, KAFKA-2960)."""
         node = view.nodes.get(broker)
         if request.acks != -1 or node is None:
             return []
@@ -373,13 +376,16 @@ class InvariantObserver:
                 continue
             first, last = result.base_offset, result.base_offset + _record_count(records) - 1
             epochs = epoch_lineage(p, first, last + 1)
-            if p.log.log_end_offset <= last or len(epochs) != 1:
+            epoch, at = (appended or {}).get(tp, (-1, -1))
+            expected = [epoch] if at == first else [e for e, _ in epochs][:1]
+            if p.log.log_end_offset <= last or [e for e, _ in epochs] != expected:
                 out.append(Violation(ACKNOWLEDGED_NEVER_TRUNCATED, str(tp), (broker,),
-                                     {"acknowledged": [first, last], "log_end_offset": p.log.log_end_offset,
-                                      "epochs": epochs, "when": "acknowledged"},
+                                     {"acknowledged": [first, last], "appended_epoch": epoch,
+                                      "log_end_offset": p.log.log_end_offset, "epochs": epochs,
+                                      "when": "acknowledged"},
                                      _allowed(ACKNOWLEDGED_NEVER_TRUNCATED, self._unsafe(view, tp.topic))))
                 continue
-            self._remember_ack(tp, epochs[0][0], first, last)
+            self._remember_ack(tp, int(expected[0]), first, last)
         return out
 
     def _remember_ack(self, tp: TopicPartition, epoch: int, first: int, last: int) -> None:
@@ -406,7 +412,7 @@ class InvariantObserver:
                     continue
                 low = max(acked.first, p.log.log_start_offset)
                 epochs = epoch_lineage(p, low, acked.last + 1)
-                if p.log.log_end_offset > acked.last and [e for e, _ in epochs] == [acked.epoch]:
+                if p.log.log_end_offset > acked.last and _holds(p, [e for e, _ in epochs], acked.epoch):
                     continue
                 out.append(Violation(ACKNOWLEDGED_NEVER_TRUNCATED, str(tp), (broker,),
                                      {"acknowledged": [acked.first, acked.last], "acknowledged_epoch": acked.epoch,
@@ -439,6 +445,33 @@ class InvariantObserver:
                     out.append(Violation(REPLICAS_AGREE_BELOW_HIGH_WATERMARK, str(tp), (leader[0], broker), differs,
                                          _allowed(REPLICAS_AGREE_BELOW_HIGH_WATERMARK, self._unsafe(view, tp.topic))))
         return out
+
+
+def _holds(p: Partition, epochs: list[int], acked_epoch: int) -> bool:
+    """Whether offsets whose epochs are ``epochs`` still hold records acknowledged in
+    ``acked_epoch``. On a compacted topic a cleaned-away batch lets an earlier epoch's
+    entry cover its offsets, so there only a later epoch (another leader's records
+    written over them) counts as lost."""
+    if _is_compacted(p):
+        return all(e <= acked_epoch for e in epochs)
+    return epochs == [acked_epoch]
+
+
+def log_ends(node: BrokerNode, request: ProduceRequest) -> dict[TopicPartition, int]:
+    """The log end of each partition a produce names, before the node handles it."""
+    partitions = node.replicas.partitions
+    return {tp: partitions[tp].log.log_end_offset for tp in request.partitions if tp in partitions}
+
+
+def appended_by(node: BrokerNode, ends_before: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+    """After the node handled a produce: where it appended, as (leader epoch, first
+    offset) per partition whose log grew (what produce_answered compares an ack with)."""
+    out = {}
+    for tp, end in ends_before.items():
+        p = node.replicas.partitions.get(tp)
+        if p is not None and p.log.log_end_offset > end:
+            out[tp] = (p.leader_epoch, end)
+    return out
 
 
 def _record_count(records: Any) -> int:

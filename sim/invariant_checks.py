@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker_core.inputs import Input, MessageReceived
-from broker_core.invariants import ClusterView, InvariantObserver, Violation
+from broker_core.invariants import ClusterView, InvariantObserver, Violation, appended_by, log_ends
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.stale_epochs import stale_request_changed, stale_request_state
 from broker_core.effect_loop import carry_out_effects
@@ -53,8 +53,9 @@ class CheckedBrokerHost(BrokerHost):
 
     def __init__(self, checks: InvariantChecks, *args: Any) -> None:
         self.checks = checks
-        # acks=all produces being answered: (client, correlation id) -> request
-        self._produces: dict[tuple[Any, int], ProduceRequest] = {}
+        # acks=all produces being answered: (client, correlation id) -> request, and
+        # where handling it appended (leader epoch, first offset) per partition
+        self._produces: dict[tuple[Any, int], tuple[ProduceRequest, dict]] = {}
         super().__init__(*args)
 
     def start(self) -> None:
@@ -77,12 +78,16 @@ class CheckedBrokerHost(BrokerHost):
             return
         checks = self.checks
         stale = None
-        if type(event) is MessageReceived:
+        produce: tuple[Any, ProduceRequest, dict] | None = None
+        if isinstance(event, MessageReceived):
             message = event.message
             if type(message) is ProduceRequest and message.acks == -1:
-                self._produces[(event.src, message.correlation_id)] = message
+                produce = (event.src, message, log_ends(node, message))
             stale = stale_request_state(node, message)
         effects = node.handle(event, self.now_ms())
+        if produce is not None:
+            src, request, ends = produce
+            self._produces[(src, request.correlation_id)] = (request, appended_by(node, ends))
         checks.checked += 1
         now = self._now()
         if stale is not None:
@@ -92,8 +97,8 @@ class CheckedBrokerHost(BrokerHost):
 
     def send(self, dst: Any, message: Any) -> None:
         if type(message) is ProduceResponse and self._produces:
-            request = self._produces.pop((dst, message.correlation_id), None)
-            if request is not None:
-                self.checks.stop(self.checks.observer.produce_answered(self.checks.view, self.broker_id, request,
-                                                                       message), self._now())
+            produce = self._produces.pop((dst, message.correlation_id), None)
+            if produce is not None:
+                self.checks.stop(self.checks.observer.produce_answered(self.checks.view, self.broker_id, produce[0],
+                                                                       message, produce[1]), self._now())
         super().send(dst, message)
