@@ -388,6 +388,10 @@ class InvariantObserver:
             self._remember_ack(tp, int(expected[0]), first, last)
         return out
 
+    def acknowledged(self, tp: TopicPartition) -> list[tuple[int, int, int]]:
+        """The acknowledged acks=all records held to the invariant: (epoch, first, last)."""
+        return [(a.epoch, a.first, a.last) for a in self._acked.get(tp, ())]
+
     def _remember_ack(self, tp: TopicPartition, epoch: int, first: int, last: int) -> None:
         acked = self._acked.setdefault(tp, [])
         self._known.add(tp)
