@@ -22,7 +22,7 @@ handling: broker_core.stale_epochs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from broker_core import coordination as coord
 from broker_core.errors import ErrorCode
@@ -131,8 +131,10 @@ def unsafe_in_force(view: ClusterView, topic: str, extra: Iterable[str] = ()) ->
     return found
 
 
-def _allowed(invariant: str, unsafe: set[str]) -> tuple[str, ...]:
-    return tuple(sorted(_BROKEN_BY.get(invariant, set()) & unsafe))
+def _allowed(invariant: str, unsafe: Callable[[], set[str]]) -> tuple[str, ...]:
+    """The unsafe settings that allow ``invariant``'s violation; ``unsafe`` is asked only
+    then (reading every broker's config after every step would cost more than the check)."""
+    return tuple(sorted(_BROKEN_BY.get(invariant, set()) & unsafe()))
 
 
 # -- the memoryless invariants ------------------------------------------------------------
@@ -195,8 +197,9 @@ def replicas_agree(tp: TopicPartition, leader: tuple[int, Partition], member: tu
     (_, lp), (_, mp) = leader, member
     if mp.log.log_end_offset < upto:
         return {"high_watermark": upto, "member_log_end_offset": mp.log.log_end_offset}
-    if _is_compacted(lp):
-        return None
+    if _is_compacted(lp) or (lp.log.epochs.entries == mp.log.epochs.entries
+                             and lp.log.log_start_offset == mp.log.log_start_offset):
+        return None  # the same lineage (the usual case after each fetch): no need to clip it
     low = max(lp.log.log_start_offset, mp.log.log_start_offset)
     mine, theirs = epoch_lineage(lp, low, upto), epoch_lineage(mp, low, upto)
     if mine != theirs:
@@ -205,7 +208,7 @@ def replicas_agree(tp: TopicPartition, leader: tuple[int, Partition], member: tu
 
 
 def strong_isr(tp: TopicPartition, replicas: list[tuple[int, Partition]], quorum: LeaderAndIsr | None,
-               unsafe: set[str]) -> list[Violation]:
+               unsafe: Callable[[], set[str]]) -> list[Violation]:
     """StrongIsr (KafkaReplication.tla, proved for Kip320.tla): whatever lies below the
     high watermark of a replica that presumes leadership is on every member of the true
     ISR (the quorum's; the leader's own where there is no store), record for record.
@@ -240,7 +243,7 @@ def check_all(view: ClusterView) -> list[Violation]:
         out += leader_in_isr(tp, replicas, quorum)
         for broker, p in replicas:
             out += high_watermark_below_log_end(tp, broker, p)
-        out += strong_isr(tp, replicas, quorum, unsafe_in_force(view, tp.topic))
+        out += strong_isr(tp, replicas, quorum, lambda: unsafe_in_force(view, tp.topic))
     return out
 
 
@@ -269,17 +272,18 @@ class InvariantObserver:
         self._quorum_epochs: dict[TopicPartition, int] = {}
         self._acked: dict[TopicPartition, list[_Acked]] = {}
         self._known: set[TopicPartition] = set()
+        self._known_sorted: list[TopicPartition] = []
         self.power_losses: set[int] = set()
-        self.unsafe_seen: dict[str, set[str]] = {}  # per topic, every unsafe setting seen in force
+        self._quorum: dict[TopicPartition, LeaderAndIsr | None] = {}  # parsed from _quorum_raw
 
     def power_lost(self, broker: int) -> None:
         """The caller's report: ``broker`` lost power (its unflushed bytes are gone)."""
         self.power_losses.add(broker)
 
-    def _unsafe(self, view: ClusterView, topic: str) -> set[str]:
-        seen = self.unsafe_seen.setdefault(topic, set())
-        seen |= unsafe_in_force(view, topic, [POWER_LOSS] if self.power_losses else [])
-        return seen
+    def _unsafe(self, view: ClusterView, topic: str) -> Callable[[], set[str]]:
+        """The unsafe settings in force for ``topic`` when a violation is seen (a setting
+        changed at runtime counts as it is then), and power loss if any broker lost power."""
+        return lambda: unsafe_in_force(view, topic, [POWER_LOSS] if self.power_losses else [])
 
     def observe(self, view: ClusterView, brokers: Iterable[int] | None = None) -> list[Violation]:
         """Every invariant over what changed at ``brokers`` (all when None) and in the store."""
@@ -303,11 +307,14 @@ class InvariantObserver:
                     touched.add(tp)
                     out += self._replica_changed(tp, broker, p)
         if view.store is not None:
-            self._known |= touched
-            for tp in sorted(self._known):
+            if not touched <= self._known:
+                self._known |= touched
+                self._known_sorted = sorted(self._known)  # a run's order, whatever the hash seed
+            for tp in self._known_sorted:
                 raw = view.store.get(coord.partition_state_path(tp.topic, tp.partition))
                 if raw != self._quorum_raw.get(tp):
                     self._quorum_raw[tp] = raw
+                    self._quorum[tp] = view.quorum_state(tp)
                     touched.add(tp)
         for tp in sorted(touched):
             out += self._partition_changed(view, tp)
@@ -336,7 +343,7 @@ class InvariantObserver:
 
     def _partition_changed(self, view: ClusterView, tp: TopicPartition) -> list[Violation]:
         replicas = view.replicas_of(tp)
-        quorum = view.quorum_state(tp)
+        quorum = self._quorum.get(tp) if view.store is not None else None
         out = leader_in_isr(tp, replicas, quorum)
         if quorum is not None:
             before = self._quorum_epochs.get(tp)
@@ -394,14 +401,13 @@ class InvariantObserver:
 
     def _remember_ack(self, tp: TopicPartition, epoch: int, first: int, last: int) -> None:
         acked = self._acked.setdefault(tp, [])
-        self._known.add(tp)
         if acked and acked[-1].epoch == epoch:
             acked[-1].first, acked[-1].last = min(acked[-1].first, first), max(acked[-1].last, last)
         else:
             acked.append(_Acked(epoch, first, last))
 
     def _acknowledged_kept(self, tp: TopicPartition, replicas: list[tuple[int, Partition]],
-                           unsafe: set[str]) -> list[Violation]:
+                           unsafe: Callable[[], set[str]]) -> list[Violation]:
         """AcknowledgedNeverTruncated (Raft's leader completeness, which 2.7.0 gives acks=all
         with the ISR at min.insync.replicas and clean election: DelayedProduce waits for the
         high watermark over the maximal ISR, the controller elects from the ISR): a replica
