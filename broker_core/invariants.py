@@ -158,10 +158,11 @@ def leader_in_isr(tp: TopicPartition, replicas: list[tuple[int, Partition]],
 
 
 def high_watermark_below_log_end(tp: TopicPartition, broker: int, p: Partition) -> list[Violation]:
-    """HighWatermarkBelowLogEnd (the specifications' HighWatermarkOk): log start <= high
-    watermark <= log end offset at every replica. 2.7.0 Log.updateHighWatermark clamps it
-    to the log end (and a follower's to its own, ReplicaFetcherThread.processPartitionData);
-    holds under every profile and setting."""
+    """HighWatermarkBelowLogEnd (the specifications' HighWatermarkOk): high watermark <=
+    log end offset at every replica. 2.7.0 Log.updateHighWatermark clamps it to the log
+    end (and a follower's to its own, ReplicaFetcherThread.processPartitionData); holds
+    under every profile and setting. Not log start <= high watermark: a follower's log
+    start may pass its lagging high watermark after retention."""
     log = p.log
     if log.high_watermark <= log.log_end_offset:
         return []
