@@ -41,6 +41,10 @@ def _print_run(result) -> None:
     s = result.summary
     print(f"scenario {result.scenario.name}  seed {result.seed}  ({result.wall_seconds:.2f}s wall, {result.events} events)")
     print(f"  records acknowledged:     {s.acknowledged}")
+    if result.violation is not None:  # stopped before the final read: nothing to count as missing
+        _print_violation(result)
+        print(f"\n  trace:     {result.trace_path}\n  outcome:   FAIL\n  replay:    {result.replay_command}")
+        return
     print(f"  records read back:        {s.read_back}{'' if s.final_read_complete else '  (final read incomplete)'}")
     print(f"  acknowledged but missing: {s.missing_count}")
     for value in s.missing[:5]:
@@ -67,6 +71,16 @@ def _print_run(result) -> None:
         print(f"  timeline:  {plot}")
     print(f"  outcome:   {'PASS' if result.passed else 'FAIL'}")
     print(f"  replay:    {result.replay_command}")
+
+
+def _print_violation(result) -> None:
+    """--check-invariants stopped the run: which invariant, where, the seed, when, and
+    the command that replays it (the run is not judged: its trace ends there)."""
+    v = result.violation
+    print(f"\n  INVARIANT VIOLATED: {v.describe()}")
+    print(f"    seed {result.seed}, simulated time {int(result.violation_at_ms)} ms; the run stopped there "
+          f"(not judged)")
+    print(f"    replay: {result.replay_command}")
 
 
 def _targets(targets) -> str:
@@ -124,6 +138,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from scenarios.runner import run_scenario
     if args.seeds and args.seed is not None:
         raise UsageError("--seed and --seeds do not go together: give one seed with --seed, or many with --seeds")
+    if args.check_invariants and args.binding != "sim":
+        raise UsageError("--check-invariants runs in the simulation only (--binding sim): the real binding's "
+                         "brokers run in processes of their own, where nothing reads their state after every step")
     scenario = load_scenario(args.file, tuple(args.set or ()))
     if args.out:
         _check_out(Path(args.out))
@@ -151,11 +168,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for chosen in scenarios:
         out = _out_for(args, chosen, scenarios, f"seed{args.seed}")
         results.append(run_scenario(chosen, args.seed, out, progress=_progress_printer(sys.stderr, args.binding),
-                                    plot=not args.no_plot, binding=args.binding, zk=args.zk))
+                                    plot=not args.no_plot, binding=args.binding, zk=args.zk,
+                                    check_invariants=args.check_invariants))
         if sys.stderr.isatty():
             sys.stderr.write("\r" + " " * 60 + "\r")
-    if len(results) == 1:
-        _print_run(results[0])
+    if len(results) == 1 or any(r.verdict is None for r in results):
+        for result in results:
+            _print_run(result)
     else:
         _print_side_by_side(results)
     return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
@@ -212,7 +231,8 @@ def _print_variant_sweeps(sweeps, base: Path) -> None:
     passed), and one summary with a row per seed and variant."""
     import statistics
     from scenarios.runner import write_sweep_summary
-    sweeps = [rows for rows in sweeps if rows and rows[0].verdict is not None]
+    sweeps = [[r for r in rows if r.verdict is not None] for rows in sweeps]
+    sweeps = [rows for rows in sweeps if rows]
     if not sweeps:
         return
     names = [rows[0].scenario.variant for rows in sweeps]
@@ -238,7 +258,8 @@ def _run_many(scenario, args, base: Path) -> list:
     _bar(0, len(seeds), f"{jobs} at once" if jobs > 1 else "")
     rows = run_seeds(scenario, seeds, base, jobs=jobs, plots=args.plots, keep=args.keep, fail_fast=args.fail_fast,
                      on_done=lambda seed, finished: _bar(finished, len(seeds), f"seed {seed}"),
-                     worker_setup=compiled.activate if args.compiled else None)
+                     worker_setup=compiled.activate if args.compiled else None,
+                     check_invariants=args.check_invariants)
     failed = [r for r in rows if not r.passed]
     _bar(len(rows), len(seeds), "done" if len(rows) == len(seeds) else "stopped at a failing seed")
     sys.stderr.write("\n")
@@ -247,11 +268,13 @@ def _run_many(scenario, args, base: Path) -> list:
     header = f"{'seed':>6}  {'outcome':<7}  {'acked':>7}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))
     print(header)
     for r in rows if len(rows) <= PER_SEED_ROWS else failed:
-        assert r.verdict is not None  # run_seeds judges every seed it runs
+        if r.verdict is None:  # --check-invariants stopped it
+            print(f"{r.seed:>6}  {'FAIL':<7}  {r.summary.acknowledged:>7}  invariant {r.violation.describe()}")
+            continue
         values = "  ".join(f"{_fmt(r.verdict.value(n)):>{w}}" for n, w in zip(names, widths))
         print(f"{r.seed:>6}  {'PASS' if r.passed else 'FAIL':<7}  {r.summary.acknowledged:>7}  {values}")
     print()
-    _print_metric_ranges(rows)
+    _print_metric_ranges([r for r in rows if r.verdict is not None])
     summary_json, summary_csv = write_sweep_summary(rows, base)
     skipped = len(seeds) - len(rows)
     print(f"\n{len(rows) - len(failed)} of {len(rows)} seeds passed"
@@ -459,6 +482,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --binding real: keep the broker's metadata in this ZooKeeper (each run in a chroot "
                           "of its own, removed afterwards) instead of its embedded store; expire_session faults "
                           "need it")
+    run.add_argument("--check-invariants", action="store_true",
+                     help="simulation only: check the replication invariants (docs/invariants.md) after every "
+                          "step; the first violation stops the run and prints it, the seed, the simulated time "
+                          "and the command that replays it")
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check scenario files without running them",
                               description="Check scenario files strictly; problems name file, line and field. Exit 2 on any.")

@@ -29,7 +29,7 @@ VERDICT_FILE = "verdict.json"
 
 def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | None = None,
                    variant: str | None = None, settings: Sequence[str] = (), binding: str = "sim",
-                   zk: str | None = None) -> str:
+                   zk: str | None = None, check_invariants: bool = False) -> str:
     """The command that runs ``seed`` again, pasteable in a fresh shell from where this one
     runs: the isrlab script beside this Python (a virtual environment's bin/), by the
     shortest path, and the same output folder."""
@@ -47,6 +47,8 @@ def replay_command(scenario_path: str | Path, seed: int, out_dir: str | Path | N
     if variant is not None:
         command += f" --variant {shlex.quote(variant)}"
     command += "".join(f" --set {shlex.quote(s)}" for s in settings)
+    if check_invariants:
+        command += " --check-invariants"
     if out_dir is not None:
         command += f" --out {shlex.quote(str(out_dir))}"
     return command
@@ -119,6 +121,11 @@ class RunResult:
     plots: tuple[Path, ...] = field(default_factory=tuple)
     binding: str = "sim"
     zk: str | None = None  # the real binding's ZooKeeper, when it ran on one
+    check_invariants: bool = False
+    # --check-invariants: the first violation (broker_core.invariants.Violation), which
+    # stopped the run at simulated time violation_at_ms; the run is then not judged
+    violation: Any = None
+    violation_at_ms: float | None = None
 
     @property
     def untested(self) -> list[str]:
@@ -137,7 +144,7 @@ class RunResult:
     def passed(self) -> bool:
         """Expectations hold and the run tested something; without ``expect:``, every
         checker must be satisfied."""
-        if self.untested:
+        if self.violation is not None or self.untested:
             return False
         if self.evaluations:
             return all(e.passed for e in self.evaluations)
@@ -146,7 +153,7 @@ class RunResult:
     @property
     def replay_command(self) -> str:
         return replay_command(self.scenario.path, self.seed, self.trace_path.parent, self.scenario.variant,
-                              self.scenario.settings, self.binding, self.zk)
+                              self.scenario.settings, self.binding, self.zk, self.check_invariants)
 
 
 def run_id(scenario: Scenario, seed: int) -> str:
@@ -154,20 +161,27 @@ def run_id(scenario: Scenario, seed: int) -> str:
 
 
 def run_scenario(scenario: Scenario, seed: int, out_dir: str | Path, progress=None, judge: bool = True,
-                 plot: bool = False, binding: str = "sim", zk: str | None = None) -> RunResult:
+                 plot: bool = False, binding: str = "sim", zk: str | None = None,
+                 check_invariants: bool = False) -> RunResult:
     """``binding`` ``real`` runs the scenario for real (one broker, its metadata in the
     ZooKeeper ``zk`` or in its embedded store); its trace is judged exactly as a
     simulated one. A real run's working files (the broker's data directory, its own
-    trace and stderr) stay in ``out_dir/real``."""
-    return run_scenario_events(scenario, seed, out_dir, progress, judge, plot, binding, zk)[0]
+    trace and stderr) stay in ``out_dir/real``. ``check_invariants`` (simulation only):
+    the replication invariants after every step; the first violation stops the run,
+    which is then not judged (``RunResult.violation``)."""
+    return run_scenario_events(scenario, seed, out_dir, progress, judge, plot, binding, zk, check_invariants)[0]
 
 
 def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, progress=None, judge: bool = True,
-                        plot: bool = False, binding: str = "sim", zk: str | None = None) -> tuple[RunResult, list]:
+                        plot: bool = False, binding: str = "sim", zk: str | None = None,
+                        check_invariants: bool = False) -> tuple[RunResult, list]:
     """run_scenario, and the trace's events as it parsed them for the verdict: a Spark
     sweep turns them into table rows without reading the trace file a second time."""
     if zk is not None and binding == "sim":
         raise ValueError("zk is for the real binding; the simulation has its own coordination service")
+    if check_invariants and binding != "sim":
+        raise ValueError("check_invariants runs in the simulation only: the real binding's cores run in other "
+                         "processes, where nothing reads their state after every step")
     check_binding(scenario, binding, zk)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -176,7 +190,7 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
     with open(trace_path, "w", encoding="utf-8", buffering=1 << 20) as stream:
         writer = TraceWriter(stream, run_id(scenario, seed), seed, binding)
         try:
-            _run_binding(scenario, seed, writer, out, progress, binding, zk)
+            violation = _run_binding(scenario, seed, writer, out, progress, binding, zk, check_invariants)
         except BindingError:
             raise
         except Exception as exc:  # an invariant or a crash in the run: name the seed
@@ -186,6 +200,9 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
     wall = time.perf_counter() - started
     events = list(read_events(trace_path))  # parsed once for the summary and the verdict
     summary = summarize_events(events)
+    if violation is not None:  # the run stopped early: a partial trace is not judged
+        return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding,
+                         check_invariants=True, violation=violation[0], violation_at_ms=violation[1]), events
     if not judge:
         return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding,
                          zk=zk), events
@@ -197,29 +214,33 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
         from analysis.timeline import plot_trace
         plots = tuple(plot_trace(trace_path, out, set(summary.missing)))
     return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, verdict, evaluations, plots,
-                     binding, zk), events
+                     binding, zk, check_invariants), events
 
 
 def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, progress, binding: str,
-                 zk: str | None) -> None:
+                 zk: str | None, check_invariants: bool = False) -> tuple[Any, float] | None:
+    """Run the scenario; with ``check_invariants``, the violation that stopped it and when."""
     if binding == "sim":
         from sim.world import World
-        World(scenario, seed, writer, progress).run()
-        return
+        world = World(scenario, seed, writer, progress, check_invariants=check_invariants)
+        world.run()
+        return None if world.violation is None else (world.violation, world.violation_at_ms)
     from real_io.scenario_run import RealRunError, run_real
     try:
         run_real(scenario, seed, writer, out / "real", progress, zk)
     except RealRunError as exc:
         raise BindingError(f"{scenario.path}: --binding real: {exc}") from None
+    return None
 
 
 KEEP_CHOICES = ("failing", "all", "none")
 
 
-def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: str = "all") -> RunResult:
+def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: str = "all",
+              check_invariants: bool = False) -> RunResult:
     """One seed of a sweep; a failing seed always gets its timelines. ``keep`` says whose
     trace and timelines stay on disk (``failing``, ``all``, ``none``); the verdict stays."""
-    result = run_scenario(scenario, seed, out_dir, plot=plots)
+    result = run_scenario(scenario, seed, out_dir, plot=plots, check_invariants=check_invariants)
     if not result.passed and not result.plots:
         from analysis.timeline import plot_trace
         result = replace(result, plots=tuple(plot_trace(result.trace_path, out_dir, set(result.summary.missing))))
@@ -232,7 +253,8 @@ def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: s
 
 def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jobs: int = 1, plots: bool = False,
               on_done: Callable[[int, int], None] | None = None, keep: str = "all",
-              fail_fast: bool = False, worker_setup: Callable[[], object] | None = None) -> list[RunResult]:
+              fail_fast: bool = False, worker_setup: Callable[[], object] | None = None,
+              check_invariants: bool = False) -> list[RunResult]:
     """Run each seed into ``base_dir/seed-N``, in ``jobs`` worker processes at once.
 
     Results come back in the order of ``seeds``. Every seed's run is independent, so
@@ -246,7 +268,7 @@ def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jo
     if jobs <= 1 or len(seeds) <= 1:
         results = []
         for seed in seeds:
-            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots, keep))
+            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots, keep, check_invariants))
             if on_done:
                 on_done(seed, len(results))
             if fail_fast and not results[-1].passed:
@@ -254,7 +276,7 @@ def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jo
         return results
     # spawn: workers import the project afresh instead of inheriting this process's state
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=worker_setup) as pool:
-        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots, keep): seed
+        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots, keep, check_invariants): seed
                    for seed in seeds}
         pending, finished = set(futures), 0
         while pending:
@@ -286,6 +308,8 @@ def sweep_rows(results: Sequence[RunResult]) -> list[dict]:
             row = {"variant": r.scenario.variant, **row}
         if r.verdict is not None:
             row.update({name: result.value for name, result in r.verdict.results.items()})
+        if r.violation is not None:
+            row["invariant_violated"] = r.violation.invariant
         row["replay"] = r.replay_command
         rows.append(row)
     return rows

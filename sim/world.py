@@ -52,8 +52,11 @@ def collector_tuned_for_runs() -> Iterator[None]:
 
 
 class World:
-    def __init__(self, scenario: Any, seed: int, writer: TraceWriter, progress=None):
-        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported here)."""
+    def __init__(self, scenario: Any, seed: int, writer: TraceWriter, progress=None, check_invariants: bool = False):
+        """``scenario`` is a scenarios.model.Scenario (the layer above; not imported here).
+        ``check_invariants``: run the replication invariants after every input a core
+        handles (sim/invariant_checks.py); the first violation stops the run and is
+        left in ``self.violation`` (with ``violation_at_ms``)."""
         self.scenario = scenario
         self.seed = seed
         self.writer = writer
@@ -74,9 +77,15 @@ class World:
             base = replace(base, controller_watches_reassignments=False)  # the same, for reassignments
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
         broker_trace = self.trace if scenario.trace_high_watermarks else self._trace_without_high_watermarks
+        self.checks = None
+        self.violation = None
+        self.violation_at_ms: float | None = None
+        if check_invariants:
+            from sim.invariant_checks import InvariantChecks
+            self.checks = InvariantChecks(self.service.store)
         for broker in cluster.brokers:
             disk = SimDisk(self.env, scenario.disk.fsync_ms, derive(seed, f"disk-{broker}"))
-            self.hosts[broker] = BrokerHost(self.env, self.network, broker, base, topic_configs, disk, broker_trace)
+            self.hosts[broker] = self._host(broker, base, topic_configs, disk, broker_trace)
             if cluster.supervisor_restart_ms is not None:
                 self.hosts[broker].on_exit = self._supervise
         for topic in cluster.topics:
@@ -89,6 +98,12 @@ class World:
         self.faults = SimFaultExecutor(self, derive(seed, "faults"), derive(seed, "fault-roles"))
         self.settled = False
         self.final_phase = False
+
+    def _host(self, broker: int, base, topic_configs, disk: SimDisk, broker_trace) -> BrokerHost:
+        if self.checks is None:
+            return BrokerHost(self.env, self.network, broker, base, topic_configs, disk, broker_trace)
+        from sim.invariant_checks import CheckedBrokerHost
+        return CheckedBrokerHost(self.checks, self.env, self.network, broker, base, topic_configs, disk, broker_trace)
 
     def _start_clients(self, scenario: Any, seed: int) -> None:
         """Producers and consumers behave as the Java clients of the cluster's profile,
@@ -133,7 +148,22 @@ class World:
     def run(self) -> None:
         main = self.env.process(self._main())
         with collector_tuned_for_runs():
+            if self.checks is None:
+                self.env.run(until=main)
+            else:
+                self._run_checked(main)
+
+    def _run_checked(self, main) -> None:
+        """Run until the end or the first invariant violation, which stops the run: the
+        trace ends with ``invariant_violated`` (no final phase, no run_finished)."""
+        from sim.invariant_checks import InvariantBroken
+        try:
             self.env.run(until=main)
+        except InvariantBroken:
+            # simpy may re-raise a copy from a process: the checker kept the first one
+            self.violation, self.violation_at_ms = self.checks.first, self.checks.first_at_ms
+            self.writer.write(int(self.violation_at_ms), "world", "invariant_violated",
+                              {**self.violation.to_fields(), "checked_inputs": self.checks.checked})
 
     def _main(self):
         scenario = self.scenario
@@ -237,6 +267,8 @@ class World:
     def trace_replica_logs(self) -> None:
         """What every replica holds below the leader's high watermark, as digests of
         fixed chunks of offsets, so that a checker can find replicas that diverge."""
+        if self.checks is not None and self.is_settled():  # once healed and settled: the replicas agree
+            self.checks.healed(self.env.now)
         snaps = self.snapshots()
         memo: dict = {}
         compacted = compacted_topics(self.scenario.cluster.config,
