@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from faults import model as fm
 from faults.final_phase import (
@@ -16,6 +16,10 @@ from faults.nodes import broker_id_of
 from faults.triggers import cluster_view
 
 import simpy
+
+if TYPE_CHECKING:  # imported when a run checks invariants, not by every run
+    from broker_core.invariants import Violation
+    from sim.invariant_checks import InvariantChecks
 
 from analysis.compacted_topics import compacted_topics
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, batch_key_values, key_map_digest, replica_digests
@@ -77,8 +81,8 @@ class World:
             base = replace(base, controller_watches_reassignments=False)  # the same, for reassignments
         topic_configs = {t.name: topic_config(base, t.config) for t in cluster.topics}
         broker_trace = self.trace if scenario.trace_high_watermarks else self._trace_without_high_watermarks
-        self.checks = None
-        self.violation = None
+        self.checks: InvariantChecks | None = None
+        self.violation: Violation | None = None
         self.violation_at_ms: float | None = None
         if check_invariants:
             from sim.invariant_checks import InvariantChecks
@@ -157,13 +161,17 @@ class World:
         """Run until the end or the first invariant violation, which stops the run: the
         trace ends with ``invariant_violated`` (no final phase, no run_finished)."""
         from sim.invariant_checks import InvariantBroken
+        checks = self.checks
+        assert checks is not None
         try:
             self.env.run(until=main)
         except InvariantBroken:
             # simpy may re-raise a copy from a process: the checker kept the first one
-            self.violation, self.violation_at_ms = self.checks.first, self.checks.first_at_ms
-            self.writer.write(int(self.violation_at_ms), "world", "invariant_violated",
-                              {**self.violation.to_fields(), "checked_inputs": self.checks.checked})
+            violation, at_ms = checks.first, checks.first_at_ms
+            assert violation is not None and at_ms is not None
+            self.violation, self.violation_at_ms = violation, at_ms
+            self.writer.write(int(at_ms), "world", "invariant_violated",
+                              {**violation.to_fields(), "checked_inputs": checks.checked})
 
     def _main(self):
         scenario = self.scenario
