@@ -228,7 +228,8 @@ class RealRun:
             _write_admin_nodes(self.zk, self.chroot, nodes)
 
     def _topic_nodes(self) -> list[tuple[str, bytes]]:
-        return [node for t in self.scenario.cluster.topics for node in admin_topic_nodes(t.name, t.assignment, t.config)]
+        topics = self.scenario.cluster.topics
+        return [node for t in topics for node in admin_topic_nodes(t.name, t.assignment, t.config)]
 
     def _create_topics(self) -> None:
         """On ZooKeeper as an administrator creates a topic with its assignment
@@ -263,7 +264,8 @@ class RealRun:
                                        derive(self.seed, workload_label(f"producer-{i}")), client_id(w, "producer", i))
                           for i, w in enumerate(scenario.producers)]
         self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
-                                       self.record, client_id(w, "consumer", i)) for i, w in enumerate(scenario.consumers)]
+                                       self.record, client_id(w, "consumer", i))
+                          for i, w in enumerate(scenario.consumers)]
         over = lambda: time.monotonic() >= end  # noqa: E731
         self._producing = [start_thread(p.run, start, over) for p in self.producers]
         self._consuming = [start_thread(c.run, start) for c in self.consumers]
@@ -379,7 +381,8 @@ class RealRun:
         if not all(process.ready for process in self.brokers.values()):
             return False
         partitions = self.view()["partitions"]
-        return all(partition_settled(partitions[name]["replicas"], self._replicas_now(name)) for name in self.partitions)
+        return all(partition_settled(partitions[name]["replicas"], self._replicas_now(name))
+                   for name in self.partitions)
 
     def _replicas_now(self, name: str) -> list[int]:
         """The partition's replicas as ZooKeeper's topic node holds them now (a

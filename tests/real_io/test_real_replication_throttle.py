@@ -16,8 +16,9 @@ ReplicaFetcherThread (``shouldFollowerThrottle`` leaves the partition out of its
 
 The cluster: three ``isrlab serve`` brokers on ZooKeeper (real_io/cluster.py). Topics
 ``slow`` and ``fast`` each hold the same records on broker 1 alone. Both throttled rates
-are set on brokers 1 and 3 (AlterConfigs, broker resources), ``slow``'s throttled
-replica lists name leader 1 and follower 3 (AlterConfigs, topic resource), then one
+are set on brokers 1 and 3 (AlterConfigs on each broker's resource, as 2.7's
+kafka-configs.sh sends them), ``slow``'s throttled replica lists name leader 1 and
+follower 3 (IncrementalAlterConfigs on the topic, as the tool sends it), then one
 reassignment (kafka-reassign-partitions.sh --zookeeper: the admin functions the
 simulation uses, over real_io/zk_admin_store.py) adds broker 3 to ``slow`` and broker 2
 to ``fast``. The followers' log end offsets come from their ``replica_state`` samples
@@ -32,11 +33,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from broker_core.admin_nodes import write_reassignment
 from real_io.cluster import CHROOT, LocalCluster
 from real_io.protocol import record_batch
+from real_io.real_clients import QUIET
 from real_io.protocol.errors import ProtocolError
 from real_io.zk_admin_store import ZkAdminStore
 from real_io.zk_server import server_available
@@ -53,15 +55,24 @@ SAMPLE_MS = 100
 
 
 def _produce(bootstrap: str, topic: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5, "batch.size": 4000})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5, "batch.size": 4000, **QUIET})
     for i in range(RECORDS):
         producer.produce(topic, (f"{i}:".encode() + b"x" * VALUE_BYTES)[:VALUE_BYTES], partition=0)
     assert producer.flush(30) == 0
 
 
-def _alter(admin: AdminClient, resources: list[ConfigResource]) -> None:
-    for future in admin.alter_configs(resources, request_timeout=15).values():
-        future.result(timeout=20)
+def _set_broker_rates(admin: AdminClient, broker: int, configs: dict[str, str]) -> None:
+    """kafka-configs.sh --entity-type brokers --alter (2.7.0 ConfigCommand.alterConfig):
+    AlterConfigs on the one broker's resource, one resource per call."""
+    resource = ConfigResource(ConfigResource.Type.BROKER, str(broker), set_config=configs)
+    admin.alter_configs([resource], request_timeout=15)[resource].result(timeout=20)
+
+
+def _set_topic_configs(admin: AdminClient, topic: str, configs: dict[str, str]) -> None:
+    """kafka-configs.sh --entity-type topics --alter: IncrementalAlterConfigs, SET each key."""
+    ops = [ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in configs.items()]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=ops)
+    admin.incremental_alter_configs([resource])[resource].result(timeout=20)
 
 
 def _bytes_below(data_dir: Path, partition: str) -> list[tuple[int, int]]:
@@ -105,18 +116,21 @@ def _wait_caught_up(cluster, broker, partition, end, timeout_s):
     raise AssertionError(f"broker {broker} did not catch up on {partition} within {timeout_s} s")
 
 
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")  # what 2.7's tool sends
 def test_a_reassigned_replica_catches_up_at_the_throttled_rate(tmp_path):
-    with LocalCluster(tmp_path / "cluster", brokers=3, config=CONFIG, sample_interval_ms=SAMPLE_MS) as cluster:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        topics = [NewTopic(t, replica_assignment=[[1]]) for t in ("slow", "fast")]
+    with LocalCluster(tmp_path / "cluster", brokers=3, config=CONFIG, sample_interval_ms=SAMPLE_MS,
+                      stop_timeout_s=5) as cluster:  # a controlled shutdown with nowhere to move leaders retries
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap, **QUIET})
+        topics = [NewTopic(t, 1, replica_assignment=[[1]]) for t in ("slow", "fast")]
         for future in admin.create_topics(topics, request_timeout=15).values():
             future.result(timeout=30)
         for topic in ("slow", "fast"):
             _produce(cluster.bootstrap, topic)
         rates = {"leader.replication.throttled.rate": str(RATE), "follower.replication.throttled.rate": str(RATE)}
-        _alter(admin, [ConfigResource(ConfigResource.Type.BROKER, str(b), set_config=rates) for b in (1, 3)])
-        _alter(admin, [ConfigResource(ConfigResource.Type.TOPIC, "slow", set_config={
-            "leader.replication.throttled.replicas": "0:1", "follower.replication.throttled.replicas": "0:3"})])
+        for broker in (1, 3):
+            _set_broker_rates(admin, broker, rates)
+        _set_topic_configs(admin, "slow", {"leader.replication.throttled.replicas": "0:1",
+                                           "follower.replication.throttled.replicas": "0:3"})
         time.sleep(1.0)  # every broker reads the change notifications
         store = ZkAdminStore.connect(cluster.zk_hosts, CHROOT)
         try:
