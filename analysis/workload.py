@@ -14,6 +14,33 @@ def record_value(producer: str, seq: int) -> str:
     return f"{producer}:{seq}"
 
 
+def client_id(spec, role: str, index: int) -> str:
+    """A workload's client.id (what client quotas name): its own, else the Java
+    clients' default, ``producer-<n>`` / ``consumer-<n>`` counting from 1 (a consumer
+    without a group), in both bindings."""
+    return spec.client_id or f"{role}-{index + 1}"
+
+
+# A real record's value is padded to the size the simulated one stands for
+# (``record_bytes``: broker_core/records.py counts a simulated value as that many bytes),
+# so that quotas, throttles and segment sizes see the same bytes; the readers strip it.
+PADDING = "\0"
+
+
+def padded_value(value: str | None, size: int) -> str | None:
+    """``value`` followed by NULs up to ``size`` bytes (UTF-8); a longer value, or a
+    tombstone, stays as it is."""
+    if value is None:
+        return None
+    short = size - len(value.encode())
+    return value + PADDING * short if short > 0 else value
+
+
+def unpadded_value(value: str | None) -> str | None:
+    """The value a reader reports: ``padded_value``'s padding removed."""
+    return None if value is None else value.rstrip(PADDING)
+
+
 def record_key(seq: int, keys: int) -> str:
     """A keyed workload's key of record ``seq``: ``keys`` distinct keys in turn."""
     return f"k{seq % keys}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from broker_core import coordination as coord
+from broker_core.coordination_store import AdminStore
 from broker_core.dynamic_config import encode_overrides, topic_config_path
 from broker_core.partition_admin import new_partitions_assignment
 from broker_core.reassignment import REASSIGN_PARTITIONS_PATH, encode_reassignment
@@ -29,12 +30,12 @@ def admin_topic_nodes(topic: str, assignment: Mapping[int, Sequence[int]],
 
 
 # -- the admin tools' topic changes over a coordination store (a scenario's steps) ------------
-def _registered_brokers(store) -> list[int]:
-    node = store.znodes.get(coord.BROKER_IDS_PATH)
-    return sorted(int(b) for b in (node.children if node else ()))
+# ``store``: the simulation's CoordinationStore or a real ZooKeeper (real_io/zk_admin_store.py)
+def _registered_brokers(store: AdminStore) -> list[int]:
+    return sorted(int(b) for b in store.children(coord.BROKER_IDS_PATH))
 
 
-def create_topic_nodes(store, topic: str, partitions: int, replication_factor: int,
+def create_topic_nodes(store: AdminStore, topic: str, partitions: int, replication_factor: int,
                        assignment: Mapping[int, Sequence[int]] | None = None) -> dict[int, tuple[int, ...]] | str:
     """``kafka-topics.sh --create --zookeeper`` (2.7.0 TopicCommand.ZookeeperTopicService
     .createTopic: AdminUtils.assignReplicasToBrokers over the registered brokers unless an
@@ -59,7 +60,7 @@ def create_topic_nodes(store, topic: str, partitions: int, replication_factor: i
     return chosen
 
 
-def mark_topic_deleted(store, topic: str) -> str | None:
+def mark_topic_deleted(store: AdminStore, topic: str) -> str | None:
     """``kafka-topics.sh --delete --zookeeper`` (2.7.0 AdminZkClient.deleteTopic): write
     /admin/delete_topics/<topic> for the controller. None, or why the tool refused."""
     if store.get(coord.topic_path(topic)) is None:
@@ -70,7 +71,7 @@ def mark_topic_deleted(store, topic: str) -> str | None:
     return None
 
 
-def add_partition_nodes(store, topic: str, count: int,
+def add_partition_nodes(store: AdminStore, topic: str, count: int,
                         assignment: Sequence[Sequence[int]] | None = None) -> dict[int, tuple[int, ...]] | str:
     """``kafka-topics.sh --alter --partitions --zookeeper`` (2.7.0 AdminZkClient
     .addPartitions: createNewPartitionsAssignment, then the topic's node rewritten, which
@@ -88,7 +89,7 @@ def add_partition_nodes(store, topic: str, count: int,
     return new
 
 
-def write_reassignment(store, partitions: Mapping[str, Sequence[int]]) -> str | None:
+def write_reassignment(store: AdminStore, partitions: Mapping[str, Sequence[int]]) -> str | None:
     """``kafka-reassign-partitions.sh --zookeeper --execute`` (2.7.0 ReassignPartitionsCommand
     .executeAssignment with a ZooKeeper client): refused while a reassignment runs, or for
     a partition that does not exist or a list naming a broker that is not registered
@@ -111,3 +112,39 @@ def write_reassignment(store, partitions: Mapping[str, Sequence[int]]) -> str | 
         asked[TopicPartition(topic, int(number))] = tuple(replicas)
     store.put(REASSIGN_PARTITIONS_PATH, encode_reassignment(asked))
     return None
+
+
+def request_preferred_election(store: AdminStore, partitions: Sequence[str] | None) -> tuple[list[str], bool]:
+    """``kafka-preferred-replica-election.sh --zookeeper`` (2.7.0
+    PreferredReplicaLeaderElectionCommand.ZkCommand): write /admin/preferred_replica_election
+    for the controller, every partition the store lists when none is named. Like the tool,
+    refuse while an earlier request is still there (the controller has not finished it).
+    (the partitions asked, whether the node was written)."""
+    path = coord.PREFERRED_REPLICA_ELECTION_PATH
+    requested = list(partitions) if partitions is not None else _all_partitions(store)
+    written = store.get(path) is None
+    if written:
+        entries = []
+        for name in requested:
+            tp = TopicPartition.parse(name)
+            entries.append({"topic": tp.topic, "partition": tp.partition})
+        store.put(path, coord.encode_data({"version": 1, "partitions": entries}))
+    return requested, written
+
+
+def _all_partitions(store: AdminStore) -> list[str]:
+    """Every partition the coordination store lists, as the admin tool reads them."""
+    out = []
+    for topic in store.children(coord.TOPICS_PATH):
+        data = coord.decode_data(store.get(coord.topic_path(topic))) or {}
+        out += [str(TopicPartition(topic, int(p))) for p in sorted(data.get("partitions", {}), key=int)]
+    return out
+
+
+def assigned_replicas(store: AdminStore, tp: TopicPartition) -> tuple[int, ...] | None:
+    """The partition's replicas as its topic node holds them now (a reassignment moves
+    them); None where the node or the partition is gone. Both bindings' settle rule
+    reads this (faults/final_phase.py partition_settled)."""
+    data = coord.decode_data(store.get(coord.topic_path(tp.topic)))
+    replicas = data.get("partitions", {}).get(str(tp.partition)) if isinstance(data, dict) else None
+    return tuple(replicas) if replicas else None

@@ -10,7 +10,7 @@ when no ZooKeeper is given (real_io/embedded_coordination.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from broker_core import coordination as coord
 
@@ -38,6 +38,23 @@ class Session:
     timeout_ms: int
     last_heard: float
     connection: int = 0  # the client's current connection; requests on older ones are dropped
+
+
+class AdminStore(Protocol):
+    """What an administrator's tool does to the store from outside the cluster: the
+    shared admin functions (broker_core/admin_nodes.py, dynamic_config.change_topic_config,
+    quota_config.change_client_quota) write through this, on the simulation's
+    CoordinationStore or on a real ZooKeeper (real_io/zk_admin_store.py)."""
+
+    def get(self, path: str) -> bytes | None: ...
+
+    def put(self, path: str, data: bytes) -> None: ...
+
+    def set_data(self, path: str, data: bytes) -> None: ...
+
+    def put_sequential(self, prefix: str, data: bytes) -> str: ...
+
+    def children(self, path: str) -> list[str]: ...
 
 
 class CoordinationStore:
@@ -101,6 +118,13 @@ class CoordinationStore:
     def get(self, path: str) -> bytes | None:
         node = self.znodes.get(path)
         return node.data if node else None
+
+    def children(self, path: str) -> list[str]:
+        """The node's children, sorted; none for a missing node. The admin functions
+        (broker_core/admin_nodes.py) list through this, which a ZooKeeper-backed store
+        (real_io/zk_admin_store.py) has too."""
+        node = self.znodes.get(path)
+        return sorted(node.children) if node else []
 
     def session_of(self, owner: str) -> int | None:
         for sid in sorted(self.sessions):

@@ -26,7 +26,7 @@ from broker_core import coordination as coord
 from broker_core.config import BOOL_KEYS, TOPIC_KEYS, BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.kafka_config_keys import TOPIC_KEYS_KAFKA
-from broker_core.coordination_store import CoordinationStore
+from broker_core.coordination_store import AdminStore
 from broker_core.log import PartitionLog
 from broker_core.partition import Partition
 from broker_core.topic_admin import CHANGE_PREFIX, CONFIG_CHANGES_PATH, TOPIC_CONFIG_PATH
@@ -181,7 +181,7 @@ def change_number(name: str) -> int | None:
     return int(name[len(CHANGE_PREFIX):])
 
 
-def change_topic_config(store: CoordinationStore, topic: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
+def change_topic_config(store: AdminStore, topic: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
     """What ``kafka-configs.sh --alter --entity-type topics --add-config`` does (2.7.0
     ConfigCommand.alterConfig then AdminZkClient.changeTopicConfig): add the changes to the
     topic's current overrides, write them to its config node, then create the change

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from broker_core import coordination as coord
-from broker_core.coordination_store import CoordinationStore
+from broker_core.coordination_store import AdminStore
 from broker_core.dynamic_config import entity_config
 from broker_core.topic_admin import CHANGE_PREFIX, CONFIG_CHANGES_PATH
 
@@ -36,7 +36,7 @@ def change_notification(entity_path: str) -> bytes:
     return coord.encode_data({"version": 2, "entity_path": entity_path.removeprefix("/config/")})
 
 
-def change_client_quota(store: CoordinationStore, entity_path: str, changes: Mapping[str, Any]) -> dict[str, str]:
+def change_client_quota(store: AdminStore, entity_path: str, changes: Mapping[str, Any]) -> dict[str, str]:
     """What ``kafka-configs.sh --alter --entity-type clients|users --add-config`` (and
     ``--delete-config`` for a key whose value is None) does: the entity's node gets its
     current keys with the changes, then a change notification. Returns the node written."""

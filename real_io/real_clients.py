@@ -34,7 +34,7 @@ from analysis.client_history import (
     ACKS_0, CLIENT_TIMEOUT, CONNECTION_RESET, INFO, INVOKE, OK, OUTCOME_UNKNOWN, READER, RUN_ENDED, completion_of,
     poll_invoke, poll_ok, read_gave_up, read_invoke, read_ok, send_completion, send_error_outcome, send_invoke)
 from analysis.read_records import RecordList
-from analysis.workload import RecordCredit, keyed_records, record_value
+from analysis.workload import RecordCredit, keyed_records, padded_value, record_value, unpadded_value
 from broker_core.errors import ErrorCode
 from broker_core.partitioner import make_partition_for_key, make_partitioner
 from broker_core.types import TopicPartition as PartitionName  # confluent_kafka's TopicPartition is the client's
@@ -50,9 +50,10 @@ class RealProducer:
     """``spec`` is the scenario's ProducerWorkload (the layer above: used, not imported)."""
 
     def __init__(self, name: str, spec, partitions: int, bootstrap: str, trace: TraceFn, partitioner: str, rng,
-                 workload_rng=None):
+                 workload_rng=None, client_id: str = "rdkafka"):
         """``workload_rng``: the stream of a keyed workload's uniform keys and tombstones,
-        the simulation's (analysis/workload.py workload_label)."""
+        the simulation's (analysis/workload.py workload_label); ``client_id`` its
+        client.id (analysis/workload.py client_id), what client quotas name."""
         self.name = name
         self.spec = spec
         self.partitions = partitions
@@ -67,7 +68,7 @@ class RealProducer:
             "message.send.max.retries": spec.retries, "retry.backoff.ms": spec.retry_backoff_ms,
             "request.timeout.ms": spec.request_timeout_ms, "message.timeout.ms": spec.delivery_timeout_ms,
             "enable.idempotence": spec.enable_idempotence, "max.in.flight.requests.per.connection": 5,
-            "reconnect.backoff.max.ms": 1000, "partitioner": "murmur2_random", **QUIET})
+            "reconnect.backoff.max.ms": 1000, "partitioner": "murmur2_random", "client.id": client_id, **QUIET})
         self.running = True
 
     def run(self, started: float, until: Callable[[], bool]) -> None:
@@ -111,12 +112,14 @@ class RealProducer:
             self._send(partition, None, record_value(self.name, seq))
 
     def _send(self, partition: int, key: str | None, value: str | None) -> None:
-        """One record; ``value`` None is a tombstone (librdkafka sends a null value)."""
+        """One record; ``value`` None is a tombstone (librdkafka sends a null value). The
+        value sent is padded to ``record_bytes``; the history names it unpadded."""
         self._op += 1
         op = self._op
         where = str(PartitionName(self.spec.topic, partition))
+        sent = padded_value(value, self.spec.record_bytes)
         try:
-            self.producer.produce(self.spec.topic, None if value is None else value.encode(),
+            self.producer.produce(self.spec.topic, None if sent is None else sent.encode(),
                                   None if key is None else key.encode(), partition,
                                   on_delivery=lambda error, message: self._delivered(op, where, error, message))
         except BufferError:
@@ -174,7 +177,8 @@ class RealConsumer:
     where ``auto_offset_reset`` or ``start_offset`` puts it; one ``poll`` operation per
     ``consume`` call that returned anything or failed."""
 
-    def __init__(self, name: str, spec, partitions: int, bootstrap: str, trace: TraceFn):
+    def __init__(self, name: str, spec, partitions: int, bootstrap: str, trace: TraceFn,
+                 client_id: str = "rdkafka"):
         self.name = name
         self.spec = spec
         self.trace = trace
@@ -183,7 +187,7 @@ class RealConsumer:
         self.topic_partitions = [TopicPartition(spec.topic, p, start) for p in range(partitions)]
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": UNUSED_GROUP,
                                   "enable.auto.commit": False, "auto.offset.reset": spec.auto_offset_reset,
-                                  "reconnect.backoff.max.ms": 1000, **QUIET})
+                                  "reconnect.backoff.max.ms": 1000, "client.id": client_id, **QUIET})
         self.consumer.assign(self.topic_partitions)
         self.positions: dict[str, int] = {}  # the next offset per partition, from what was read
         self._op = 0
@@ -220,7 +224,7 @@ class RealConsumer:
             got = records.setdefault(partition, [])
             if key is not None or partition in keys:
                 keys.setdefault(partition, [None] * len(got)).append(key.decode() if key is not None else None)
-            got.append([offset, None if value is None else value.decode()])
+            got.append([offset, None if value is None else unpadded_value(value.decode())])
             self.positions[partition] = offset + 1
         if not records and not errors:
             return
@@ -279,7 +283,8 @@ def final_read(bootstrap: str, partitions: list[str], trace: TraceFn, deadline: 
                 read = reads.get(where[0]) if where is not None else None
                 if where is not None and read is not None:
                     value, key = message.value(), message.key()
-                    read.add(where[1], None if value is None else value.decode(), None if key is None else key.decode())
+                    read.add(where[1], None if value is None else unpadded_value(value.decode()),
+                             None if key is None else key.decode())
     finally:
         consumer.close()
     return _read_outcomes(partitions, ops, reads, trace)

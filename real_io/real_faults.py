@@ -13,6 +13,7 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | link | with a proxy: ``latency_ms`` only (each chunk held that long); loss, duplication, reordering and jitter are refused |
 | heal | ``network``: every proxy cut and delay ends; ``all``: also resume and restart every broker |
 | power_loss | with a lossy file system under each data directory (real_io/lossy_fs.py): SIGKILL, then every file goes back to its last fsync |
+| topic_config, client_quota, create_topic, delete_topic, create_partitions, reassign, preferred_replica_election | on ZooKeeper only (a cluster run, or ``--zk``): the nodes the admin tools write (``--zookeeper``), by the simulation's own functions (broker_core/admin_nodes.py, dynamic_config.change_topic_config, quota_config.change_client_quota) over a kazoo client in the brokers' chroot (real_io/zk_admin_store.py) |
 
 Everything else is refused before the run starts (``UNSUPPORTED``). The shared executor
 (faults/executor.py) keeps the books, writes the fault events and resolves roles (on the
@@ -26,15 +27,23 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from broker_core.admin_nodes import (
+    add_partition_nodes, create_topic_nodes, mark_topic_deleted, request_preferred_election, write_reassignment)
+from broker_core.dynamic_config import change_topic_config
+from broker_core.quota_config import change_client_quota
 from faults import model as fm
 from faults.executor import FaultExecutor
 from faults.links import Link
 from real_io.broker_process import BrokerProcess
 from real_io.fault_proxy_client import FaultProxyClient
 from real_io.lossy_mount import LossyMount
+from real_io.zk_admin_store import ZkAdminStore
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
-ON_ZOOKEEPER = frozenset({"expire_session"})  # supported when the broker runs on ZooKeeper
+# the admin tools' steps: written into ZooKeeper by the functions the simulation uses
+ADMIN_KINDS = frozenset({"topic_config", "client_quota", "create_topic", "delete_topic", "create_partitions",
+                         "reassign", "preferred_replica_election"})
+ON_ZOOKEEPER = frozenset({"expire_session"}) | ADMIN_KINDS  # supported when the broker runs on ZooKeeper
 WITH_PROXY = frozenset(fm.NETWORK_KINDS) | {"reset"}  # supported with a fault proxy on every link
 WITH_LOSSY_DISK = frozenset({"power_loss"})  # supported with a lossy file system under the data directories
 _NETWORK = "needs a fault-injecting proxy on the links, which the real binding does not have yet"
@@ -49,18 +58,9 @@ UNSUPPORTED = {
     "reset": "needs the fault proxy on the links (real_io/fault_proxy.py), which only a cluster run has",
     "expire_session": "the embedded coordination store's session lives inside the broker process: "
                       "run with --zk HOST:PORT to expire a real ZooKeeper session",
-    "preferred_replica_election": "the embedded coordination store lives inside the broker process; "
-                                  "the run cannot write its admin node",
-    "topic_config": "the embedded coordination store lives inside the broker process; the run cannot write "
-                    "the topic's config node and change notification",
-    "client_quota": "the embedded coordination store lives inside the broker process; the run cannot write "
-                    "the quota node and change notification (a real broker takes quotas from AlterClientQuotas "
-                    "or from ZooKeeper's /config/clients and /config/users with --zk)",
-    **{kind: "a real run does not script topic changes yet: clients change topics through CreateTopics, "
-             "DeleteTopics and CreatePartitions against the broker (docs/real-io.md)"
-       for kind in ("create_topic", "delete_topic", "create_partitions")},
-    "reassign": "a real run does not script reassignments yet: its controller takes them from "
-                "/admin/reassign_partitions in ZooKeeper (kafka-reassign-partitions.sh --zookeeper, docs/real-io.md)",
+    **{kind: "the embedded coordination store lives inside the broker process, where the run cannot write "
+             "the admin tool's nodes: run with --zk HOST:PORT (a cluster run always has ZooKeeper)"
+       for kind in sorted(ADMIN_KINDS)},
 }
 NEMESIS_SUPPORTED = frozenset({"crash", "pause", "shutdown", "crash_controller"})
 # the nemesis's network kinds the proxy carries out ("link" draws loss, which it cannot)
@@ -91,12 +91,16 @@ class RealFaultBinding:
     def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict],
                  zk: str | None = None, proxy: FaultProxyClient | None = None,
                  nodes: Callable[[], list[str]] | None = None,
-                 lossy_disks: dict[int, LossyMount] | None = None) -> None:
-        """``zk``: the ZooKeeper servers (no chroot) the brokers run on; ``proxy``: the
+                 lossy_disks: dict[int, LossyMount] | None = None, chroot: str = "") -> None:
+        """``zk``: the ZooKeeper servers (no chroot) the brokers run on, ``chroot`` the
+        brokers' chroot in it (where the admin steps write); ``proxy``: the
         fault proxy on every link, with ``nodes`` the nodes its links join;
         ``lossy_disks``: each broker's data directory's lossy file system."""
         self.processes = brokers
         self.zk = zk
+        self.chroot = chroot
+        self._admin: ZkAdminStore | None = None
+        self._admin_lock = threading.Lock()  # the schedule's thread and the final phase's
         self.proxy = proxy
         self._nodes = nodes
         self.lossy_disks = lossy_disks or {}
@@ -211,27 +215,46 @@ class RealFaultBinding:
     def shift_clock(self, broker: int, delta_ms: int) -> None:
         raise _refused("clock")
 
+    # -- admin steps: the simulation's functions (broker_core/admin_nodes.py ...) on ZooKeeper --
     def request_preferred_election(self, partitions) -> tuple[list[str], bool]:
-        raise _refused("preferred_replica_election")
+        return request_preferred_election(self.admin_store(), partitions)
 
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
-        raise _refused("topic_config")
+        return change_topic_config(self.admin_store(), topic, config)
 
     def change_client_quota(self, entity: str, config: dict) -> dict:
-        raise _refused("client_quota")
+        return change_client_quota(self.admin_store(), entity, config)
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int,
                      assignment: dict | None) -> dict | str:
-        raise _refused("create_topic")
+        return create_topic_nodes(self.admin_store(), topic, partitions, replication_factor, assignment)
 
     def delete_topic(self, topic: str) -> str | None:
-        raise _refused("delete_topic")
+        return mark_topic_deleted(self.admin_store(), topic)
 
     def create_partitions(self, topic: str, count: int, assignment: tuple | None) -> dict | str:
-        raise _refused("create_partitions")
+        return add_partition_nodes(self.admin_store(), topic, count, assignment)
 
     def reassign_partitions(self, partitions: dict[str, tuple[int, ...]]) -> str | None:
-        raise _refused("reassign")
+        return write_reassignment(self.admin_store(), partitions)
+
+    def admin_store(self) -> ZkAdminStore:
+        """The admin tools' ZooKeeper client (a session of its own, outside the brokers),
+        opened at its first use; on the embedded store the admin steps are refused
+        before the run."""
+        if self.zk is None:
+            raise _refused("coordination store it can write from outside the broker")
+        with self._admin_lock:
+            if self._admin is None:
+                self._admin = ZkAdminStore.connect(self.zk, self.chroot)
+            return self._admin
+
+    def close(self) -> None:
+        """End the admin tools' ZooKeeper session, if one was opened."""
+        with self._admin_lock:
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
 
 
 def link_refusal(fault: fm.Fault) -> str | None:

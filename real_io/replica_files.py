@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.workload import unpadded_value
 from broker_core.types import TopicPartition
 from real_io.protocol import record_batch
 from real_io.protocol.errors import ProtocolError
@@ -51,7 +52,7 @@ def read_replica(data_dir: Path, tp: TopicPartition, upto: int,
                 offset = batch.base_offset + delta
                 if offset >= upto:
                     return start, records
-                records.append((offset, value))
+                records.append((offset, unpadded_value(value)))  # as the readers report it
                 if keys is not None:
                     keys.append(batch_keys[delta] if batch_keys is not None else None)
     return (upto if start is None else start), records

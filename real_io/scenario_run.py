@@ -14,8 +14,11 @@ the broker's events and the clients' into one ``trace.jsonl`` ordered by time (b
 its topics exist; a cluster's from the moment its brokers are started, as in the
 simulation (their timers then run in the same phase); its topics come once every broker
 is live, and its clients once every partition has a leader.
-``refusals`` lists what a scenario asks that this binding cannot do; the runner
-(scenarios/runner.py) refuses such a file before anything starts.
+``refusals`` (real_io/run_refusals.py) lists what a scenario asks that this binding
+cannot do; the runner (scenarios/runner.py) refuses such a file before anything starts.
+On ZooKeeper (a cluster run, or one broker with ``--zk``) the scenario's admin steps
+(topic_config, client_quota, topic changes, reassign, preferred_replica_election) write
+the nodes the simulation writes, by the same functions (real_io/zk_admin_store.py).
 """
 from __future__ import annotations
 
@@ -27,7 +30,6 @@ import shutil
 import threading
 import time
 import uuid
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Callable
 
@@ -36,113 +38,32 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from analysis.compacted_topics import compacted_topics
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, key_map_digest, record_digests
 from analysis.trace import COMMON_FIELDS, TraceWriter, run_started_fields
-from analysis.workload import workload_label
-from broker_core.admin_nodes import admin_topic_nodes
-from broker_core.config import PROFILES, broker_config, client_defaults
+from analysis.workload import client_id, workload_label
+from broker_core.admin_nodes import admin_topic_nodes, assigned_replicas
+from broker_core.dynamic_config import encode_overrides, topic_config_path
+from broker_core.config import broker_config, client_defaults
 from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.final_phase import (
     Lag, ReadEverything, Request, StopProducers, Wait, carried_out_blocking, final_phase_steps, partition_settled)
-from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
+from faults.nodes import SERVICE_NODE, broker_node
 from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
-from real_io import lossy_mount
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.cluster import CHROOT, CLIENT_NODE, ClusterError, LocalCluster
 from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
-from real_io.real_faults import (
-    UNSUPPORTED, RealFaultBinding, RealFaultExecutor, link_refusal, nemesis_supported, supported)
+from real_io.real_faults import RealFaultBinding, RealFaultExecutor
 from real_io.replica_files import read_replica
+from real_io.run_refusals import is_cluster, refusals  # noqa: F401 (refusals: the runner asks here)
 from real_io.trace_view import TraceClusterView
 
 PROFILE = "kafka-2.7"  # the profile isrlab serve runs unless told
-SERVE_PROFILES = tuple(PROFILES)  # isrlab serve --profile
-RECORD_BYTES = 100  # the scenarios' default record_bytes: the simulation's size model only
 READY_TIMEOUT_S = 60.0
 TRIGGER_POLL_MS = 50  # a metadata and a ListOffsets request per poll
 
 
 class RealRunError(Exception):
     """The real run could not go on (the broker did not start): not a verdict."""
-
-
-def is_cluster(scenario) -> bool:
-    """A scenario of more than one broker runs on a fresh local cluster (ZooKeeper, a
-    fault proxy on every link); one broker runs alone on ZooKeeper or its embedded store."""
-    return len(scenario.cluster.brokers) > 1
-
-
-def refusals(scenario, on_zookeeper: bool = False) -> list[tuple[tuple, int | None, str]]:
-    """What ``scenario`` asks that the real binding (on ZooKeeper, or on the embedded
-    store) cannot do: (path in the file, line if known, why). Nothing is skipped
-    silently: a run refuses any of these."""
-    cluster_run = is_cluster(scenario)
-    lossy_reason = lossy_mount.available() if cluster_run else "only a cluster run mounts a lossy file system"
-    kinds = supported(on_zookeeper or cluster_run, cluster_run, lossy_reason is None)
-    nemesis_kinds = nemesis_supported(on_zookeeper or cluster_run, cluster_run, lossy_reason is None)
-    out: list[tuple[tuple, int | None, str]] = []
-    cluster = scenario.cluster
-    if cluster.profile not in SERVE_PROFILES:
-        out.append((("cluster", "profile"), None, f"isrlab serve runs the profiles {', '.join(SERVE_PROFILES)}"))
-    if cluster.supervisor_restart_ms is not None:
-        out.append((("cluster", "supervisor"), None, "the real binding has no process supervisor yet"))
-    for i, topic in enumerate(cluster.topics):
-        if topic.config:
-            out.append((("cluster", "topics", i, "config"), None, "the real broker refuses topic configs at "
-                        "creation (INVALID_CONFIG); set them as broker config"))
-    if scenario.network != type(scenario.network)():
-        out.append((("network",), None, "simulated network settings; the real binding runs on the machine's "
-                    "loopback, which it cannot slow down or make lossy"))
-    if scenario.disk != type(scenario.disk)():
-        out.append((("disk",), None, "simulated disk settings; the real binding writes to the machine's disk"))
-    for i, producer in enumerate(scenario.producers):
-        if producer.record_bytes != RECORD_BYTES:
-            out.append((("workload", "producers", i, "record_bytes"), None, "record_bytes sizes the simulated "
-                        "records; a real record is its value's bytes (producer-<i>:<seq>)"))
-        if producer.sequence_restart is not None:
-            out.append((("workload", "producers", i, "sequence_restart"), None, "sequence_restart picks the "
-                        "simulated Java producer's epoch bump; the real binding's producer is librdkafka's"))
-    for i, consumer in enumerate(scenario.consumers):
-        if consumer.auto_offset_reset == "none" or consumer.validate_positions is not None:
-            out.append((("workload", "consumers", i), None, "auto_offset_reset: none and validate_positions are "
-                        "not supported by the real binding's consumers"))
-    for i, step in enumerate(scenario.faults):
-        kind = fm.kind_of(step.fault)
-        if kind not in kinds:
-            why = lossy_reason if kind == "power_loss" and cluster_run else UNSUPPORTED[kind]
-            out.append((("faults", i, kind), step.line, f"the real binding cannot apply {kind}: {why}"))
-            continue
-        why = link_refusal(step.fault) or _client_target(step.fault)
-        if why:
-            out.append((("faults", i, kind), step.line, why))
-    if scenario.nemesis is not None:
-        bad = sorted(set(scenario.nemesis.kinds) - nemesis_kinds)
-        if bad:
-            where = ("on a local cluster" if cluster_run else "on ZooKeeper" if on_zookeeper else
-                     "on its embedded store (--zk adds expire_session)")
-            out.append((("nemesis", "kinds"), None, f"the real binding {where} can draw only "
-                        f"{', '.join(sorted(nemesis_kinds))}, not {', '.join(bad)}"))
-    return out
-
-
-def _client_target(fault) -> str | None:
-    """The cluster's clients share one node behind the proxy (``client``): a network
-    fault may name brokers and ``zk``, not one client alone."""
-    if not isinstance(fault, fm.NETWORK):
-        return None
-    named = [value for f in dataclass_fields(fault) for value in _names(getattr(fault, f.name))]
-    clients = sorted({n for n in named if isinstance(n, str) and broker_id_of(n) is None and n != SERVICE_NODE
-                      and n not in (fm.CONTROLLER, fm.RANDOM)})
-    if clients:
-        return (f"the real cluster's clients all reach the brokers through one node of the fault proxy "
-                f"({CLIENT_NODE}), so a network fault cannot single out {', '.join(clients)}")
-    return None
-
-
-def _names(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [n for item in value for n in _names(item)]
-    return [value]
 
 
 class _Recorder:
@@ -238,7 +159,7 @@ class RealRun:
         proxy = cluster.proxy if cluster is not None else None
         nodes = [broker_node(b) for b in sorted(self.brokers)] + [SERVICE_NODE, CLIENT_NODE]
         self.binding = RealFaultBinding(self.brokers, self.record, self.view, self.zk, proxy, lambda: nodes,
-                                        cluster.lossy_disks if cluster is not None else None)
+                                        cluster.lossy_disks if cluster is not None else None, self.chroot)
         return RealFaultExecutor(self.binding, derive(self.seed, "fault-roles"))
 
     # -- the run -------------------------------------------------------------------
@@ -253,6 +174,8 @@ class RealRun:
             self._final_phase()
             self.record("world", "run_finished", {"settled": self.settled})
         finally:
+            if self.binding is not None:
+                self.binding.close()
             # after the run: the brokers' shutdown is not part of the trace
             if self.cluster is not None:
                 self.cluster.stop()
@@ -269,6 +192,8 @@ class RealRun:
             except ClusterError as error:
                 raise RealRunError(f"the cluster did not start: {error}") from None
             return
+        if self.zk is not None:
+            self._write_topic_configs()
         for process in self.brokers.values():
             process.start()
             if not process.wait_ready(READY_TIMEOUT_S):
@@ -286,13 +211,25 @@ class RealRun:
         once every broker is live (``_create_topics``): a controller that found the
         topic before the preferred replica registered would elect another leader, which
         the simulation, whose brokers all start at once, does not."""
+        self._write_topic_configs()
         self.origin = self.scenario_start = time.monotonic()
         self.record.origin = self.origin
         if self.cluster is not None:
             self.cluster.origin = self.origin
 
+    def _write_topic_configs(self) -> None:
+        """The topics' config overrides (``topics: [{config: ...}]``), written before any
+        broker starts: each broker reads /config/topics at its first session, as the
+        simulation's brokers are built with them, so the topic's first replicas already
+        have them (a broker reads no config node it is not notified of later)."""
+        nodes = [(topic_config_path(t.name), encode_overrides(t.config)) for t in self.scenario.cluster.topics
+                 if t.config]
+        if nodes and self.zk is not None:
+            _write_admin_nodes(self.zk, self.chroot, nodes)
+
     def _topic_nodes(self) -> list[tuple[str, bytes]]:
-        return [node for t in self.scenario.cluster.topics for node in admin_topic_nodes(t.name, t.assignment, {})]
+        topics = self.scenario.cluster.topics
+        return [node for t in topics for node in admin_topic_nodes(t.name, t.assignment, t.config)]
 
     def _create_topics(self) -> None:
         """On ZooKeeper as an administrator creates a topic with its assignment
@@ -324,10 +261,11 @@ class RealRun:
         self.producers = [RealProducer(f"producer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record, w.partitioner or defaults.partitioner,
                                        derive(self.seed, f"partitioner-producer-{i}"),
-                                       derive(self.seed, workload_label(f"producer-{i}")))
+                                       derive(self.seed, workload_label(f"producer-{i}")), client_id(w, "producer", i))
                           for i, w in enumerate(scenario.producers)]
         self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
-                                       self.record) for i, w in enumerate(scenario.consumers)]
+                                       self.record, client_id(w, "consumer", i))
+                          for i, w in enumerate(scenario.consumers)]
         over = lambda: time.monotonic() >= end  # noqa: E731
         self._producing = [start_thread(p.run, start, over) for p in self.producers]
         self._consuming = [start_thread(c.run, start) for c in self.consumers]
@@ -443,7 +381,17 @@ class RealRun:
         if not all(process.ready for process in self.brokers.values()):
             return False
         partitions = self.view()["partitions"]
-        return all(partition_settled(partitions[name]["replicas"], self.replicas[name]) for name in self.partitions)
+        return all(partition_settled(partitions[name]["replicas"], self._replicas_now(name))
+                   for name in self.partitions)
+
+    def _replicas_now(self, name: str) -> list[int]:
+        """The partition's replicas as ZooKeeper's topic node holds them now (a
+        reassignment moves them), as the simulation reads its store; the scenario's on
+        the embedded store, which no admin step changes."""
+        if self.zk is None or self.binding is None:
+            return self.replicas[name]
+        now = assigned_replicas(self.binding.admin_store(), TopicPartition.parse(name))
+        return list(now) if now else self.replicas[name]
 
     def trace_replica_logs(self) -> None:
         """Every replica's digests below the leader's high watermark, as the simulation
@@ -529,8 +477,11 @@ def _write_admin_nodes(zk: str, chroot: str, nodes: list[tuple[str, bytes]]) -> 
     client = KazooClient(hosts=zk)
     try:
         client.start(timeout=10)
-        for path, data in nodes:
-            client.create(chroot + path, data, makepath=True)
+        for path, data in nodes:  # a topic's config node may be there already (_write_topic_configs)
+            if client.exists(chroot + path) is None:
+                client.create(chroot + path, data, makepath=True)
+            else:
+                client.set(chroot + path, data)
     except (KazooException, KazooTimeoutError) as error:
         raise RealRunError(f"writing the topics to ZooKeeper at {zk} failed: {type(error).__name__}: {error}") from None
     finally:

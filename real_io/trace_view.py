@@ -8,7 +8,8 @@ its replicas' states from the ``replica_state`` samples (real_io/sampler.py), br
 forward by the events that change them between samples (``became_leader``,
 ``became_follower``, ``isr_shrunk``/``isr_expanded``, ``high_watermark_advanced``), and
 whether it is the active controller (``controller_elected`` .. ``controller_resigned``,
-with its controller epoch). A new incarnation (``broker_started``) or a halt forgets
+with its controller epoch). Replicas a StopReplica deletes (``replicas_stopped`` with
+``delete``) leave it. A new incarnation (``broker_started``) or a halt forgets
 everything, as a simulated broker that restarts or stops.
 
 So a trigger judges each broker by its own belief, as in the simulation, not by
@@ -72,6 +73,12 @@ class TraceTail:
             self.controller_epoch = event["controller_epoch"]
         elif kind == "controller_resigned":
             self.controller_epoch = None
+        elif kind == "replicas_stopped" and event.get("delete"):
+            # the replicas left the broker (a reassignment's removed replica, a deleted
+            # topic): the simulation's snapshot no longer lists them, and a broker left
+            # with none writes no further sample to say so
+            for name in event["partitions"]:
+                self.partitions.pop(name, None)
         elif kind in _REPLICA_EVENTS:
             state = self.partitions.setdefault(event["partition"], _unknown_replica())
             if kind == "became_leader":

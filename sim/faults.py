@@ -6,12 +6,11 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Iterable
 
-from broker_core import coordination as coord
 from broker_core import messages
-from broker_core.admin_nodes import add_partition_nodes, create_topic_nodes, mark_topic_deleted, write_reassignment
+from broker_core.admin_nodes import (
+    add_partition_nodes, create_topic_nodes, mark_topic_deleted, request_preferred_election, write_reassignment)
 from broker_core.dynamic_config import change_topic_config
 from broker_core.quota_config import change_client_quota
-from broker_core.types import TopicPartition
 from faults import model as fm
 from faults.binding import DiskFault
 from faults.executor import FaultExecutor
@@ -172,19 +171,8 @@ class SimFaultBinding:
         return expire
 
     def request_preferred_election(self, partitions: tuple[str, ...] | None) -> tuple[list[str], bool]:
-        """Write the request node as the admin tool does; like the tool, refuse while an
-        earlier request is still there (the controller has not finished it)."""
-        store = self.world.service.store
-        path = coord.PREFERRED_REPLICA_ELECTION_PATH
-        requested = list(partitions) if partitions is not None else _all_partitions(store)
-        written = store.get(path) is None
-        if written:
-            entries = []
-            for name in requested:
-                tp = TopicPartition.parse(name)
-                entries.append({"topic": tp.topic, "partition": tp.partition})
-            store.put(path, coord.encode_data({"version": 1, "partitions": entries}))
-        return requested, written
+        """Write the request node as the admin tool does (broker_core/admin_nodes.py)."""
+        return request_preferred_election(self.world.service.store, partitions)
 
     def change_topic_config(self, topic: str, config: dict) -> dict | None:
         """Write the topic's overrides and the change notification as kafka-configs.sh does."""
@@ -215,12 +203,3 @@ class SimFaultExecutor(FaultExecutor):
     def __init__(self, world, rng, role_rng=None) -> None:
         super().__init__(SimFaultBinding(world), role_rng if role_rng is not None else rng, rng)
 
-
-def _all_partitions(store) -> list[str]:
-    """Every partition the coordination store lists, as the admin tool reads them."""
-    topics = store.znodes.get(coord.TOPICS_PATH)
-    out = []
-    for topic in sorted(topics.children if topics else ()):
-        data = coord.decode_data(store.get(coord.topic_path(topic))) or {}
-        out += [str(TopicPartition(topic, int(p))) for p in sorted(data.get("partitions", {}), key=int)]
-    return out

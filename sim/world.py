@@ -24,10 +24,9 @@ if TYPE_CHECKING:  # imported when a run checks invariants, not by every run
 from analysis.compacted_topics import compacted_topics
 from analysis.replica_digest import REPLICA_DIGEST_CHUNK, batch_key_values, key_map_digest, replica_digests
 from analysis.trace import TraceWriter, run_started_fields
-from analysis.workload import workload_label
+from analysis.workload import client_id, workload_label
 from broker_core.config import broker_config, client_defaults, topic_config
-from broker_core.admin_nodes import admin_topic_nodes
-from broker_core.coordination import decode_data, topic_path
+from broker_core.admin_nodes import admin_topic_nodes, assigned_replicas
 from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost, broker_name
 from sim.clients import SimReader
@@ -123,8 +122,7 @@ class World:
                                               derive(seed, f"partitioner-{name}"),
                                               w.sequence_restart or defaults.sequence_restart,
                                               derive(seed, workload_label(name))))
-            # the Java producer's default client.id: producer-<n>, counting from 1
-            self.producers[-1].client_id = w.client_id or f"producer-{i + 1}"
+            self.producers[-1].client_id = client_id(w, "producer", i)
         self.consumers = []
         for i, w in enumerate(scenario.consumers):
             tps = [tp for tp in self.partitions if tp.topic == w.topic]
@@ -133,7 +131,7 @@ class World:
                                               poll_interval_ms=w.poll_interval_ms, start_ms=w.start_ms,
                                               auto_offset_reset=w.auto_offset_reset, start_offset=w.start_offset,
                                               validate_positions=validate))
-            self.consumers[-1].client_id = w.client_id or f"consumer-{i + 1}"  # the Java consumer's, without a group
+            self.consumers[-1].client_id = client_id(w, "consumer", i)
 
     def _incarnation(self, node: str) -> int:
         broker = broker_id_of(node)
@@ -328,9 +326,7 @@ class World:
     def _replicas_now(self, tp: TopicPartition) -> tuple[int, ...]:
         """The partition's replicas as its topic node holds them now (a reassignment moves
         them); the scenario's own where the node is gone."""
-        data = decode_data(self.service.store.get(topic_path(tp.topic)))
-        replicas = data.get("partitions", {}).get(str(tp.partition)) if isinstance(data, dict) else None
-        return tuple(replicas) if replicas else tuple(self.replicas[tp])
+        return assigned_replicas(self.service.store, tp) or tuple(self.replicas[tp])
 
     def _sampler(self):
         interval = self.scenario.sample_interval_ms

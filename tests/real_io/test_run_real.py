@@ -138,8 +138,8 @@ REFUSED = [
     ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{at: 1s, clock: {broker: 1, jump: 5s}}]",
      5, "faults[0].clock", "clock"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nnetwork: {loss: 0.1}", 5, "network", "loopback"),
-    ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, record_bytes: 1000}]}",
-     5, "workload.producers[0].record_bytes", "value's bytes"),
+    ("cluster: {brokers: 1, topics: [{name: t}]}\nfaults: [{at: 1s, reassign: {t-0: [1]}}]",
+     5, "faults[0].reassign", "--zk"),
     ("cluster: {brokers: 1, topics: [{name: t}]}\nworkload: {producers: [{topic: t, sequence_restart: in_flight}]}",
      5, "workload.producers[0].sequence_restart", "librdkafka"),
 ]

@@ -109,3 +109,18 @@ def test_a_new_incarnation_shows_nothing_until_it_says_it_started(tmp_path):
         stream.write(json.dumps({**became, "t_ms": 10, "leader_epoch": 1}) + "\n")
     assert view()["partitions"]["t-0"]["replicas"][1]["leader_epoch"] == 1
     assert fresh()["partitions"]["t-0"]["replicas"][1]["leader_epoch"] == 1
+
+
+def test_a_replica_deleted_by_stop_replica_leaves_the_view(tmp_path):
+    """A reassignment's removed replica (or a deleted topic's) leaves its broker: the
+    simulation's snapshot no longer lists it, and a broker left with no replica writes
+    no further sample, so the tail must drop it at ``replicas_stopped`` with delete (else
+    the settle check would see a second leader forever). Without delete it stays."""
+    tail = TraceTail(1, tmp_path / "unused")
+    state = {"role": "leader", "leader": 1, "leader_epoch": 1, "isr": [1, 2], "log_end_offset": 5,
+             "high_watermark": 5, "log_start_offset": 0, "durable_offset": 0}
+    tail.apply({"type": "replica_state", "partitions": {"t-0": state, "t-1": state}})
+    tail.apply({"type": "replicas_stopped", "partitions": ["t-1"], "delete": False})
+    assert sorted(tail.partitions) == ["t-0", "t-1"]
+    tail.apply({"type": "replicas_stopped", "partitions": ["t-0"], "delete": True})
+    assert sorted(tail.partitions) == ["t-1"]
