@@ -34,7 +34,7 @@ def add_parsers(sub) -> None:
         epilog="properties: " + ", ".join(PROPERTIES))
     explore.add_argument("file", help="the base scenario YAML file")
     explore.add_argument("--property", required=True, metavar="NAME",
-                         help="the checker whose violation to find: " + ", ".join(PROPERTIES))
+                         help="the checker whose violation to find (the properties below)")
     explore.add_argument("--budget", type=_budget, default=300.0, metavar="DURATION",
                          help="how long the search may run, e.g. 30s or 5m (default 5m; shrinking comes after)")
     explore.add_argument("--max-runs", type=positive_int, metavar="N",
@@ -56,6 +56,18 @@ def add_parsers(sub) -> None:
     explore.set_defaults(func=cmd_explore)
 
 
+def _command(args: argparse.Namespace) -> str:
+    """The search's own command (for the written file's header), the options that
+    decide what it finds first."""
+    words = ["isrlab", "explore", args.file]
+    words += ["--variant", args.variant] if args.variant else []
+    for setting in args.set or ():
+        words += ["--set", setting]
+    words += ["--property", args.property, "--seed", str(args.seed)]
+    words += ["--swarm"] if args.swarm else []
+    return " ".join(shlex.quote(w) for w in words)
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
     active = compiled.activate()  # before anything imports the simulation (isrlab/compiled.py)
     from scenarios.explore.explorer import ExploreError, Options, explore
@@ -64,7 +76,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"explore-{base.stem}"
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: {out} is a file, not a folder")
-    command = "isrlab explore " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
+    command = _command(args)
     options = Options(base, args.property, args.budget, out, args.jobs, args.seed, args.max_runs, args.swarm,
                       args.variant, tuple(args.set or ()), args.shrink_runs, command)
     try:
