@@ -303,7 +303,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             status = EXIT_BAD_INPUT
             continue
         print(f"ok  {file}  ({scenario.name}: {len(scenario.cluster.brokers)} brokers, "
-              f"{len(scenario.faults)} faults{', nemesis' if scenario.nemesis else ''}, "
+              f"{len(scenario.faults)} faults{', nemesis' if scenario.nemesis else ''}"
+              f"{', swarm' if scenario.swarm else ''}, "
               f"{len(scenario.expect)} expectations)")
     return status
 

@@ -170,7 +170,7 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
         raise ValueError("zk is for the real binding; the simulation has its own coordination service")
     out = Path(out_dir)
     if scenario.swarm is not None:  # the seed draws the faults, knobs and rates it runs
-        from scenarios.swarm import DRAWN_FILE, drawn_scenario
+        from scenarios.explore.draw import DRAWN_FILE, drawn_scenario
         scenario, text = drawn_scenario(scenario, seed)
         out.mkdir(parents=True, exist_ok=True)
         (out / DRAWN_FILE).write_text(text, encoding="utf-8")

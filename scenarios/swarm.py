@@ -3,30 +3,22 @@ chooses which fault kinds are on, their weights and rate, configuration knobs wi
 ranges and the producers' rates, then draws a fault schedule from them
 (scenarios/explore/generate.py), so that different seeds stress different corners.
 
-``isrlab run`` of a file with a swarm block runs, for each seed, the scenario that seed
-draws (written beside its trace as ``drawn.yaml``); ``isrlab explore`` searches with the
-same draws. A drawn fault the validator rejects (a crash of a broker a drawn crash
-already took down) is left out, the rest of the draw unchanged.
+This module reads the block; scenarios/explore/draw.py makes the scenario a seed draws.
 """
 from __future__ import annotations
 
-import textwrap
-from dataclasses import replace
 from typing import Any
-
-import yaml
 
 from broker_core.config import broker_config
 from broker_core.errors import ConfigError
-from scenarios.model import ClusterSpec, Scenario, SwarmSpec
-from scenarios.source import Fields, ScenarioError, Source, convert
+from scenarios.explore.generate import GENERATORS
+from scenarios.model import ClusterSpec, SwarmSpec
+from scenarios.source import Fields, Source, convert
 
 CHOOSE = ("some", "all")
-DRAWN_FILE = "drawn.yaml"
 
 
 def swarm_kinds() -> tuple[str, ...]:
-    from scenarios.explore.generate import GENERATORS
     return tuple(GENERATORS)
 
 
@@ -100,59 +92,3 @@ def _knobs(source: Source, data: dict, cluster: ClusterSpec) -> tuple[tuple[str,
                 raise source.error(where, exc.message) from None
         out.append((str(key), choice))
     return tuple(out)
-
-
-def render(document: dict) -> str:
-    """The document as YAML a person reads: sections in block style, each fault step on
-    one line as scenarios are written by hand."""
-    parts = []
-    for key, value in document.items():
-        if key == "faults" and value:
-            lines = [f"  - {_flow(step)}" for step in value]
-            parts.append("faults:\n" + "\n".join(lines) + "\n")
-        elif isinstance(value, (dict, list)) and value:
-            flat = isinstance(value, dict) and not any(isinstance(v, (dict, list)) for v in value.values())
-            body = yaml.safe_dump(value, sort_keys=False, default_flow_style=False if flat else None, width=100)
-            parts.append(f"{key}:\n" + textwrap.indent(body, "  "))
-        else:
-            parts.append(yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, width=100))
-    return "".join(parts)
-
-
-def _flow(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000, sort_keys=False).strip()
-
-
-def settle_document(document: dict, filename: str, keep: int) -> tuple[dict, str, Scenario]:
-    """Leave out each drawn step (index ``keep`` and on) the validator rejects until the
-    document is valid; its YAML text and the scenario parsed from that text."""
-    from scenarios.parse import parse_scenario
-    while True:
-        text = render(document)
-        try:
-            return document, text, parse_scenario(text, filename)
-        except ScenarioError as exc:
-            index = _fault_index(exc.field)
-            if index is None or index < keep:
-                raise
-            document = {**document, "faults": [s for i, s in enumerate(document["faults"]) if i != index]}
-
-
-def _fault_index(field: str) -> int | None:
-    if not field.startswith("faults["):
-        return None
-    return int(field[len("faults["):field.index("]")])
-
-
-def drawn_scenario(scenario: Scenario, seed: int) -> tuple[Scenario, str]:
-    """The scenario ``seed`` draws from a scenario with a swarm block, and its YAML text.
-    It keeps the file's name, path, variant and overrides, so its replay command is the
-    file's; its trace's fault lines point into the drawn text."""
-    from scenarios.explore.generate import Context, draw_document
-    spec = scenario.swarm
-    assert spec is not None
-    document = draw_document(spec.base, spec, Context.of(scenario), seed)
-    document.setdefault("name", scenario.name)
-    document["name"] = scenario.name
-    _, text, drawn = settle_document(document, scenario.path, len(scenario.faults))
-    return replace(drawn, name=scenario.name, variant=scenario.variant, settings=scenario.settings), text

@@ -16,7 +16,7 @@ from scenarios.model import Scenario
 from scenarios.parse import load_scenario, parse_scenario
 from scenarios.runner import RunResult, replay_command, run_scenario
 from scenarios.source import ScenarioError, Source, load_yaml
-from scenarios.swarm import render, settle_document
+from scenarios.explore.draw import render, settle_document
 from scenarios.variants import apply_set, variant_data
 
 # What the explorer replaces: it draws the faults, and judges by the property alone.

@@ -15,7 +15,7 @@ from scenarios.explore.generate import duration_text
 from scenarios.explore.search import Progress, violated
 from scenarios.runner import RunResult, run_scenario_events
 from scenarios.source import ScenarioError
-from scenarios.swarm import render
+from scenarios.explore.draw import render
 
 TIMING = ("at", "when", "after", "delay", "for", "optional")
 Candidate = tuple[str, dict]  # what the edit did, the edited document

@@ -8,7 +8,7 @@ import pytest
 from scenarios.parse import load_scenario, parse_scenario
 from scenarios.runner import run_scenario
 from scenarios.source import ScenarioError
-from scenarios.swarm import DRAWN_FILE, drawn_scenario
+from scenarios.explore.draw import DRAWN_FILE, drawn_scenario
 
 BASE = """\
 name: sw
