@@ -79,7 +79,7 @@ def _knobs(source: Source, data: dict, cluster: ClusterSpec) -> tuple[tuple[str,
             high = r.take("max", "int", check=lambda v: None if v >= low else "is below min")
             r.done()
             choice: tuple = ("range", low, high)
-            values = [(path + ("min",), low), (path + ("max",), high)]
+            values: list[tuple[tuple, Any]] = [(path + ("min",), low), (path + ("max",), high)]
         elif isinstance(raw, list) and raw:
             choice = ("one_of", tuple(raw))
             values = [(path + (i,), v) for i, v in enumerate(raw)]

@@ -62,7 +62,7 @@ def base_document(options: Options) -> tuple[dict, Scenario]:
     """The base's document (its chosen variant, with --set applied), without what the
     explorer replaces, and with the swarm block the search draws from."""
     scenario = load_scenario(options.base, options.settings)  # every error names file, line and field
-    names = [v.variant for v in scenario.variants]
+    names = [str(v.variant) for v in scenario.variants]
     if names and options.variant is None:
         raise ExploreError(f"{options.base} has variants ({', '.join(names)}): name the one to explore around "
                            f"with --variant")
@@ -116,7 +116,7 @@ def explore(options: Options, progress: Progress, worker_setup: Callable[[], obj
     document, facts = shrinker.shrink(drawn, first[1])
     report.seed, report.shrink_steps, report.shrink_runs = seed, shrinker.steps, shrinker.runs
     report.final = _size(document, facts, options.prop)
-    _write(options, report, document, target)
+    _write(options, report, document, target, seed)
     shutil.rmtree(options.out / "shrink", ignore_errors=True)
     progress.done()
     return report
@@ -144,7 +144,7 @@ def _header(options: Options, report: Report) -> str:
     return "".join(f"# {line}\n" for line in lines if line)
 
 
-def _write(options: Options, report: Report, document: dict, target: Path) -> None:
+def _write(options: Options, report: Report, document: dict, target: Path, seed: int) -> None:
     """Write the file, run it as ``isrlab run`` would, and keep that run: its trace is
     the one a replay must reproduce byte for byte. Results that would make the replay
     say "not tested" (a fault that changed nothing) are named in ``expect:``."""
@@ -153,7 +153,7 @@ def _write(options: Options, report: Report, document: dict, target: Path) -> No
     for _ in range(2):
         text = _header(options, report) + render({**document, "expect": expect})
         target.write_text(text, encoding="utf-8")
-        result = run_scenario(load_scenario(target), report.seed, options.out / "replay")
+        result = run_scenario(load_scenario(target), seed, options.out / "replay")
         if not violated(result.verdict, options.prop):
             raise RuntimeError(f"{target} no longer violates {options.prop} when run from the file (a bug in isrlab)")
         untested = _untested(result)
@@ -162,7 +162,7 @@ def _write(options: Options, report: Report, document: dict, target: Path) -> No
         expect = {**expect, **untested}
     report.trace = result.trace_path
     report.digest = hashlib.sha256(result.trace_path.read_bytes()).hexdigest()
-    report.replay = replay_command(target, report.seed)
+    report.replay = replay_command(target, seed)
 
 
 def _untested(result: RunResult) -> dict:

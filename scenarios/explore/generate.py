@@ -140,7 +140,7 @@ class Draw:
 
     def steps(self, kind: str, at_ms: int, end_ms: int) -> list[dict]:
         triggered = self.rng.random() < self.spec.triggers
-        timing = self.when(at_ms) if triggered else {"at": duration_text(at_ms)}
+        timing: dict[str, Any] = self.when(at_ms) if triggered else {"at": duration_text(at_ms)}
         self.focus = timing["when"]["partition"] if triggered else None
         body = GENERATORS[kind](self)
         self.focus = None

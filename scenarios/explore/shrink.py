@@ -41,7 +41,7 @@ def facts_of(result: RunResult, events: list, prop: str) -> Facts:
             roles[event["line"]] = dict(event.get("roles") or {})
     verdict = result.verdict
     assert verdict is not None
-    return Facts(started, roles, [step.line for step in result.scenario.faults], int(verdict.value("produced")),
+    return Facts(started, roles, [step.line for step in result.scenario.faults], int(verdict.number("produced")),
                  verdict.value(prop))
 
 
