@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from isrlab import cluster_commands, compiled, spark_commands
+from isrlab import cluster_commands, compiled, explore_commands, spark_commands
 from isrlab.usage import (
     EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, config_pair, config_value, parse_seeds, port_number,
     positive_int)
@@ -326,7 +326,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             status = EXIT_BAD_INPUT
             continue
         print(f"ok  {file}  ({scenario.name}: {len(scenario.cluster.brokers)} brokers, "
-              f"{len(scenario.faults)} faults{', nemesis' if scenario.nemesis else ''}, "
+              f"{len(scenario.faults)} faults{', nemesis' if scenario.nemesis else ''}"
+              f"{', swarm' if scenario.swarm else ''}, "
               f"{len(scenario.expect)} expectations)")
     return status
 
@@ -558,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     bld.add_argument("--force", action="store_true", help="compile even when the build is up to date")
     bld.add_argument("--jobs", type=positive_int, metavar="N", help="C compilers at once (default: one per CPU)")
     bld.set_defaults(func=cmd_build)
+    explore_commands.add_parsers(sub)
     spark_commands.add_parsers(sub)
     cluster_commands.add_parsers(sub)
     return parser

@@ -28,9 +28,12 @@ SAMPLES: dict[str, tuple[list[str], str | None]] = {
                   "--no-plot"], None),
     "many-seeds": (["run", "scenarios/library/zombie-leader.yaml", "--variant", "acks1", "--seeds", "1-4",
                     "--out", "/tmp/isrdoc/zombie-seeds"], None),
+    "explore": (["explore", "scenarios/library/jepsen-2013.yaml", "--variant", "unclean", "--property", "lost_writes",
+                 "--max-runs", "6", "--shrink-runs", "12", "--out", "/tmp/isrdoc/explore"], None),
 }
 _BLOCK = re.compile(r"(<!-- sample (?P<name>[\w-]+) -->\n```\n)(?P<body>.*?)(```\n<!-- /sample -->)", re.S)
 _WALL = re.compile(r"\(\d+\.\d+s wall")
+_SEARCH_TIME = re.compile(r"\(\d+s, \d+\.\d+ runs/s\)")  # isrlab explore's search time and rate
 
 
 def run_sample(name: str) -> str:
@@ -46,7 +49,7 @@ def run_sample(name: str) -> str:
 
 
 def _normal(text: str) -> str:
-    return _WALL.sub("(…s wall", text)
+    return _SEARCH_TIME.sub("(…s, … runs/s)", _WALL.sub("(…s wall", text))
 
 
 def stale_samples(doc: Path = DOC) -> list[str]:

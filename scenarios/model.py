@@ -110,6 +110,25 @@ class NemesisSpec:
 
 
 @dataclass(frozen=True)
+class SwarmSpec:
+    """Swarm testing (TigerBeetle's simulator): the seed draws which fault ``kinds`` are
+    enabled (``choose`` ``some``: each with probability 1/2, at least one; ``all``: every
+    one), each kind's weight, the fault rate, the broker config knobs and the producers'
+    rates, then a fault schedule from them (scenarios/explore/generate.py). ``base`` is
+    the scenario document (without ``swarm``) the draws are added to."""
+    kinds: tuple[str, ...]
+    choose: str = "some"
+    rate: tuple[float, float] = (2.0, 8.0)  # faults per minute of the run
+    for_ms: tuple[int, int] = (1000, 20000)  # how long a fault with an end lasts
+    roles: float = 0.3  # the chance a target is a role (controller, leader or follower of a partition)
+    triggers: float = 0.3  # the chance a fault starts on a trigger rather than at a time
+    producer_rate: tuple[float, float] = (1.0, 1.0)  # a factor on each producer's rate
+    config: tuple[tuple[str, tuple], ...] = ()  # key -> ("one_of", values) or ("range", low, high)
+    start_ms: int = 1000  # no drawn fault starts before this
+    base: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
 class FinalPhase:
     """After the workload: heal everything, restart every broker, wait for full ISRs,
     then read every partition from the start."""
@@ -139,6 +158,7 @@ class Scenario:
     settings: tuple[str, ...] = ()  # the --set overrides it was read with
     # false: leave out the leaders' per-batch high_watermark_advanced lines (no checker reads them)
     trace_high_watermarks: bool = True
+    swarm: SwarmSpec | None = None  # draw faults, knobs and rates from each seed (scenarios/swarm.py)
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.cluster.topics:

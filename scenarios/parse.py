@@ -16,6 +16,7 @@ from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
     Scenario, ScriptedRecord, TopicSpec)
 from scenarios.source import Fields, ScenarioError, Source, convert, load_yaml
+from scenarios.swarm import parse_swarm
 from scenarios.variants import apply_set, variant_data, variant_lines
 
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -86,10 +87,14 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
     final.done()
     sample = top.take("sample_interval", "duration", 100, lambda v: None if v > 0 else "must be more than 0")
     high_watermarks = top.take("trace_high_watermarks", "bool", True)
+    swarm = None
+    if top.has("swarm"):
+        base = {k: v for k, v in data.items() if k != "swarm"}
+        swarm = parse_swarm(source, top.take("swarm", "map"), cluster, duration_ms, base)
     top.done()
     return Scenario(name, filename, description, cluster, network, disk, producers, consumers, faults,
                     duration_ms, final_phase, sample, nemesis, expect, expect_lines,
-                    trace_high_watermarks=high_watermarks)
+                    trace_high_watermarks=high_watermarks, swarm=swarm)
 
 
 def _cluster(source: Source, data: Any) -> ClusterSpec:

@@ -10,7 +10,7 @@ import shlex
 import sys
 import time
 import traceback
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -182,8 +182,13 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
     if check_invariants and binding != "sim":
         raise ValueError("check_invariants runs in the simulation only: the real binding's cores run in other "
                          "processes, where nothing reads their state after every step")
-    check_binding(scenario, binding, zk)
     out = Path(out_dir)
+    if scenario.swarm is not None:  # the seed draws the faults, knobs and rates it runs
+        from scenarios.explore.draw import DRAWN_FILE, drawn_scenario
+        scenario, text = drawn_scenario(scenario, seed)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / DRAWN_FILE).write_text(text, encoding="utf-8")
+    check_binding(scenario, binding, zk)
     out.mkdir(parents=True, exist_ok=True)
     trace_path = out / TRACE_FILE
     started = time.perf_counter()
@@ -237,11 +242,12 @@ KEEP_CHOICES = ("failing", "all", "none")
 
 
 def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: str = "all",
-              check_invariants: bool = False) -> RunResult:
-    """One seed of a sweep; a failing seed always gets its timelines. ``keep`` says whose
-    trace and timelines stay on disk (``failing``, ``all``, ``none``); the verdict stays."""
+              plot_failing: bool = True, check_invariants: bool = False) -> RunResult:
+    """One seed of a sweep; a failing seed gets its timelines unless ``plot_failing`` is
+    false. ``keep`` says whose trace and timelines stay on disk (``failing``, ``all``,
+    ``none``); the verdict stays."""
     result = run_scenario(scenario, seed, out_dir, plot=plots, check_invariants=check_invariants)
-    if not result.passed and not result.plots:
+    if plot_failing and not result.passed and not result.plots:
         from analysis.timeline import plot_trace
         result = replace(result, plots=tuple(plot_trace(result.trace_path, out_dir, set(result.summary.missing))))
     if keep == "none" or (keep == "failing" and result.passed):
@@ -254,6 +260,7 @@ def _run_seed(scenario: Scenario, seed: int, out_dir: Path, plots: bool, keep: s
 def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jobs: int = 1, plots: bool = False,
               on_done: Callable[[int, int], None] | None = None, keep: str = "all",
               fail_fast: bool = False, worker_setup: Callable[[], object] | None = None,
+              stop_when: Callable[[RunResult], bool] | None = None, plot_failing: bool = True,
               check_invariants: bool = False) -> list[RunResult]:
     """Run each seed into ``base_dir/seed-N``, in ``jobs`` worker processes at once.
 
@@ -262,31 +269,36 @@ def run_seeds(scenario: Scenario, seeds: Sequence[int], base_dir: str | Path, jo
     called as each seed ends. A SimulationFailed stops the sweep: the seeds not yet
     started are dropped, and the failure of the lowest seed is raised. With
     ``fail_fast`` the first seed that does not pass stops it the same way (the results
-    of the seeds that ended are returned).
+    of the seeds that ended are returned), and so does the first result for which
+    ``stop_when`` is true (isrlab explore: a violation, or its budget spent).
+    ``plot_failing`` false draws no timelines for failing seeds (a search runs many).
     """
     base = Path(base_dir)
+    def stops(result: RunResult) -> bool:
+        return (fail_fast and not result.passed) or (stop_when is not None and stop_when(result))
     if jobs <= 1 or len(seeds) <= 1:
         results = []
         for seed in seeds:
-            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots, keep, check_invariants))
+            results.append(_run_seed(scenario, seed, base / f"seed-{seed}", plots, keep, plot_failing,
+                                     check_invariants))
             if on_done:
                 on_done(seed, len(results))
-            if fail_fast and not results[-1].passed:
+            if stops(results[-1]):
                 break
         return results
     # spawn: workers import the project afresh instead of inheriting this process's state
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=worker_setup) as pool:
-        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots, keep, check_invariants): seed
+        futures = {pool.submit(_run_seed, scenario, seed, base / f"seed-{seed}", plots, keep, plot_failing,
+                               check_invariants): seed
                    for seed in seeds}
         pending, finished = set(futures), 0
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)  # on_done and stops as each ends
             for future in sorted(done, key=futures.__getitem__):
                 finished += 1
                 if on_done:
                     on_done(futures[future], finished)
-            stop = any(f.exception() is not None for f in done) or (
-                fail_fast and any(not f.result().passed for f in done))
+            stop = any(f.exception() is not None for f in done) or any(stops(f.result()) for f in done)
             if stop:
                 for future in pending:
                     future.cancel()

@@ -1,0 +1,97 @@
+"""``isrlab explore``: find, shrink and save a counterexample (docs/explore.md)."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from isrlab import compiled
+from isrlab.usage import EXIT_FAILED, EXIT_OK, UsageError, positive_int
+from scenarios.source import ScenarioError, Source, convert
+
+
+def _budget(text: str) -> float:
+    """A duration with its unit (30s, 5m, 1h): how long the search may run."""
+    try:
+        ms = convert(Source("--budget", {}), (), text, "duration")
+    except ScenarioError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    if ms <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return ms / 1000.0
+
+
+def add_parsers(sub) -> None:
+    from scenarios.explore.search import PROPERTIES
+    explore = sub.add_parser(
+        "explore", help="search drawn fault schedules for a violation, shrink it, save it as a scenario",
+        description="Draw fault schedules (every fault kind, role targets and triggers) around a base scenario "
+                    "(its cluster, topics, config and workload; its own faults and expectations are left out), "
+                    "run them in the simulation until one violates the property, shrink that run, and write it "
+                    "as a scenario file that isrlab run replays (docs/explore.md). Exit 0 when nothing was found "
+                    "within the budget, 1 when a violation was found and written.",
+        epilog="properties: " + ", ".join(PROPERTIES))
+    explore.add_argument("file", help="the base scenario YAML file")
+    explore.add_argument("--property", required=True, metavar="NAME",
+                         help="the checker whose violation to find (the properties below)")
+    explore.add_argument("--budget", type=_budget, default=300.0, metavar="DURATION",
+                         help="how long the search may run, e.g. 30s or 5m (default 5m; shrinking comes after)")
+    explore.add_argument("--max-runs", type=positive_int, metavar="N",
+                         help="also stop the search after N runs (with --jobs 1 the search is then the same "
+                              "on every machine)")
+    explore.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                         help="runs at once in worker processes (default 1)")
+    explore.add_argument("--seed", type=int, default=1, help="the first seed; the search runs seed, seed+1, ... "
+                                                              "(default 1)")
+    explore.add_argument("--swarm", action="store_true",
+                         help="swarm testing: each seed also chooses which fault kinds are on and their weights "
+                              "(a base without a swarm: block; one with it uses its own)")
+    explore.add_argument("--variant", metavar="NAME", help="the base's variant to explore around (required when "
+                                                           "the base has variants)")
+    explore.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting of the base")
+    explore.add_argument("--shrink-runs", type=positive_int, default=300, metavar="N",
+                         help="at most N runs to shrink a violation (default 300)")
+    explore.add_argument("--out", help="output folder (default runs/explore-NAME)")
+    explore.set_defaults(func=cmd_explore)
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The search's own command (for the written file's header), the options that
+    decide what it finds first."""
+    words = ["isrlab", "explore", args.file]
+    words += ["--variant", args.variant] if args.variant else []
+    for setting in args.set or ():
+        words += ["--set", setting]
+    words += ["--property", args.property, "--seed", str(args.seed)]
+    words += ["--swarm"] if args.swarm else []
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    active = compiled.activate()  # before anything imports the simulation (isrlab/compiled.py)
+    from scenarios.explore.explorer import ExploreError, Options, explore
+    from scenarios.explore.search import Progress
+    base = Path(args.file)
+    out = Path(args.out) if args.out else Path("runs") / f"explore-{base.stem}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} is a file, not a folder")
+    command = _command(args)
+    options = Options(base, args.property, args.budget, out, args.jobs, args.seed, args.max_runs, args.swarm,
+                      args.variant, tuple(args.set or ()), args.shrink_runs, command)
+    try:
+        report = explore(options, Progress(sys.stderr), compiled.activate if active else None)
+    except ExploreError as exc:
+        raise UsageError(str(exc)) from None
+    rate = report.runs / max(report.seconds, 1e-9)
+    if report.file is None:
+        print(f"no violation of {args.property} in {report.runs} runs ({report.seconds:.0f}s, {rate:.1f} runs/s)")
+        return EXIT_OK
+    print(f"violation of {args.property} found: seed {report.seed}, after {report.runs} runs "
+          f"({report.seconds:.0f}s, {rate:.1f} runs/s)")
+    print(f"  first violating run: {report.first}")
+    print(f"  shrunk in {len(report.shrink_steps)} steps ({report.shrink_runs} runs): {report.final}")
+    print(f"  written:   {report.file}")
+    print(f"  trace:     {report.trace}  (sha256 {report.digest})")
+    print(f"  replay:    {report.replay}")
+    return EXIT_FAILED
