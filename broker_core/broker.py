@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from broker_core import (
-    config_handlers, coordination as coord, partition_admin, reassignment, reassignment_api, topic_deletion)
+    config_handlers, coordination as coord, offset_requests, partition_admin, reassignment, reassignment_api,
+    topic_deletion)
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
@@ -276,9 +277,9 @@ class BrokerNode:
         elif kind is MetadataRequest:
             self._handle_metadata(src, message)
         elif kind is ListOffsetsRequest:
-            self.replicas.handle_list_offsets(src, message)
+            offset_requests.handle_list_offsets(self.ctx, self.replicas.partitions, src, message)
         elif kind is OffsetsForLeaderEpochRequest:
-            self.replicas.handle_offsets_for_leader_epoch(src, message)
+            offset_requests.handle_offsets_for_leader_epoch(self.ctx, self.replicas.partitions, src, message)
         elif kind is OffsetsForLeaderEpochResponse:
             self.fetchers.handle_epoch_response(src, message)
         elif kind is LeaderAndIsrRequest:
