@@ -66,7 +66,8 @@ class BrokerNode:
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.cleaner = LogCleaner(self.ctx, self.replicas.config_for)
-        self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
+        self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata,
+                                   lambda: self.config_layers)
         self.config_listener = TopicConfigListener(
             self.ctx, lambda topic, configs: config_handlers.topic_config_read(self, topic, configs),
             lambda entity, configs: config_handlers.broker_config_read(self, entity, configs),
