@@ -6,17 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from broker_core import coordination as coord, partition_admin, reassignment, reassignment_api, topic_deletion
-from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig, topic_config
+from broker_core import (
+    config_handlers, coordination as coord, offset_requests, partition_admin, reassignment, reassignment_api,
+    topic_deletion)
+from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.controller import Controller
 from broker_core.config_admin import ConfigAdmin
 from broker_core import quota_admin
-from broker_core.config_describe import ConfigLayers, effective_config, static_layer
-from broker_core.dynamic_config import (
-    CONFIG_CHANGES_PATH, DEFAULT_ENTITY, UNCLEAN_KEY, TopicConfigListener, modelled_overrides, reconfigure_logs)
+from broker_core.config_describe import ConfigLayers, static_layer
+from broker_core.dynamic_config import CONFIG_CHANGES_PATH, TopicConfigListener
 from broker_core.effects import Effect, Halt
-from broker_core.errors import ConfigError, CoreError, ErrorCode
+from broker_core.errors import CoreError, ErrorCode
 from broker_core.fetcher import ReplicaFetcherManager
 from broker_core.inputs import (
     CoordReplied, CoordSessionExpired, CoordSessionStarted, CoordWatchFired, DiskWriteFailed,
@@ -65,9 +66,12 @@ class BrokerNode:
         self.producer_ids = ProducerIdManager(self.ctx)
         self.logs = LogManager(self.ctx, self.replicas.config_for)
         self.cleaner = LogCleaner(self.ctx, self.replicas.config_for)
-        self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata)
-        self.config_listener = TopicConfigListener(self.ctx, self._topic_config_read, self._broker_config_read,
-                                                   self.replicas.client_quotas.apply_config)
+        self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata,
+                                   lambda: self.config_layers)
+        self.config_listener = TopicConfigListener(
+            self.ctx, lambda topic, configs: config_handlers.topic_config_read(self, topic, configs),
+            lambda entity, configs: config_handlers.broker_config_read(self, entity, configs),
+            self.replicas.client_quotas.apply_config)
         self.config_admin = ConfigAdmin(self.ctx, broker_id, self.has_topic)
         self.quota_admin = quota_admin.QuotaAdmin(self.ctx)  # AlterClientQuotas, DescribeClientQuotas
         # What DescribeConfigs shows: the static config and the dynamic layers read from
@@ -77,9 +81,9 @@ class BrokerNode:
         self.topic_overrides: dict[str, dict[str, str]] = {}
         # topics configured by the runtime at start (a scenario's topic configs): their
         # overrides, to put on top of a changed broker config
-        self._initial_overrides = {topic: {key: getattr(topic_cfg, attribute) for key, attribute in TOPIC_KEYS.items()
-                                           if getattr(topic_cfg, attribute) != getattr(config, attribute)}
-                                   for topic, topic_cfg in self.topic_configs.items()}
+        self.initial_overrides = {topic: {key: getattr(topic_cfg, attribute) for key, attribute in TOPIC_KEYS.items()
+                                          if getattr(topic_cfg, attribute) != getattr(config, attribute)}
+                                  for topic, topic_cfg in self.topic_configs.items()}
         self.metadata_live: tuple[int, ...] = ()
         self.metadata_controller = NO_LEADER
         self.metadata: dict[TopicPartition, PartitionState] = {}
@@ -252,72 +256,6 @@ class BrokerNode:
         elif event.path == CONFIG_CHANGES_PATH:
             self.config_listener.changes_notified()
 
-    def _topic_config_read(self, topic: str, configs: dict[str, str]) -> None:
-        """2.7.0 TopicConfigHandler.processConfigChanges (0.8.2.2 TopicConfigManager
-        .processConfigChanges): the topic's logs take the broker's config overridden by
-        the topic's; in 2.7 overrides that enable unclean election also ask the active
-        controller to elect the topic's offline partitions."""
-        overrides = modelled_overrides(configs)
-        if overrides is None:
-            return  # LogConfig refuses it: the logs keep their config
-        try:
-            config = topic_config(self.config, overrides)
-        except ConfigError:
-            return
-        self.replicas.replication_quotas.apply_topic_config(topic, configs)  # TopicConfigHandler's updateThrottledList
-        self.topic_overrides[topic] = configs
-        if config != self.replicas.config_for(topic):
-            self.topic_configs[topic] = config
-            reconfigure_logs(topic, config, self.replicas.partitions, self.replicas.recovered_logs)
-            self.ctx.trace("topic_config_changed", topic=topic, overrides=dict(sorted(overrides.items())))
-            self.cleaner.maybe_start([config])
-        if overrides.get(UNCLEAN_KEY) is True and self.config.unclean_enable_triggers_election:
-            self.controller.enqueue(("topic_unclean_leader_election_enable", topic))
-
-    def _broker_config_read(self, entity: str, configs: dict[str, str]) -> None:
-        """2.7.0 BrokerConfigHandler.processConfigChanges: the cluster default's or this
-        broker's dynamic config changed (another broker's is not ours). The broker's
-        config becomes the static one with the dynamic layers on top, and every log
-        takes it, under its topic's overrides (DynamicLogConfig.reconfigure)."""
-        layers = self.config_layers
-        if entity == str(self.broker_id):  # BrokerConfigHandler: the throttled rates are this broker's only
-            try:
-                self.replicas.replication_quotas.apply_broker_config({  # the static rates under the node's
-                    "leader.replication.throttled.rate": self.static_config.leader_replication_throttled_rate,
-                    "follower.replication.throttled.rate": self.static_config.follower_replication_throttled_rate,
-                    **configs})
-            except ConfigError:
-                pass  # a refused rate leaves the throttles as they were (DynamicConfig.Broker validation)
-        if entity == DEFAULT_ENTITY:
-            before, layers.dynamic_default = layers.dynamic_default, dict(configs)
-        elif entity == str(self.broker_id):
-            before, layers.dynamic_broker = layers.dynamic_broker, dict(configs)
-        else:
-            return
-        try:
-            config = effective_config(self.static_config, layers)
-        except ConfigError:  # refused: the broker keeps its config, and shows what it keeps
-            if entity == DEFAULT_ENTITY:
-                layers.dynamic_default = before
-            else:
-                layers.dynamic_broker = before
-            return
-        self.ctx.trace("broker_config_changed", entity=entity, configs=dict(sorted(configs.items())))
-        if config == self.config:
-            return
-        self.config = self.ctx.config = config
-        for topic in sorted(set(self.topic_overrides) | set(self.topic_configs)):
-            stored = self.topic_overrides.get(topic)
-            overrides = self._initial_overrides.get(topic, {}) if stored is None else modelled_overrides(stored) or {}
-            try:
-                self.topic_configs[topic] = topic_config(config, overrides)
-            except ConfigError:
-                self.topic_configs.pop(topic, None)
-        for topic in sorted({tp.topic for tp in self.replicas.partitions} | {tp.topic for tp in self.replicas.recovered_logs}):
-            reconfigure_logs(topic, self.replicas.config_for(topic), self.replicas.partitions,
-                             self.replicas.recovered_logs)
-        self.cleaner.maybe_start([config, *self.topic_configs.values()])
-
     def _on_coord_reply(self, event: CoordReplied) -> None:
         self.ctx.tasks.on_reply(event.request_id, event.reply)
 
@@ -340,9 +278,9 @@ class BrokerNode:
         elif kind is MetadataRequest:
             self._handle_metadata(src, message)
         elif kind is ListOffsetsRequest:
-            self.replicas.handle_list_offsets(src, message)
+            offset_requests.handle_list_offsets(self.ctx, self.replicas.partitions, src, message)
         elif kind is OffsetsForLeaderEpochRequest:
-            self.replicas.handle_offsets_for_leader_epoch(src, message)
+            offset_requests.handle_offsets_for_leader_epoch(self.ctx, self.replicas.partitions, src, message)
         elif kind is OffsetsForLeaderEpochResponse:
             self.fetchers.handle_epoch_response(src, message)
         elif kind is LeaderAndIsrRequest:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from broker_core.config_describe import ConfigEntry
 from broker_core.errors import ErrorCode
 from broker_core.records import ClientBatch, Record
 from broker_core.types import TopicPartition
@@ -285,6 +286,9 @@ class TopicCreationResult:
     message: str | None = None
     num_partitions: int = -1
     replication_factor: int = -1
+    # a created (or validated) topic's configs as DescribeConfigs shows them, without
+    # synonyms (CreateTopics v5+, KIP-525); empty for a topic that failed
+    configs: tuple[ConfigEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

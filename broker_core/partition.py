@@ -288,10 +288,33 @@ class Partition:
         }
 
 
+def leader_epoch_error(partition: Partition | None, current_leader_epoch: int) -> ErrorCode:
+    """KIP-320 fencing of a request for a leader's data (2.7.0 Partition.getLocalLog,
+    used by Fetch and OffsetsForLeaderEpoch alike): the leader epoch is checked
+    before leadership, so a former leader tells a request from an older epoch that it
+    is fenced (FENCED_LEADER_EPOCH) and one from a newer epoch that it has not heard
+    of that epoch yet (UNKNOWN_LEADER_EPOCH); only a request of its own epoch hears
+    NOT_LEADER_OR_FOLLOWER. A partition not hosted at all has no epoch to compare
+    (ReplicaManager.getPartitionOrError). An epoch of -1 (clients before KIP-320) is
+    not checked."""
+    if partition is None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if current_leader_epoch >= 0:
+        if current_leader_epoch < partition.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > partition.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.NONE
+
+
 # A replica's snapshot() as JSON text, keys sorted (tests/broker_core/test_snapshot_json.py
 # holds it equal to the encoded snapshot)
 _SNAPSHOT_JSON = ('%s:{"durable_offset":%d,"high_watermark":%d,"isr":[%s],"leader":%d,"leader_epoch":%d,'
                   '"log_end_offset":%d,"log_start_offset":%d,"role":%s}')
+
+
 # A partition's name, and as a JSON string: a pure cache (names never change), shared by
 # every broker of a process so that a restarted broker does not encode them again
 _NAMES: dict[TopicPartition, tuple[str, str]] = {}

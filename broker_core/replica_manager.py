@@ -1,5 +1,6 @@
-"""The broker's partitions: produce, fetch, offsets, LeaderAndIsr, delayed operations,
-and when the leader's ISR changes (how it changes is broker_core.isr_change).
+"""The broker's partitions: produce, fetch, LeaderAndIsr, StopReplica, delayed operations,
+and when the leader's ISR changes (how it changes is broker_core.isr_change; the offset
+requests, ListOffsets and OffsetsForLeaderEpoch, are broker_core.offset_requests).
 """
 from __future__ import annotations
 
@@ -16,15 +17,12 @@ from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.storage import LogStorage, StoredBatch
 from broker_core.messages import (
-    CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, EpochEndOffset, FetchPartition, FetchPartitionResult, FetchRequest,
-    FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ListOffsetsPartitionResult, ListOffsetsRequest,
-    ListOffsetsResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    EPOCH_DURING_DELETE, NO_LEADER_EPOCH, PartitionState, ProducePartitionResult, ProduceRequest, ProduceResponse, StopReplicaRequest,
-    StopReplicaResponse)
-from broker_core.partition import Partition
+    CONSUMER_REPLICA_ID, EPOCH_DURING_DELETE, NO_LEADER_EPOCH, FetchPartition, FetchPartitionResult, FetchRequest,
+    FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionState, ProducePartitionResult, ProduceRequest,
+    ProduceResponse, StopReplicaRequest, StopReplicaResponse)
+from broker_core.partition import Partition, leader_epoch_error
 from broker_core.quota_enforcement import JAVA_INT_MAX, ClientQuotaEnforcer
 from broker_core.quota_replication import ReplicationQuotas, leader_read_throttled
-from broker_core.timestamp_lookup import offset_for_timestamp
 from broker_core.types import TopicPartition
 
 
@@ -421,7 +419,7 @@ class ReplicaManager:
         for tp in sorted(request.partitions):
             wanted = request.partitions[tp]
             partition = self.partitions.get(tp)
-            error = self._fetch_error(partition, wanted.current_leader_epoch)
+            error = leader_epoch_error(partition, wanted.current_leader_epoch)
             if partition is None or error is not ErrorCode.NONE:
                 has_error = True
                 results[tp] = _fetch_failure(error, partition, follower)
@@ -457,25 +455,6 @@ class ReplicaManager:
                                                log.log_end_offset if follower else -1, log.regions(batches))
         return FetchResponse(request.correlation_id, results), total, has_error
 
-    def _fetch_error(self, partition: Partition | None, current_leader_epoch: int) -> ErrorCode:
-        """KIP-320 fencing (2.7.0 Partition.getLocalLog): the leader epoch is checked
-        before leadership, so a former leader tells a request from an older epoch that it
-        is fenced (FENCED_LEADER_EPOCH) and one from a newer epoch that it has not heard
-        of that epoch yet (UNKNOWN_LEADER_EPOCH); only a request of its own epoch hears
-        NOT_LEADER_OR_FOLLOWER. A partition not hosted at all has no epoch to compare
-        (ReplicaManager.getPartitionOrError). An epoch of -1 (clients before KIP-320) is
-        not checked."""
-        if partition is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if current_leader_epoch >= 0:
-            if current_leader_epoch < partition.leader_epoch:
-                return ErrorCode.FENCED_LEADER_EPOCH
-            if current_leader_epoch > partition.leader_epoch:
-                return ErrorCode.UNKNOWN_LEADER_EPOCH
-        if not partition.is_leader:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return ErrorCode.NONE
-
     def _wake_fetches(self, watch: dict, tp: TopicPartition) -> None:
         ids = self.purgatory.take(watch, tp)
         for op_id in ids:
@@ -503,53 +482,6 @@ class ReplicaManager:
         if request.replica_id == CONSUMER_REPLICA_ID:
             response = self.client_quotas.fetch_answered(op.src, request.client_id, request.user, response, total_bytes)
         self.ctx.send(op.src, response)
-
-    # -- offsets ---------------------------------------------------------------------
-    def handle_list_offsets(self, src: Hashable, request: ListOffsetsRequest) -> None:
-        """A client's ListOffsets (2.7.0 Partition.fetchOffsetForTimestamp, read
-        uncommitted). A timestamp: broker_core.timestamp_lookup. Earliest: the log start offset, with the epoch of the earliest
-        cached entry if it starts there (Log.fetchOffsetByTimestamp). Latest: the high
-        watermark with the leader's epoch, or OFFSET_NOT_AVAILABLE while a new leader's
-        high watermark is still below the log end offset it became leader at (the
-        previous leader's committed records may lie above it): the consumer would
-        otherwise start behind records it then reads twice. 0.8.2.2 answers the high
-        watermark (``offsets_unavailable_below_epoch_start``)."""
-        results = {}
-        for tp in sorted(request.partitions):
-            partition = self.partitions.get(tp)
-            if partition is None or not partition.is_leader:
-                results[tp] = ListOffsetsPartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                continue
-            log = partition.log
-            target = request.partitions[tp]
-            if target == EARLIEST_TIMESTAMP:
-                first = log.epochs.entries[0] if log.epochs.entries else None
-                epoch = first[0] if first is not None and first[1] <= log.log_start_offset else -1
-                results[tp] = ListOffsetsPartitionResult(ErrorCode.NONE, log.log_start_offset, epoch)
-            elif target != LATEST_TIMESTAMP:
-                results[tp] = offset_for_timestamp(log, target, _high_watermark_below_epoch_start(partition))
-            elif _high_watermark_below_epoch_start(partition):
-                results[tp] = ListOffsetsPartitionResult(ErrorCode.OFFSET_NOT_AVAILABLE)
-            else:
-                results[tp] = ListOffsetsPartitionResult(ErrorCode.NONE, log.high_watermark, partition.leader_epoch)
-        self.ctx.send(src, ListOffsetsResponse(request.correlation_id, results))
-
-    def handle_offsets_for_leader_epoch(self, src: Hashable, request: OffsetsForLeaderEpochRequest) -> None:
-        results = {}
-        for tp in sorted(request.partitions):
-            current_epoch, leader_epoch = request.partitions[tp]
-            partition = self.partitions.get(tp)
-            error = self._fetch_error(partition, current_epoch)
-            if partition is None or error is not ErrorCode.NONE:
-                results[tp] = EpochEndOffset(error, -1, -1)
-                continue
-            epochs, log_end_offset = partition.log.epochs, partition.log.log_end_offset
-            if partition.config.truncation == "leader_epoch_kip101":  # before KIP-279: an offset only
-                results[tp] = EpochEndOffset(ErrorCode.NONE, -1, epochs.end_offset_for_kip101(leader_epoch, log_end_offset))
-                continue
-            epoch, end = epochs.end_offset_for(leader_epoch, log_end_offset)
-            results[tp] = EpochEndOffset(ErrorCode.NONE, epoch, end)
-        self.ctx.send(src, OffsetsForLeaderEpochResponse(request.correlation_id, results))
 
     # -- ISR changes -----------------------------------------------------------------
     def check_isr(self) -> None:
@@ -593,12 +525,6 @@ def _diverging_epoch(partition: Partition, wanted: FetchPartition, follower: boo
         return FetchPartitionResult(ErrorCode.NONE, log.high_watermark, log.log_start_offset,
                                     log.log_end_offset if follower else -1, (), epoch, end_offset)
     return None
-
-
-def _high_watermark_below_epoch_start(partition: Partition) -> bool:
-    start = partition.leader_epoch_start_offset
-    return (partition.config.offsets_unavailable_below_epoch_start and start is not None
-            and start > partition.log.high_watermark)
 
 
 def _fetch_failure(error: ErrorCode, partition: Partition | None, follower: bool) -> FetchPartitionResult:

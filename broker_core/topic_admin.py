@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping, Sequence
 
 from broker_core import coordination as coord
+from broker_core.config_describe import ConfigEntry, ConfigLayers, describe_topic
 from broker_core.config_keys import InvalidConfig, validate_topic_configs
 from broker_core.context import NodeContext
 from broker_core.errors import ErrorCode
@@ -166,6 +167,16 @@ def check_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     return dict(sorted(checked.items()))
 
 
+def created_topic_configs(layers: ConfigLayers, overrides: Mapping[str, str]) -> tuple[ConfigEntry, ...]:
+    """What a CreateTopics v5+ answer carries of a topic it created or validated (2.7.0
+    AdminManager.maybePopulateMetadataAndConfigs, KIP-525): every LogConfig key through
+    createTopicConfigEntry, as DescribeConfigs would describe the topic with the
+    request's configs as its overrides, without synonyms. Filled before the topic is
+    written, as Kafka fills it; a topic that then fails answers none (KafkaApis
+    handleCreateTopicsRequest resets them), which the error results do by default."""
+    return tuple(describe_topic(layers, overrides, False, None))
+
+
 def create_topic(topic: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str] | None = None,
                  assignment: Mapping[int, tuple[int, ...]] | None = None):
     """AdminZkClient.createTopic (2.7.0): assign over the registered brokers (unless the
@@ -226,10 +237,12 @@ class TopicCreator:
     broker_core.topic_deletion) answer through."""
 
     def __init__(self, ctx: NodeContext, is_controller: Callable[[], bool],
-                 metadata: Callable[[], Mapping[TopicPartition, PartitionState]]):
+                 metadata: Callable[[], Mapping[TopicPartition, PartitionState]],
+                 config_layers: Callable[[], ConfigLayers]):
         self.ctx = ctx
         self._is_controller = is_controller
         self._metadata = metadata
+        self._config_layers = config_layers  # the broker's, as DescribeConfigs shows them
         self._pending: dict[int, _PendingCreate] = {}
         self._next_id = 1
         self.auto_creating: set[str] = set()
@@ -282,12 +295,13 @@ class TopicCreator:
                 assignment = None if pairs is None else explicit_assignment(pairs, partitions, replication)
                 if assignment is not None:
                     partitions, replication = len(assignment), len(assignment[0])
+                shown = created_topic_configs(self._config_layers(), configs)
                 if validate_only:
                     validate_topic_name(topic)
                     exists = yield coord.Exists(coord.topic_path(topic))
                     if exists.ok:
                         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
-                    pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
+                    pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication, shown)
                     continue
                 assignment = yield from create_topic(topic, partitions, replication, configs, assignment)
             except TopicCreationError as failure:
@@ -295,7 +309,7 @@ class TopicCreator:
                 continue
             self.ctx.trace("topic_created", topic=topic, partitions=len(assignment),
                            replication_factor=replication, by="create_topics")
-            pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication)
+            pending.results[topic] = TopicCreationResult(ErrorCode.NONE, None, partitions, replication, shown)
             pending.waiting[topic] = partitions
         self.written_all(pending)
 

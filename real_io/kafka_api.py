@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from broker_core.config_describe import ConfigEntry
 from broker_core.config_keys import SET, ConfigOp
 from broker_core.messages import (
     AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, CreatePartitionsRequest,
@@ -226,15 +227,29 @@ def create_topics_request(correlation_id: int, body: dict) -> tuple[CreateTopics
 
 
 def create_topics_response(response: CreateTopicsResponse | None, local_errors: Mapping[str, tuple[int, str]]) -> dict:
-    rows: dict[str, tuple[int, str | None, int, int]] = {
-        name: (code, message, -1, -1) for name, (code, message) in local_errors.items()}
+    """v5+ carries each created topic's counts and configs (KIP-525; the encoder leaves
+    them out below v5): the core's entries, the same DescribeConfigs encodes."""
+    rows: dict[str, dict] = {name: _created_topic(name, code, message)
+                             for name, (code, message) in local_errors.items()}
     if response is not None:
         for name, result in response.topics.items():
-            rows[name] = (int(result.error), result.message, result.num_partitions, result.replication_factor)
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": name, "error_code": code, "error_message": message, "topic_config_error_code": 0,
-         "num_partitions": partitions, "replication_factor": replication, "configs": []}
-        for name, (code, message, partitions, replication) in sorted(rows.items())]}
+            rows[name] = _created_topic(name, int(result.error), result.message, result.num_partitions,
+                                        result.replication_factor, result.configs)
+    return {"throttle_time_ms": 0, "topics": [rows[name] for name in sorted(rows)]}
+
+
+def _created_topic(name: str, code: int, message: str | None, partitions: int = -1, replication: int = -1,
+                   configs: tuple[ConfigEntry, ...] = ()) -> dict:
+    return {"name": name, "error_code": code, "error_message": message, "topic_config_error_code": 0,
+            "num_partitions": partitions, "replication_factor": replication,
+            "configs": [config_entry_fields(entry) for entry in configs]}
+
+
+def config_entry_fields(entry: ConfigEntry) -> dict:
+    """The fields a config entry has in both DescribeConfigs (real_io/local_apis.py adds
+    its own) and CreateTopics v5+ (CreatableTopicConfigs)."""
+    return {"name": entry.name, "value": entry.value, "read_only": entry.read_only,
+            "config_source": entry.source, "is_sensitive": entry.sensitive}
 
 
 # -- DeleteTopics (20) and CreatePartitions (37) ----------------------------------------

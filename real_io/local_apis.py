@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from broker_core.config_describe import DEFAULT_CONFIG, ConfigEntry, ConfigLayers, describe_broker, describe_topic
+from real_io.kafka_api import config_entry_fields
 from real_io.protocol.apis import api_versions_response
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -72,7 +73,6 @@ def describe_configs(body: dict, version: int, broker_id: int, layers: ConfigLay
 
 
 def _entry(entry: ConfigEntry) -> dict:
-    return {"name": entry.name, "value": entry.value, "read_only": entry.read_only,
-            "is_default": entry.source == DEFAULT_CONFIG, "config_source": entry.source,
-            "is_sensitive": entry.sensitive, "config_type": entry.config_type, "documentation": None,
+    return {**config_entry_fields(entry), "is_default": entry.source == DEFAULT_CONFIG,
+            "config_type": entry.config_type, "documentation": None,
             "synonyms": [{"name": s.name, "value": s.value, "source": s.source} for s in entry.synonyms]}

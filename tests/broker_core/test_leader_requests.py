@@ -1,7 +1,7 @@
 """Client requests at a leader, and at a broker that no longer leads: ListOffsets while a
 new leader's high watermark catches up, the order of the epoch and leadership checks,
 parked acks=all produces at a demoted leader, and acks=0 produces that fail
-(broker_core/replica_manager.py)."""
+(broker_core/replica_manager.py, broker_core/offset_requests.py)."""
 import pytest
 
 from broker_core.errors import ErrorCode

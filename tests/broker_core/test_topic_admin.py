@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core import coordination as coord
+from broker_core.config_describe import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, TOPIC_CONFIG, describe_topic
 from broker_core.errors import ErrorCode
 from broker_core.messages import CreateTopicsRequest, MetadataRequest, ProduceRequest
 from broker_core.records import Record
@@ -75,6 +76,39 @@ def test_create_topics_writes_the_assignment_and_answers_once_leaders_exist():
     assert all(node.metadata[TopicPartition("new", p)].leader_and_isr.leader in (1, 2, 3) for p in range(4))
     again = cluster.request_and_wait(controller, lambda cid: CreateTopicsRequest(cid, (("new", (1, 1)),), 10000))
     assert again.topics["new"].error is ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+def test_create_topics_answers_each_created_topics_counts_and_configs_as_describe_configs_shows_them():
+    """CreateTopics v5+ (KIP-525): 2.7.0 core/src/main/scala/kafka/server/AdminManager.scala
+    createTopics -> maybePopulateMetadataAndConfigs fills, for a topic that passed its
+    checks (validate_only too), every LogConfig key through createTopicConfigEntry
+    (the request's configs as TOPIC_CONFIG, the rest from the broker, no synonyms) and
+    the assignment's counts; KafkaApis.scala handleCreateTopicsRequest resets them to
+    none and -1 for a topic whose creation failed."""
+    cluster = started(config={"min.insync.replicas": 2})
+    controller = cluster.controller()
+    asked = {"shown": {"retention.ms": "3600000"}, "checked": {"cleanup.policy": "compact"}}
+    response = cluster.request_and_wait(controller, lambda cid: CreateTopicsRequest(
+        cid, (("shown", (2, 3)), ("too-wide", (1, 9))), 10000, False, asked))
+    shown = response.topics["shown"]
+    assert (shown.error, shown.num_partitions, shown.replication_factor) == (ErrorCode.NONE, 2, 3)
+    layers = cluster.nodes[controller].config_layers_now()
+    assert shown.configs == tuple(describe_topic(layers, asked["shown"], False, None))  # DescribeConfigs' code
+    entries = {e.name: e for e in shown.configs}
+    assert len(entries) == 26  # LogConfig.configDef's keys at 2.7.0
+    assert (entries["retention.ms"].value, entries["retention.ms"].source) == ("3600000", TOPIC_CONFIG)
+    assert (entries["min.insync.replicas"].value, entries["min.insync.replicas"].source) == ("2", STATIC_BROKER_CONFIG)
+    assert (entries["segment.bytes"].value, entries["segment.bytes"].source) == ("1073741824", DEFAULT_CONFIG)
+    assert not any(e.read_only or e.sensitive or e.synonyms for e in shown.configs)
+    failed = response.topics["too-wide"]
+    assert failed.error is ErrorCode.INVALID_REPLICATION_FACTOR
+    assert (failed.configs, failed.num_partitions, failed.replication_factor) == ((), -1, -1)
+    checked = cluster.request_and_wait(controller, lambda cid: CreateTopicsRequest(
+        cid, (("checked", (1, 1)), ("shown", (1, 1))), 10000, True, asked)).topics
+    assert {e.name: e.value for e in checked["checked"].configs}["cleanup.policy"] == "compact"
+    assert (checked["checked"].num_partitions, checked["checked"].replication_factor) == (1, 1)
+    assert checked["shown"].error is ErrorCode.TOPIC_ALREADY_EXISTS and checked["shown"].configs == ()
+    assert coord.topic_path("checked") not in cluster.store.znodes
 
 
 def test_create_topics_on_a_broker_that_is_not_the_controller_answers_not_controller():

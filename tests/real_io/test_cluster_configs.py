@@ -39,7 +39,10 @@ def ask(cluster: LocalCluster, broker: int, key: int, version: int, body: dict) 
 def described(cluster: LocalCluster, broker: int, kind: int, name: str, key: str) -> tuple[str | None, int]:
     answer = ask(cluster, broker, ApiKey.DESCRIBE_CONFIGS, 1, {"include_synonyms": False, "resources": [
         {"resource_type": kind, "resource_name": name, "configuration_keys": [key]}]})
-    entry = answer["results"][0]["configs"][0]
+    result = answer["results"][0]
+    if not result["configs"]:  # UNKNOWN_TOPIC_OR_PARTITION: the broker's metadata lacks the topic yet
+        return None, result["error_code"]
+    entry = result["configs"][0]
     return entry["value"], entry["config_source"]
 
 
