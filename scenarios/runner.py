@@ -229,7 +229,9 @@ def _run_binding(scenario: Scenario, seed: int, writer: TraceWriter, out: Path, 
         from sim.world import World
         world = World(scenario, seed, writer, progress, check_invariants=check_invariants)
         world.run()
-        return None if world.violation is None else (world.violation, world.violation_at_ms)
+        if world.violation is None or world.violation_at_ms is None:
+            return None
+        return world.violation, world.violation_at_ms
     from real_io.scenario_run import RealRunError, run_real
     try:
         run_real(scenario, seed, writer, out / "real", progress, zk)
