@@ -8,7 +8,8 @@ from typing import Callable
 
 import simpy
 
-from broker_core.segment_format import BatchBytes, materialize
+from broker_core.records import RecordBatch
+from broker_core.segment_format import BatchBytes, materialize, stored_bytes
 
 
 class SimFile:
@@ -16,8 +17,11 @@ class SimFile:
     first byte that differs from the durable copy (``dirty_from``; None: none does).
 
     Nothing is copied or encoded until it must be. Batches appended at the file's end
-    are kept unencoded (``BatchBytes``, of exact length) until something reads ``data``
-    (a recovery, a torn write, a bit flip). The durable copy is the first
+    are kept unencoded until something reads ``data`` (a recovery, a torn write, a bit
+    flip): as the RecordBatch itself, not the ``BatchBytes`` that carried it. The batch
+    lives on anyway (the storage port keeps it to resolve fetches), while a BatchBytes
+    kept per replica and batch was a third of the objects a run leaves for the cyclic
+    collector to scan (bench/sim_speed.py). The durable copy is the first
     ``durable_size`` bytes of ``data`` itself, until a write or truncation below that
     size would change them: only then is it copied out (``_durable_copy``). A run that
     only appends and fsyncs therefore never encodes a batch nor copies a file."""
@@ -25,7 +29,7 @@ class SimFile:
 
     def __init__(self, data: bytearray | None = None, durable: bool = False) -> None:
         self._data = bytearray() if data is None else data
-        self._pending: list[BatchBytes] = []  # written after _data, in order
+        self._pending: list[RecordBatch] = []  # written after _data, in order
         self.size = len(self._data)  # with the pending batches
         self.durable_size: int | None = None  # None: the file itself is not durable yet
         self._durable_copy: bytearray | None = None
@@ -39,7 +43,7 @@ class SimFile:
         below, which keep ``size`` and the durable copy with them."""
         if self._pending:
             for pending in self._pending:
-                self._data += pending.materialize()
+                self._data += stored_bytes(pending).materialize()  # checks the length counted
             self._pending.clear()
         return self._data
 
@@ -58,7 +62,7 @@ class SimFile:
             self._durable_copy = self.data[:self.durable_size]
 
     def append_batch(self, data: BatchBytes) -> None:
-        self._pending.append(data)
+        self._pending.append(data.batch)
         self.size += data.size
 
     def write(self, position: int, data: bytes) -> None:

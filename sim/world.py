@@ -45,12 +45,23 @@ TRIGGER_POLL_MS = 5
 def collector_tuned_for_runs() -> Iterator[None]:
     """A run allocates millions of long-lived objects (records, batches, events) and
     makes few reference cycles; the collector's default of a pass every 700 allocations
-    took a fifth of the run's time (bench/sim_speed.py). Restored afterwards."""
+    took a fifth of the run's time (bench/sim_speed.py). Restored afterwards.
+
+    Restoring the default alone would start a pass at once: a run leaves its count of
+    young objects far above 700 (42,000 after bench/sim_speed.py's sticky run), and
+    that pass scans every object the run made while its world is still in use, to free
+    almost nothing (8 objects; 4-8% of the timed compiled run). The run's objects are
+    moved to the oldest generation unscanned instead (``gc.freeze`` then
+    ``gc.unfreeze``, which also zeroes the count): the next full collection looks at
+    them, as it would at whatever else is old."""
     thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 20, 100)
     try:
         yield
     finally:
+        if gc.get_freeze_count() == 0:  # unfreeze would also release what a caller froze
+            gc.freeze()
+            gc.unfreeze()
         gc.set_threshold(*thresholds)
 
 

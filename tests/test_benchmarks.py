@@ -97,6 +97,41 @@ def test_collector_setting_is_restored_after_a_run():
     assert gc.get_threshold() == before
 
 
+def test_the_end_of_a_run_starts_no_collection_and_leaves_its_objects_old():
+    """Restoring the default threshold after a run used to start a pass over every
+    object the run made, at once, inside the timed run (bench/sim_speed.py): the run's
+    objects are moved to the oldest generation instead, unscanned."""
+    passes = []
+    record = lambda phase, info: passes.append(info["generation"]) if phase == "start" else None  # noqa: E731
+    gc.collect()
+    gc.callbacks.append(record)
+    try:
+        with collector_tuned_for_runs():
+            made = [[i] for i in range(20_000)]  # what a run leaves behind, still in use
+        after = [[i] for i in range(gc.get_threshold()[0] // 2)]  # the old code's count started a pass here
+        assert passes == []
+        assert gc.get_count()[0] < gc.get_threshold()[0]
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert all(id(o) in oldest for o in made[::1000])
+    finally:
+        gc.callbacks.remove(record)
+    del made, after
+
+
+def test_the_end_of_a_run_leaves_what_its_caller_froze_frozen():
+    """gc.unfreeze releases every frozen object: a caller's frozen ones are left alone
+    (the run's end then starts the pass the restored threshold asks for)."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_tuned_for_runs():
+            made = [[i] for i in range(2_000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    del made
+
+
 def test_peak_memory_is_the_childs_own_not_the_parents():
     """A forked child inherits its parent's ru_maxrss across exec on Linux; the benchmark
     must report what the child itself reached."""
