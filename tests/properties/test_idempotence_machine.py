@@ -42,7 +42,9 @@ TP = TopicPartition("t", 0)
 PRODUCER_ID = 7
 RETAINED = 5  # ProducerStateEntry.NumBatchesToRetain
 # Small session and lag times, so that a failover takes little core time.
-CONFIG = {"zookeeper.session.timeout.ms": 1000, "replica.lag.time.max.ms": 1000}
+# No preferred-leader elections: the leader moves only when a rule moves it (a produce
+# racing one would be answered NOT_LEADER_OR_FOLLOWER, which these clients do not retry).
+CONFIG = {"zookeeper.session.timeout.ms": 1000, "replica.lag.time.max.ms": 1000, "auto.leader.rebalance.enable": False}
 
 
 @dataclass(frozen=True)
