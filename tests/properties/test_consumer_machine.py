@@ -33,8 +33,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from broker_core.errors import ErrorCode
 from broker_core.types import TopicPartition
-from faults.nodes import broker_id_of
+from faults.nodes import broker_id_of, broker_node
 from sim.consumer import SimConsumer
+from sim.network import ConnectionReset
 from tests.harness import Cluster
 from tests.properties.cluster_steps import crash, fail_over
 from tests.properties.depth import machine_settings
@@ -90,18 +91,32 @@ class ConsumerClock:
 
 class ConsumerCluster(Cluster):
     """The router with the consumer as one more node: its requests go to brokers, the
-    brokers' answers to its receive function."""
+    brokers' answers to its receive function. As the OS does for sim/network.py's
+    clients, a broker's crash resets the consumer's connection to it (every request in
+    flight fails), and a request to a broker that is down is refused."""
     receive = None
 
     def add_node(self, name, receive) -> None:
         self.receive = receive
 
     def send_from_consumer(self, src, dst, message) -> None:
-        self.send(broker_id_of(dst), message, src=CONSUMER)
+        broker = broker_id_of(dst)
+        if broker in self.nodes:
+            self.send(broker, message, src=CONSUMER)
+        else:
+            self._push(self.now + self.latency, CONSUMER, ConnectionReset(broker, message.correlation_id))
+
+    def crash(self, broker: int) -> None:
+        super().crash(broker)
+        self._push(self.now + self.latency, CONSUMER, ConnectionReset(broker))
 
     def _dispatch(self, item) -> None:
         if item.target == CONSUMER:
-            self.receive(f"broker-{item.event.src}", item.event.message)
+            event = item.event
+            if isinstance(event, ConnectionReset):
+                self.receive(broker_node(event.broker), event)
+            else:
+                self.receive(broker_node(event.src), event.message)
             return
         super()._dispatch(item)
 
@@ -196,8 +211,9 @@ class ConsumerMachine(RuleBasedStateMachine):
     # -- invariants ------------------------------------------------------------------
     @invariant()
     def a_caught_up_consumer_holds_the_leaders_records(self):
-        """Once the consumer has read up to the leader's high watermark with a validated
-        position, its view agrees with the leader's log at every offset."""
+        """Once the consumer fetches from the current leader in its current epoch (so it
+        has validated its position against it) and has read up to its high watermark,
+        its view agrees with the leader's log at every offset below it."""
         cluster = self.cluster
         self.advance(400)  # a few polls: the consumer validates and catches up
         leader = cluster.leader()
@@ -205,6 +221,8 @@ class ConsumerMachine(RuleBasedStateMachine):
         if leader is None or state.state != "fetching":
             return
         part = cluster.partition(leader)
+        if (state.leader, state.leader_epoch) != (leader, part.leader_epoch):
+            return  # it has not heard of this leader yet: it validates once it has
         if state.position < part.log.high_watermark:
             return
         self.sync_view()
