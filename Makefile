@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 COMPILED_STAMP := $(VENV)/.installed-compiled
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-fast bench bench-spark install compiled zookeeper kcat chromium lossyfs clean
+.PHONY: demo test test-fast test-deep bench bench-spark install compiled zookeeper kcat chromium lossyfs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -121,6 +121,12 @@ test: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
 # Everything but the tests marked slow (still part of `make test` and CI), in parallel too.
 test-fast: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
+
+# The property tests (hypothesis) with many more examples than `make test` draws:
+# ISRLAB_DEEP=1 raises every one's count (tests/properties/depth.py, docs/testing.md).
+PROPERTY_TESTS := tests/properties tests/broker_core/test_cleaner_properties.py tests/broker_core/test_quota_properties.py
+test-deep: $(TEST_STAMP)
+	ISRLAB_DEEP=1 $(PY) -m pytest -q $(PYTEST_PARALLEL) $(PROPERTY_TESTS)
 
 # sim_speed runs the simulation interpreted and, with the build, compiled too.
 bench: $(STAMP) compiled

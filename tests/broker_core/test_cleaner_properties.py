@@ -1,7 +1,8 @@
 """The cleaner against a dict model, over random appends, tombstones, rolls, time and
 cleanings in random step budgets.
 
-150 examples by default (about 2 s); ISRLAB_CLEANER_EXAMPLES=5000 for a longer run."""
+150 examples by default (about 2 s); ISRLAB_DEEP=1 (make test-deep) runs 5000, and
+ISRLAB_CLEANER_EXAMPLES=N any number (it wins over ISRLAB_DEEP)."""
 import os
 
 from hypothesis import HealthCheck, given, settings
@@ -10,8 +11,9 @@ from hypothesis import strategies as st
 from broker_core.cleaner import Cleaning
 from broker_core.cleaner_selection import LogToClean
 from tests.broker_core.compacted_logs import MemoryCompactedLog, compacted
+from tests.properties.depth import examples
 
-EXAMPLES = int(os.environ.get("ISRLAB_CLEANER_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("ISRLAB_CLEANER_EXAMPLES", examples(150, 5000)))
 T0 = 1_000_000  # file times are never 0 (a horizon of 0 keeps every tombstone)
 
 KEYS = ["a", "b", "c", "d"]

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker_core.quotas import ClientQuotaManager, QuotaEntity
+from tests.properties.depth import examples
 
 T0 = 5_000_000
 
@@ -54,7 +55,7 @@ events_strategy = st.lists(
     min_size=1, max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(events_strategy, st.integers(1, 12), st.integers(1, 3), st.integers(1, 20_000))
 def test_throttle_times_match_the_brute_force_model(steps, samples, window_seconds, quota):
     manager = ClientQuotaManager("producer_byte_rate", samples, window_seconds)
@@ -67,7 +68,7 @@ def test_throttle_times_match_the_brute_force_model(steps, samples, window_secon
         assert got == model_throttle(events, samples, window_seconds * 1000, quota), events
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 20_000), st.integers(0, 3_000)), min_size=1, max_size=80),
        st.integers(2, 12), st.integers(1, 2), st.integers(1_000, 50_000))
 def test_a_client_that_waits_out_its_throttles_stays_within_quota(requests, samples, window_seconds, quota):
