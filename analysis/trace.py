@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping
 
+from analysis.workload import client_id
+
 SCHEMA_VERSION = 1
 COMMON_FIELDS = ("schema_version", "run_id", "seed", "binding", "t_ms", "node", "type")
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
@@ -201,6 +203,14 @@ def read_header(path: str | Path) -> dict:
     return {k: raw[k] for k in ("run_id", "seed", "binding")}
 
 
+def client_ids(scenario) -> dict[str, str]:
+    """Each client process's client.id (``producer-0`` -> ``noisy``): the broker's quota
+    events name the client id and, in the real binding, a connection of its own, so a
+    checker needs this to know which process a throttle was for."""
+    return {**{f"producer-{i}": client_id(w, "producer", i) for i, w in enumerate(scenario.producers)},
+            **{f"consumer-{i}": client_id(w, "consumer", i) for i, w in enumerate(scenario.consumers)}}
+
+
 def run_started_fields(scenario) -> dict:
     """The ``run_started`` event's fields for a scenario (scenarios.model.Scenario, the
     layer above: used, not imported), the same whichever binding runs it."""
@@ -210,4 +220,5 @@ def run_started_fields(scenario) -> dict:
         "brokers": list(cluster.brokers), "config": {k: cluster.config[k] for k in sorted(cluster.config)},
         "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
                     "config": t.config, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())}}
-                   for t in cluster.topics]}
+                   for t in cluster.topics],
+        "clients": client_ids(scenario)}

@@ -1,7 +1,7 @@
 """The quota checkers (analysis/checkers/quotas.py) on hand-built traces: each finds what
 it names, and says when it tested nothing."""
 from analysis.checkers.quotas import check_quotas
-from analysis.history import History
+from analysis.history import History, build_history
 from analysis.trace import Event
 
 
@@ -76,3 +76,28 @@ def test_request_time_spans_after_a_capped_throttle_are_not_judged():
                 + [request_recorded(112, 1.0)])
     assert results(series(1000))["quota_violations"].value == 0
     assert results(series(999))["quota_violations"].value > 0
+
+
+def test_the_quiet_producers_latency_leaves_out_the_throttled_one_by_client_id():
+    """In the real binding a throttle names the broker's connection (``client-5``), not
+    the producer's process: ``run_started``'s ``clients`` maps the throttled client id
+    (``noisy``) to ``producer-0``, whose slow sends are then not counted as the quiet
+    producer's latency (a real run of quota-noisy-neighbour reported the noisy one's 44 s)."""
+    def send(node: str, op: int, start: int, took: int) -> list[Event]:
+        return [Event(start, node, "invoke", {"op": op, "f": "send", "partition": "t-0", "values": [f"{node}:{op}"]}),
+                Event(start + took, node, "ok", {"op": op, "f": "send", "partition": "t-0", "offsets": [op]})]
+    started = Event(0, "world", "run_started", {"clients": {"producer-0": "noisy", "producer-1": "quiet"}})
+    throttle = Event(50, "broker-1", "throttled", {"client": "noisy", "connection": "client-5", "user": "ANONYMOUS",
+                                                    "quota_type": "produce", "throttle_time_ms": 900})
+    events = [started, recorded(40, 5000, client="noisy"), throttle]
+    for op in range(1, 101):
+        events += send("producer-0", op, 100 * op, 30_000) + send("producer-1", op, 100 * op, 20)
+    events.sort(key=lambda e: e.t_ms)
+
+    def latency(with_clients: bool) -> int:
+        chosen = events if with_clients else [e for e in events if e.type != "run_started"]
+        found = {r.name: r for r in check_quotas(chosen, build_history(chosen))}
+        return found["unthrottled_produce_p99_ms"].value
+
+    assert latency(with_clients=True) == 20
+    assert latency(with_clients=False) == 30_000  # without the map the noisy one is taken for quiet
