@@ -343,8 +343,10 @@ class RealRun:
 
     def _stop_producers(self, deadline: float) -> None:
         join_all(self._producing)  # their threads end with the workload's duration
-        for producer in self.producers:
-            producer.finish(max(deadline - time.monotonic(), 0.0))
+        # All at once: a producer's delivery reports arrive while it flushes, so one
+        # flushed after another (a throttled one's 30 s backlog) would see its own acks late.
+        flush_s = max(deadline - time.monotonic(), 0.0)
+        join_all([start_thread(producer.finish, flush_s) for producer in self.producers])
 
     def clock_ms(self) -> float:
         return self.record.now_ms()
