@@ -74,6 +74,25 @@ def test_high_watermark_below_log_end_fails_on_a_high_watermark_past_the_log_end
     assert found and found[0].brokers == (follower,) and found[0].seen["high_watermark"] == log.log_end_offset + 3
 
 
+def test_a_follower_catching_up_in_small_fetches_keeps_its_high_watermark_below_its_log_end():
+    """A restarted follower far behind fetches a few batches at a time while the leader's
+    high watermark is past them all: it takes the high watermark only up to its own log
+    end (2.7.0 ReplicaFetcherThread.processPartitionData). The mutant
+    follower-hw-uncapped survived every other test: none had a follower behind the
+    high watermark it was told."""
+    cluster = observed_cluster(config={"replica.fetch.max.bytes": 200})
+    leader = cluster.leader()
+    follower = next(b for b in cluster.brokers if b != leader)
+    cluster.crash(follower)
+    for i in range(30):
+        assert cluster.produce_and_wait(leader, [f"v{i}"], wait_ms=40000) is ErrorCode.NONE
+    cluster.start(follower)
+    assert cluster.wait_for(cluster.settled, 60000)
+    assert cluster.partition(follower).log.log_end_offset == 30
+    assert cluster.named(HIGH_WATERMARK_BELOW_LOG_END) == []
+    assert cluster.violations == []
+
+
 def test_leader_epochs_grow_fails_when_the_store_s_epoch_goes_back():
     cluster = observed_cluster()
     current = LeaderAndIsr.from_data(coord.decode_data(cluster.store.get(coord.partition_state_path("t", 0))), 0)
