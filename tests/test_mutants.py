@@ -8,10 +8,11 @@ A mutant under which one of its catchers passes has survived, and the test fails
 Without a mutant every catcher passes: the pytest nodes are part of the suite, and
 test_the_catching_runs_pass_on_the_real_core runs the scenarios unmutated.
 
-Two tiers, so that `make test-fast` still shows a survivor quickly:
-- ``unit``: the cheapest catching unit or property tests (a few seconds a mutant);
+Two tiers, both marked slow (each case starts a subprocess: 4 to 30 s measured under
+load; `make test-fast` keeps only the table and switch tests):
+- ``unit``: the cheapest catching unit or property tests, one pytest subprocess a mutant;
 - ``run``: a library scenario whose expectations say the safe outcome, run with
-  --check-invariants (slow: the simulation of a whole scenario).
+  --check-invariants.
 docs/mutants.md has the same table, with what each catcher sees."""
 from __future__ import annotations
 
@@ -160,6 +161,7 @@ def test_the_environment_selects_a_mutant_at_import():
     assert proc.returncode != 0 and "unknown mutant 'no-such-mutant'" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mutant", [m for m in sorted(CATCHERS) if CATCHERS[m][0]])
 def test_the_unit_catchers_fail_under_the_mutant(mutant):
     outcomes = run_pytest(mutant, CATCHERS[mutant][0])
