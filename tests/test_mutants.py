@@ -184,3 +184,11 @@ def test_the_invariant_checked_runs_fail_under_the_mutant(tmp_path, mutant, run)
 def test_the_catching_runs_pass_on_the_real_core(tmp_path, run):
     code, output = run_scenario(None, run, tmp_path)
     assert code == 0, output[-3000:]
+
+
+def test_a_mutant_runs_interpreted_even_when_a_compiled_build_is_asked_for(monkeypatch):
+    from isrlab import compiled
+    said: list[str] = []
+    monkeypatch.setenv(mutants.ENV, "hw-before-isr")
+    assert compiled.activate("1", say=said.append) is False
+    assert said == ["ISRLAB_MUTANT is set (a deliberately broken core, docs/mutants.md)"]
