@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from typing import Mapping, Protocol, Sequence
 
+from broker_core import mutants
 from broker_core.cleaned_batch import CleanableBatch, record_offsets, retained
 from broker_core.cleaner_selection import LogToClean, SegmentInfo
 
@@ -123,6 +124,8 @@ def group_segments_by_size(segments: Sequence[SegmentInfo], max_size: int, max_i
 def delete_horizon_ms(to_clean: LogToClean) -> int:
     """Cleaner.clean: the last modified time of the last segment below the first dirty
     offset less delete.retention.ms; 0 when there is none."""
+    if mutants.TOMBSTONE_REMOVED_EARLY:
+        return 2 ** 62  # every segment is past the horizon: no tombstone is retained
     below = to_clean.log.log_segments(0, to_clean.first_dirty_offset) if to_clean.first_dirty_offset > 0 else ()
     if not below:
         return 0
@@ -236,6 +239,9 @@ class Cleaning:
 
     def _start_cleaning(self) -> None:
         self._mapping = False
+        if mutants.CLEANER_DROPS_LAST_VALUE:
+            # each key's latest offset counts as superseded: its last value goes too
+            self.offset_map = {key: offset + 1 for key, offset in self.offset_map.items()}
         to_clean = self.to_clean
         log = to_clean.log
         segments = log.log_segments(0, self.latest_offset + 1)

@@ -21,6 +21,7 @@ from typing import Any
 
 from broker_core import controlled_shutdown, partition_admin, preferred_election, reassignment, reassignment_api, topic_deletion
 from broker_core import coordination as coord
+from broker_core import mutants
 from broker_core.context import NodeContext
 from broker_core.election import offline_partition_leader
 from broker_core.errors import ErrorCode
@@ -321,8 +322,9 @@ class Controller:
                 results[tp] = AlterIsrPartitionResult(ErrorCode.NONE, current)
             else:
                 new = LeaderAndIsr(proposed.leader, proposed.leader_epoch, proposed.isr, self.epoch)
+                version = coord.ANY_VERSION if mutants.ISR_WRITE_UNVERSIONED else proposed.zk_version
                 reply = yield coord.SetData(coord.partition_state_path(*tp), coord.encode_data(new.to_data()),
-                                            proposed.zk_version, check_path=coord.CONTROLLER_EPOCH_PATH,
+                                            version, check_path=coord.CONTROLLER_EPOCH_PATH,
                                             check_version=self.epoch_zk_version)
                 if reply.ok:
                     self.states[tp] = replace(new, zk_version=reply.version)
@@ -380,7 +382,8 @@ class Controller:
                     return None
                 return LeaderAndIsr(NO_LEADER, current.leader_epoch + 1, current.isr, self.epoch)
             isr = (election.leader,) if election.unclean else tuple(r for r in current.isr if r in self.live)
-            return LeaderAndIsr(election.leader, current.leader_epoch + 1, isr, self.epoch)
+            epoch = current.leader_epoch if mutants.EPOCH_NOT_BUMPED else current.leader_epoch + 1
+            return LeaderAndIsr(election.leader, epoch, isr, self.epoch)
 
         state = yield from self._write_state(tp, decide)
         if state is not None:

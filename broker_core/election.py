@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
 
+from broker_core import mutants
+
 
 @dataclass(frozen=True)
 class Election:
@@ -26,7 +28,7 @@ def offline_partition_leader(assigned: Sequence[int], isr: Collection[int], live
     for replica in assigned:
         if replica in live and replica in isr:
             return Election(replica)
-    if unclean_enabled:
+    if unclean_enabled or mutants.UNCLEAN_IGNORES_SETTING:
         for replica in assigned:
             if replica in live:
                 return Election(replica, unclean=True)

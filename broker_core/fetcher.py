@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from broker_core import mutants
 from broker_core.config import EPOCH_TRUNCATION_RULES
 from broker_core.context import NodeContext
 from broker_core.cleaned_batch import record_offsets
@@ -286,10 +287,11 @@ class ReplicaFetcherManager:
             self.ctx.emit(effect)
         if self.quota.throttled:  # processFetchRequest: lag = leader's high watermark - next offset
             self.in_sync[partition.tp] = result.high_watermark - log.log_end_offset <= 0
-        new_high_watermark = min(result.high_watermark, log.log_end_offset)
+        new_high_watermark = (result.high_watermark if mutants.FOLLOWER_HW_UNCAPPED
+                              else min(result.high_watermark, log.log_end_offset))
         if new_high_watermark != log.high_watermark:
             log.high_watermark = new_high_watermark
-        if result.log_start_offset > log.log_start_offset:
+        if result.log_start_offset > log.log_start_offset and not mutants.LOG_START_NOT_APPLIED:
             # 2.7.0 ReplicaFetcherThread.processPartitionData: the follower takes the
             # leader's log start (maybeIncrementLogStartOffset, LeaderOffsetIncremented);
             # its own retention check then deletes the segments below it.
@@ -343,6 +345,8 @@ class ReplicaFetcherManager:
     def _truncate(self, partition: Partition, offset: int, rule: str, round_: int = 0) -> None:
         log = partition.log
         before = log.log_end_offset
+        if mutants.FOLLOWER_SKIPS_TRUNCATION and rule != "offset_out_of_range":
+            return  # a follower's truncation on becoming one, or by leader epoch, skipped
         if offset >= before:
             if partition.config.truncation in ("leader_epoch", "diverging_epoch"):
                 # Kafka 2.1+ Log.truncateTo: even with nothing to remove, drop epochs that

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Callable
 
 from broker_core import coordination as coord
+from broker_core import mutants
 from broker_core.context import NodeContext
 from broker_core.errors import ErrorCode
 from broker_core.messages import AlterIsrRequest, AlterIsrResponse, LeaderAndIsr
@@ -88,7 +89,8 @@ class IsrChanger:
         try:
             # A resent write that had been applied answers BAD_VERSION with our own data.
             reply = yield from coord.conditional_update(
-                coord.SetData(path, coord.encode_data(proposed.to_data()), proposed.zk_version))
+                coord.SetData(path, coord.encode_data(proposed.to_data()),
+                              coord.ANY_VERSION if mutants.ISR_WRITE_UNVERSIONED else proposed.zk_version))
         finally:
             # The write ended, or the session that carried it did: release the lock.
             partition.isr_locked = False

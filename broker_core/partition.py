@@ -7,6 +7,7 @@ from enum import Enum
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+from broker_core import mutants
 from broker_core.config import BrokerConfig
 from broker_core.effects import Effect, Trace
 from broker_core.errors import ErrorCode, InvariantViolation
@@ -92,7 +93,7 @@ class Partition:
     def maximal_isr(self) -> tuple[int, ...]:
         """KIP-497's maximal ISR: the committed ISR plus any replica being added. A
         pending shrink does not count until the controller commits it."""
-        if self.pending_isr is None:
+        if self.pending_isr is None or mutants.HW_OVER_COMMITTED_ISR:
             return self.isr
         return tuple(sorted(set(self.isr) | set(self.pending_isr)))
 
@@ -158,7 +159,7 @@ class Partition:
         original's offsets (``DuplicateAppend``) and appends nothing."""
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None, []
-        if acks == -1 and len(self.isr) < self.config.min_insync_replicas:
+        if acks == -1 and len(self.isr) < self.config.min_insync_replicas and not mutants.ACKS_ALL_BELOW_MIN_ISR:
             return ErrorCode.NOT_ENOUGH_REPLICAS, None, []
         if "compact" in self.config.log_cleanup_policy and has_keyless_record(records):
             # Kafka 2.7.0 LogValidator.validateKey: "Compacted topic cannot accept message
@@ -212,7 +213,7 @@ class Partition:
         if not self.is_leader or self.isr_locked:
             return False
         candidate = self.log.log_end_offset
-        for replica in self.maximal_isr:
+        for replica in () if mutants.HW_BEFORE_ISR else self.maximal_isr:
             if replica == self.broker_id:
                 continue
             progress = self.followers.get(replica)
@@ -241,6 +242,8 @@ class Partition:
         lag_ms = self.config.replica_lag_time_max_ms
         max_messages = self.config.replica_lag_max_messages
         leader_end = self.log.log_end_offset
+        if mutants.IDLE_FOLLOWER_DROPPED:
+            rule = "last_fetch"  # 0.8.2's time from the last fetch, with no exception at the log end
         lagging = []
         for replica in self.isr:
             if replica == self.broker_id:
@@ -300,7 +303,7 @@ def leader_epoch_error(partition: Partition | None, current_leader_epoch: int) -
     if partition is None:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if current_leader_epoch >= 0:
-        if current_leader_epoch < partition.leader_epoch:
+        if current_leader_epoch < partition.leader_epoch and not mutants.STALE_LEADER_EPOCH_ACCEPTED:
             return ErrorCode.FENCED_LEADER_EPOCH
         if current_leader_epoch > partition.leader_epoch:
             return ErrorCode.UNKNOWN_LEADER_EPOCH

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, NamedTuple
 
+from broker_core import mutants
 from broker_core.errors import ErrorCode
 from broker_core.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 
@@ -93,7 +94,8 @@ class ProducerStateManager:
             return ErrorCode.NONE, None
         duplicate = entry.find_duplicate(batch)
         if duplicate is not None:
-            return ErrorCode.NONE, duplicate
+            # (the mutant appends the duplicate again, as if its sequence were new)
+            return ErrorCode.NONE, None if mutants.DUPLICATE_SEQUENCE_ACCEPTED else duplicate
         if batch.producer_epoch < entry.producer_epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH, None
         if batch.producer_epoch != entry.producer_epoch:

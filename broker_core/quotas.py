@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Mapping, Union
 from urllib.parse import quote, unquote_plus
 
+from broker_core import mutants
 from broker_core.config import BrokerConfig
 from broker_core.errors import ConfigError
 from broker_core.quota_rate import JAVA_LONG_MAX, QuotaSensor, RateConfig, Violation, java_long_to_int
@@ -319,7 +320,7 @@ class ClientQuotaManager:
         violation = sensor.record(value, now_ms, True)
         bound = sensor.config.bound
         quota = UNLIMITED if bound is None else bound
-        if violation is None:
+        if violation is None or mutants.THROTTLE_NEVER_APPLIED:
             return 0, quota, None
         return java_long_to_int(self._throttle_time(sensor, violation, now_ms)), quota, violation.value
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
+from broker_core import mutants
 from broker_core.config import BrokerConfig
 from broker_core.context import NodeContext
 from broker_core.dynamic_config import configure_log
@@ -67,12 +68,12 @@ class ReplicaManager:
         """A request from an older controller epoch than this broker has seen is refused
         (STALE_CONTROLLER_EPOCH: 2.7.0 ReplicaManager.becomeLeaderOrFollower,
         stopReplicas); otherwise its epoch becomes the newest seen."""
-        if request.controller_epoch < self.controller_epoch:
+        if request.controller_epoch < self.controller_epoch and not mutants.STALE_CONTROLLER_EPOCH_ACCEPTED:
             self.ctx.trace("request_fenced", request=name, controller_epoch=request.controller_epoch,
                            known_controller_epoch=self.controller_epoch)
             self.ctx.send(src, response_type(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
             return True
-        self.controller_epoch = request.controller_epoch
+        self.controller_epoch = max(self.controller_epoch, request.controller_epoch)
         return False
 
     # -- LeaderAndIsr ----------------------------------------------------------------
@@ -298,7 +299,8 @@ class ReplicaManager:
             elif partition is None or not partition.is_leader:
                 op.results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             elif partition.log.high_watermark >= op.required_offsets[tp]:
-                enough = len(partition.maximal_isr) >= partition.config.min_insync_replicas
+                enough = (len(partition.maximal_isr) >= partition.config.min_insync_replicas
+                          or mutants.ACKS_ALL_BELOW_MIN_ISR)
                 op.results[tp] = ProducePartitionResult(
                     ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, base)
         if not op.is_complete:

@@ -191,6 +191,11 @@ def activate(setting: str | None = None, say=None) -> bool:
     say = say or (lambda text: print(f"isrlab: {text}; running interpreted", file=sys.stderr))
     if setting == "0":
         return False
+    if os.environ.get("ISRLAB_MUTANT"):
+        # A deliberately broken core (docs/mutants.md) is a test's tool: run the sources,
+        # whose mutation points the suite checks, rather than a build nobody tested under it.
+        say("ISRLAB_MUTANT is set (a deliberately broken core, docs/mutants.md)")
+        return False
     if any(isinstance(f, _CompiledFinder) for f in sys.meta_path):
         return True
     build_dir = DEFAULT_DIR if setting in ("auto", "1") else Path(setting)

@@ -74,6 +74,43 @@ def test_high_watermark_below_log_end_fails_on_a_high_watermark_past_the_log_end
     assert found and found[0].brokers == (follower,) and found[0].seen["high_watermark"] == log.log_end_offset + 3
 
 
+def test_a_follower_catching_up_in_small_fetches_keeps_its_high_watermark_below_its_log_end():
+    """A restarted follower far behind fetches a few batches at a time while the leader's
+    high watermark is past them all: it takes the high watermark only up to its own log
+    end (2.7.0 ReplicaFetcherThread.processPartitionData). The mutant
+    follower-hw-uncapped survived every other test: none had a follower behind the
+    high watermark it was told."""
+    cluster = observed_cluster(config={"replica.fetch.max.bytes": 200})
+    leader = cluster.leader()
+    follower = next(b for b in cluster.brokers if b != leader)
+    cluster.crash(follower)
+    for i in range(30):
+        assert cluster.produce_and_wait(leader, [f"v{i}"], wait_ms=40000) is ErrorCode.NONE
+    cluster.start(follower)
+    assert cluster.wait_for(cluster.settled, 60000)
+    assert cluster.partition(follower).log.log_end_offset == 30
+    assert cluster.named(HIGH_WATERMARK_BELOW_LOG_END) == []
+    assert cluster.violations == []
+
+
+def test_an_election_by_a_controller_that_survives_the_leader_starts_a_new_epoch():
+    """The controller elects from the leader's own state (no ISR removal in between, as
+    when the dead leader was also the controller), and the new leader's epoch is the next
+    one: brokers apply only a newer epoch (2.7.0 PartitionStateMachine
+    electLeaderForPartitions, leaderEpoch + 1). The mutant epoch-not-bumped survived every
+    other test: their crashed leader was the controller too."""
+    cluster = observed_cluster(assignment={0: [2, 3, 1]})
+    leader, controller = cluster.leader(), cluster.controller()
+    assert leader == 2 and controller != leader
+    epoch = cluster.partition(leader).leader_epoch
+    assert cluster.produce_and_wait(leader, ["a"]) is ErrorCode.NONE
+    cluster.crash(leader)
+    assert cluster.wait_for(lambda: cluster.leader() not in (None, leader), 40000)
+    assert cluster.partition(cluster.leader()).leader_epoch > epoch
+    assert cluster.produce_and_wait(cluster.leader(), ["b"]) is ErrorCode.NONE
+    assert cluster.violations == []
+
+
 def test_leader_epochs_grow_fails_when_the_store_s_epoch_goes_back():
     cluster = observed_cluster()
     current = LeaderAndIsr.from_data(coord.decode_data(cluster.store.get(coord.partition_state_path("t", 0))), 0)

@@ -92,6 +92,12 @@ def test_fetches_with_a_stale_current_leader_epoch_change_nothing():
     leader = cluster.leader()
     epoch = cluster.partition(leader).leader_epoch
     follower = next(b for b in cluster.brokers if b != leader)
+    # A record the follower has, so that a stale fetch from offset 0, if it were served,
+    # would move the leader's view of the follower back (not only its fetch time, which
+    # may not change within one millisecond): the mutant stale-leader-epoch-accepted.
+    response = cluster.request_and_wait(leader, lambda cid: ProduceRequest(cid, -1, 30000, {TP: [Record(None, "v", 10)]}))
+    assert response.partitions[TP].error is ErrorCode.NONE
+    assert cluster.partition(leader).followers[follower].log_end_offset == 1
     fetch = FetchRequest(cluster.next_correlation_id(), follower, 0, 1, {TP: FetchPartition(0, epoch - 1)})
     sent_stale(cluster, leader, fetch, src=follower)
     sent_stale(cluster, leader, OffsetsForLeaderEpochRequest(cluster.next_correlation_id(), follower,
