@@ -36,4 +36,5 @@ def build_report(spark, sweep: Path, out: Path | None = None) -> Report:
         else len(collected["failing_runs"])
     page = out / HTML_FILE
     page.write_text(render(manifest, collected, failing_total), encoding="utf-8")
-    return Report(out, page, tuple(reports), collected, tuple(same_results_notes(collected["seed_agreement"], manifest)))
+    notes = tuple(same_results_notes(collected["seed_agreement"], manifest))
+    return Report(out, page, tuple(reports), collected, notes)
