@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 
+from analysis.checkers import MAPPING_CHECKERS
+from analysis.seed_agreement import COMPARED
+
 _V = "read_parquet('{d}/verdicts/*/*/*.parquet', hive_partitioning=true)"
 _O = "read_parquet('{d}/operations/*/*/*.parquet', hive_partitioning=true)"
 _E = "read_parquet('{d}/cluster_events/*/*/*.parquet', hive_partitioning=true)"
@@ -23,6 +26,9 @@ _INTERVALS = f"""e as (select * from {_E}),
                    4611686018427387904) as end_ms
         from e s where s.type = 'fault_started' and json_extract(s.fields, '$.no_effect') is null),
   k as (select distinct scenario, config, fault from i)"""
+# One run's result as spark_reports.report.seed_agreement compares it.
+_RESULT = "row(outcome, " + ", ".join(f'list_sort(map_entries("{n}"))' if n in MAPPING_CHECKERS else f'"{n}"::double'
+                                      for n in COMPARED) + ")"
 
 SQL = {
     "anomaly_probabilities": f"""
@@ -122,6 +128,11 @@ SQL = {
           left join happened h on h.scenario = v.scenario and h.config = v.config and h.seed = v.seed
             and h.run_id = v.run_id and h.fault = k.fault
         group by all""",
+    "seed_agreement": f"""
+        select scenario, config, count(*) as runs, count(distinct outcome) as outcomes,
+          count(distinct {_RESULT}) as results, runs >= 2 and results = 1 as same_results,
+          case when outcomes = 1 then min(outcome) end as outcome
+        from {_V} group by all""",
     "failing_runs": f"""
         select scenario, config, seed, why_failed, replay from {_V} where outcome = 'FAIL'""",
 }
@@ -137,6 +148,7 @@ KEYS = {"anomaly_probabilities": ("scenario", "config", "anomaly"),
         "fault_anomalies": ("scenario", "config", "fault"),
         "fault_latency": ("scenario", "config", "fault", "during"),
         "fault_availability": ("scenario", "config", "fault", "with_fault"),
+        "seed_agreement": ("scenario", "config"),
         "failing_runs": ("scenario", "config", "seed")}
 
 

@@ -162,6 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             sweeps.append(_run_many(chosen, args, _out_for(args, chosen, scenarios, "seeds")))
         if len(scenarios) > 1:
             _print_variant_sweeps(sweeps, Path(args.out) if args.out else Path("runs") / f"{scenario.name}-seeds")
+        _print_same_results(sweeps, len(parse_seeds(args.seeds)))
         return EXIT_OK if all(r.passed for rows in sweeps for r in rows) else EXIT_FAILED
     args.seed = 1 if args.seed is None else args.seed
     results = []
@@ -249,6 +250,15 @@ def _print_variant_sweeps(sweeps, base: Path) -> None:
     base.mkdir(parents=True, exist_ok=True)
     json_path, csv_path = write_sweep_summary([r for rows in sweeps for r in rows], base)
     print(f"  summary of every seed and variant: {json_path}, {csv_path}")
+
+
+def _print_same_results(sweeps, seeds: int) -> None:
+    """Last: each variant whose seeds all ran and gave one result (analysis.seed_agreement)."""
+    from analysis.seed_agreement import all_the_same, same_results_note, verdict_signature
+    for rows in sweeps:
+        outcomes = ["PASS" if r.passed else "FAIL" for r in rows]
+        if len(rows) == seeds and all_the_same(verdict_signature(o, r.verdict) for o, r in zip(outcomes, rows)):
+            print(f"\n{same_results_note(len(rows), outcomes[0], rows[0].scenario.variant or '')}")
 
 
 def _run_many(scenario, args, base: Path) -> list:

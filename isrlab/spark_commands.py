@@ -95,6 +95,9 @@ def _print_sweep(result, configs, seeds: int) -> None:
     for error in result.errors:
         print(f"  internal error (a bug in isrlab) {error['config']} seed {error['seed']}: {error['message']}\n"
               f"    replay: {error['replay']}")
+    from analysis.seed_agreement import same_results_note
+    for same in result.same_results:
+        print(same_results_note(same["runs"], same["outcome"], same["config"]))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -125,4 +128,6 @@ def _print_report(report) -> None:
         print(f"  {row['config']:<20} p50 {row['p50_ms']:.1f}  p99 {row['p99_ms']:.1f}  p99.9 {row['p999_ms']:.1f}"
               f"  ({row['acknowledged_sends']} sends)")
     print(f"tables: {report.folder} ({', '.join(report.tables)})")
+    for line in report.same_results:
+        print(line)
     print(f"HTML report: {report.html}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_reports.html import MAX_FAILING_ROWS, render
+from spark_reports.html import MAX_FAILING_ROWS, render, same_results_notes
 from spark_reports.load import read_manifest, read_sweep
 from spark_reports.report import all_reports
 
@@ -18,6 +18,7 @@ class Report:
     html: Path
     tables: tuple[str, ...]
     rows: dict  # name -> collected rows (aggregated), for the console summary
+    same_results: tuple[str, ...] = ()  # the notes on configurations whose seeds changed nothing, as the page says
 
 
 def build_report(spark, sweep: Path, out: Path | None = None) -> Report:
@@ -35,4 +36,5 @@ def build_report(spark, sweep: Path, out: Path | None = None) -> Report:
         else len(collected["failing_runs"])
     page = out / HTML_FILE
     page.write_text(render(manifest, collected, failing_total), encoding="utf-8")
-    return Report(out, page, tuple(reports), collected)
+    notes = tuple(same_results_notes(collected["seed_agreement"], manifest))
+    return Report(out, page, tuple(reports), collected, notes)

@@ -8,6 +8,8 @@ import html
 import io
 from typing import Sequence
 
+from analysis.seed_agreement import COMPARED, same_results_note
+
 MAX_FAILING_ROWS = 500
 
 
@@ -101,9 +103,27 @@ def availability_figure(rows: Sequence[dict]):
     return figure
 
 
+RESULT_WORDS = ("its outcome and the value of every one of the verdict metrics: " + ", ".join(COMPARED))
+
+
+def same_results_notes(rows: Sequence[dict], manifest: dict) -> list[str]:
+    """The note for each configuration whose seeds all ran and gave one result (the
+    seed_agreement rows; a run that raised is not in the verdicts table, so a
+    configuration with one is left out)."""
+    raised = {e.get("config") for e in manifest.get("errors", [])}
+    return [same_results_note(r["runs"], r["outcome"], r["config"]) for r in rows
+            if r["same_results"] and r["config"] not in raised]
+
+
+def _same_results(rows: Sequence[dict], manifest: dict) -> list[str]:
+    """The notes, above the probabilities they are about."""
+    return [f'<p class="note">{html.escape(note)}.</p>' for note in same_results_notes(rows, manifest)]
+
+
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0;
 font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}
-td:last-child{text-align:left;font-family:monospace}figure{margin:1em 0}img{max-width:100%}"""
+td:last-child{text-align:left;font-family:monospace}figure{margin:1em 0}img{max-width:100%}
+.note{border-left:4px solid #c80;background:#fff6e0;padding:0.5em 1em}"""
 
 
 def render(manifest: dict, reports: dict[str, list[dict]], failing_total: int) -> str:
@@ -114,6 +134,7 @@ def render(manifest: dict, reports: dict[str, list[dict]], failing_total: int) -
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
              f"<p>{runs} runs, seeds {html.escape(str(manifest.get('seeds')))}, configurations: "
              f"{html.escape(', '.join(c['config'] for c in manifest.get('configs', [])))}</p>",
+             *_same_results(reports["seed_agreement"], manifest),
              "<h2>Anomaly probability by configuration</h2>", _img(_png(anomaly_figure(reports["anomaly_probabilities"])),
                                                                     "anomaly probability by configuration"),
              _table(reports["anomaly_probabilities"]),
@@ -129,6 +150,9 @@ def render(manifest: dict, reports: dict[str, list[dict]], failing_total: int) -
              "<h2>Faults</h2><h3>Active when an anomaly happened</h3>", _table(reports["fault_anomalies"]),
              "<h3>Latency during and outside each kind</h3>", _table(reports["fault_latency"]),
              "<h3>Availability of runs with and without each kind</h3>", _table(reports["fault_availability"]),
+             "<h2>Did the seeds change anything?</h2>",
+             f"<p>A run's result: {html.escape(RESULT_WORDS)}. <code>results</code> counts the distinct ones.</p>",
+             _table(reports["seed_agreement"]),
              f"<h2>Failing runs ({failing_total})</h2>"]
     if failing_total > len(reports["failing_runs"]):
         parts.append(f"<p>the first {len(reports['failing_runs'])} are listed; the failing_runs table has all</p>")

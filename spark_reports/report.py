@@ -10,6 +10,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from analysis.checkers import MAPPING_CHECKERS
+from analysis.seed_agreement import COMPARED
+
 Z95 = 1.959963984540054  # the 97.5% quantile of the standard normal
 KEY = ["scenario", "config"]
 RUN = ["scenario", "config", "seed", "run_id"]
@@ -202,6 +205,25 @@ def fault_availability(verdicts: DataFrame, intervals: DataFrame) -> DataFrame:
             .orderBy(*KEY, "fault", "with_fault"))
 
 
+def seed_agreement(verdicts: DataFrame) -> DataFrame:
+    """Per configuration: runs, distinct outcomes, distinct results (the outcome and
+    every verdict metric of analysis.seed_agreement.COMPARED, numbers as doubles and
+    mappings as their sorted entries), and ``same_results``: at least two runs and one
+    result, when the seeds changed nothing and the probabilities estimate nothing
+    random. ``outcome``: the outcome when every run had the same one, else null."""
+    def comparable(name: str) -> Column:
+        if name in MAPPING_CHECKERS:
+            return F.array_sort(F.map_entries(F.col(name)))
+        return F.col(name).cast("double")
+    result = F.struct(F.col("outcome"), *[comparable(name).alias(name) for name in COMPARED])
+    counted = verdicts.groupBy(*KEY).agg(F.count("*").alias("runs"), F.countDistinct("outcome").alias("outcomes"),
+                                         F.countDistinct(result).alias("results"), F.min("outcome").alias("first"))
+    return (counted.select(*KEY, "runs", "outcomes", "results",
+                           ((F.col("runs") >= 2) & (F.col("results") == 1)).alias("same_results"),
+                           F.when(F.col("outcomes") == 1, F.col("first")).alias("outcome"))
+            .orderBy(*KEY))
+
+
 def failing_runs(verdicts: DataFrame) -> DataFrame:
     return (verdicts.where(F.col("outcome") == "FAIL")
             .select(*KEY, "seed", "why_failed", "replay").orderBy(*KEY, "seed"))
@@ -222,5 +244,6 @@ def all_reports(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
         "fault_anomalies": fault_anomalies(verdicts, intervals),
         "fault_latency": fault_latency(operations, intervals),
         "fault_availability": fault_availability(verdicts, intervals),
+        "seed_agreement": seed_agreement(verdicts),
         "failing_runs": failing_runs(verdicts),
     }

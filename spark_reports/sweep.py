@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from pyspark.accumulators import AccumulatorParam
 
+from analysis.seed_agreement import run_signature
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
 from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
@@ -51,6 +52,7 @@ class SweepResult:
     wall_seconds: float
     tasks: int
     simulate_seconds: float = 0.0  # of wall_seconds: until the first table was written (every simulation ran)
+    same_results: tuple[dict, ...] = ()  # config, runs, outcome of each configuration whose seeds changed nothing
 
 
 def parse_grid(items: Sequence[str]) -> list[list[str]]:
@@ -208,7 +210,8 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
     errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(tally.raising.value)]
-    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
+    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated,
+                         same_results(configs, len(seeds), tally.signatures.value, errors))
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
 
@@ -236,17 +239,38 @@ def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
+def same_results(configs: Sequence[Config], seeds: int, signatures: set, errors: list[dict]) -> tuple[dict, ...]:
+    """The configurations whose every seed ran and gave one result (the same outcome and
+    metrics, analysis.seed_agreement), from the tasks' (config, outcome, signature)."""
+    raised = {e["config"] for e in errors}
+    found = []
+    for config in configs:
+        mine = {(outcome, signature) for label, outcome, signature in signatures if label == config.label}
+        if seeds >= 2 and len(mine) == 1 and config.label not in raised:
+            found.append({"config": config.label, "runs": seeds, "outcome": next(iter(mine))[0]})
+    return tuple(found)
+
+
 class _Tally:
     """Runs and failures, and the failing and the raising runs (a few small tuples),
-    counted on the executors and gathered by the driver as each task ends."""
+    counted on the executors and gathered by the driver as each task ends. Of the
+    runs' signatures (analysis.seed_agreement) a task sends at most two per
+    configuration: a second one already says the seeds changed something."""
 
     def __init__(self, sc):
         self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
         self.failing, self.raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
+        self.signatures = sc.accumulator(set(), _SetParam())
 
     def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
+        seen: dict[str, set] = {}
         for table, row in pairs:
             if table == "verdicts":
+                signature = run_signature(row[VERDICT_OUTCOME], dict(zip(VERDICT_COLUMNS, row)))
+                mine = seen.setdefault(row[1], set())
+                if signature not in mine and len(mine) < 2:
+                    mine.add(signature)
+                    self.signatures.add({(row[1], row[VERDICT_OUTCOME], signature)})
                 self.runs.add(1)
                 if row[VERDICT_OUTCOME] == "FAIL":
                     self.failed.add(1)
@@ -264,6 +288,15 @@ class _ListParam(AccumulatorParam):
 
     def addInPlace(self, first, second):
         first.extend(second)
+        return first
+
+
+class _SetParam(AccumulatorParam):
+    def zero(self, value):
+        return set()
+
+    def addInPlace(self, first, second):
+        first |= second
         return first
 
 
@@ -305,7 +338,8 @@ class _Watcher:
                         "failures": self._failed.value, "runs_per_second": runs / elapsed if elapsed else 0.0})
 
 
-VERDICT_OUTCOME = TABLES["verdicts"].fieldNames().index("outcome")
+VERDICT_COLUMNS = TABLES["verdicts"].fieldNames()
+VERDICT_OUTCOME = VERDICT_COLUMNS.index("outcome")
 VERDICT_REPLAY = TABLES["verdicts"].fieldNames().index("replay")
 
 

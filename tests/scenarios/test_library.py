@@ -22,9 +22,14 @@ BUG_AND_FIX = {"jepsen-2013": ("unclean", "safe"), "kip-101-scenario-1": ("hw", 
                "kip-279": ("kip101", "epoch"), "retries-on-failover": ("duplicates", "idempotent"),
                "kafka-13091": ("stalled", "fixed", "zookeeper"),
                "idle-follower-stays-in-sync": ("kept", "stuck-0.8", "kip-16"),
-               "ack-after-truncation": ("kafka-0.8", "kafka-2.7")}
+               "ack-after-truncation": ("kafka-0.8", "kafka-2.7"), "jepsen-2013-nemesis": ("unclean", "safe")}
+# Whose outcome depends on the seed by design (the demo's sweep): it fails on some seeds
+# and passes on others, so no one seed meets or misses its expectations for good.
+# test_a_seed_dependent_variant_fails_on_some_seeds_and_passes_on_others runs it on one
+# of each; tests/scenarios/test_seed_dependent.py over the demo's 24 seeds.
+SEED_DEPENDENT = {("jepsen-2013-nemesis", "unclean"): {"fails": 1, "passes": 2}}
 RUNS = [(path, variant) for path in LIBRARY for variant in (
-    [v.variant for v in load_scenario(path).variants] or [None])]
+    [v.variant for v in load_scenario(path).variants] or [None]) if (path.stem, variant) not in SEED_DEPENDENT]
 
 
 def chosen(path: Path, variant: str | None):
@@ -98,3 +103,15 @@ def test_the_safe_configuration_survives_the_seed_that_found_a_stale_controller_
     assert result.passed, [f"{e.name}={e.actual}" for e in result.evaluations if not e.passed]
     assert result.summary.settled
     no_failed_but_present("nemesis-safe", result)
+
+
+@pytest.mark.parametrize("stem,variant", sorted(SEED_DEPENDENT))
+def test_a_seed_dependent_variant_fails_on_some_seeds_and_passes_on_others(stem, variant, tmp_path):
+    scenario = chosen(next(p for p in LIBRARY if p.stem == stem), variant)
+    seeds = SEED_DEPENDENT[(stem, variant)]
+    failing = run_scenario(scenario, seeds["fails"], tmp_path / "fails")
+    passing = run_scenario(scenario, seeds["passes"], tmp_path / "passes")
+    assert not failing.passed and failing.untested == [], failing.replay_command
+    assert passing.passed, passing.replay_command
+    for result in (failing, passing):
+        no_failed_but_present(scenario.name, result)

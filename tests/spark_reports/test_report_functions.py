@@ -167,3 +167,22 @@ def test_failing_runs_with_their_replay_commands(spark):
     result = [r.asDict() for r in report.failing_runs(verdicts(spark, rows)).collect()]
     assert result == [{"scenario": "s", "config": "c", "seed": 2, "why_failed": "lost_writes expected 0 got 3",
                        "replay": "replay 2"}]
+
+
+def test_seed_agreement_counts_distinct_results(spark):
+    """Configuration "same": three runs alike but for what is not a metric (seed, events,
+    replay, the order of final_leader's entries): one result, same_results. "metric":
+    one outcome, but one run's unavailable_ms differs by 1 ms: two results, not the
+    same. "outcome": the same metrics, one run FAIL: two outcomes, no outcome named.
+    "single": one run proves nothing."""
+    leader = {"t-0": 1, "t-1": 2}
+    rows = [verdict(config="same", seed=s, events=100 + s, final_leader=dict(sorted(leader.items(), reverse=s == 2)),
+                    unavailable_ms=300) for s in (1, 2, 3)]
+    rows += [verdict(config="metric", seed=s, unavailable_ms=300 + (s == 3)) for s in (1, 2, 3)]
+    rows += [verdict(config="outcome", seed=s, outcome="FAIL" if s == 1 else "PASS") for s in (1, 2)]
+    rows += [verdict(config="single", seed=1)]
+    result = by(report.seed_agreement(verdicts(spark, rows)).collect(), "config")
+    columns = ("runs", "outcomes", "results", "same_results", "outcome")
+    assert {c: tuple(r[k] for k in columns) for c, r in result.items()} == {
+        "same": (3, 1, 1, True, "PASS"), "metric": (3, 1, 2, False, "PASS"), "outcome": (2, 2, 2, False, None),
+        "single": (1, 1, 1, False, "PASS")}
