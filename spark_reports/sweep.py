@@ -3,6 +3,7 @@ Spark tasks (each task a range of seeds of one configuration), written as Parque
 partitioned by scenario and configuration (spark_reports.schemas, docs/spark.md)."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import json
@@ -13,14 +14,16 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from pyspark.accumulators import AccumulatorParam
+from pyspark.serializers import CloudPickleSerializer
 
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
 from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
+from spark_reports.executor import Tally, is_compiled, sweep_task, worker_pool
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
 MAX_SEEDS_PER_TASK = 25
@@ -51,6 +54,8 @@ class SweepResult:
     wall_seconds: float
     tasks: int
     simulate_seconds: float = 0.0  # of wall_seconds: until the first table was written (every simulation ran)
+    tasks_compiled: int = 0  # tasks whose executor ran the compiled simulation (docs/compiled.md)
+    simulation_files: tuple[str, ...] = ()  # where the executors loaded it from (broker_core.log's __file__)
 
 
 def parse_grid(items: Sequence[str]) -> list[list[str]]:
@@ -165,11 +170,13 @@ def check_out(out: Path) -> None:
 def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | None = None,
               grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
               progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None,
-              arrow: bool | None = None) -> SweepResult:
+              arrow: bool | None = None, executor_setup: Callable[[], object] | None = None) -> SweepResult:
     """``configs``: the configurations to run, when planned already (by default
     plan_configs of the file, variant, grid and settings). ``arrow``: whether the rows
     travel as Arrow streams (by default: when the driver and the executors have
-    pyarrow) or pickled row by row."""
+    pyarrow) or pickled row by row. ``executor_setup``: a picklable callable each Python
+    worker of the sweep calls before it imports the simulation (isrlab's switch to the
+    compiled build); the sweep's workers are its own, apart from other jobs'."""
     from pyspark import StorageLevel
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
@@ -178,12 +185,15 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     sc = spark.sparkContext
     tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
     started = time.perf_counter()
-    tally = _Tally(sc)
+    tally = Tally(sc)
     shipped = sc.broadcast(configs)
     arrow = arrow_on_executors(sc) if arrow is None else arrow
-    payloads = (sc.parallelize(tasks, len(tasks))
-                .flatMap(lambda task: task_payloads(tally.counted(run_task(shipped.value, keep, task)), arrow))
-                .persist(StorageLevel.MEMORY_AND_DISK))
+    # sweep_task's module imports none of the simulation, so that the setup comes first;
+    # the RDD's function is wrapped (at persist) inside worker_pool: workers of its own.
+    with worker_pool(sc, pool_name(executor_setup)):
+        payloads = (sc.parallelize(tasks, len(tasks))
+                    .flatMap(partial(sweep_task, executor_setup, shipped, keep, arrow, tally))
+                    .persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
     group = f"isrlab-sweep-{time.time_ns()}"  # this sweep's simulations (the progress counts their tasks)
@@ -208,9 +218,19 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
     errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(tally.raising.value)]
-    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated)
+    loaded_from = tally.loaded_from.value
+    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated,
+                         sum(1 for f in loaded_from if is_compiled(f)), tuple(sorted(set(loaded_from))))
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
+
+
+def pool_name(setup: Callable[[], object] | None) -> str:
+    """The name of the Python workers that run a sweep with this setup: one pool per
+    setup, so that a worker never has to switch from one build to another."""
+    if setup is None:
+        return "plain"
+    return hashlib.sha256(CloudPickleSerializer().dumps(setup)).hexdigest()[:16]
 
 
 def _table_frame(spark, payloads, name: str, arrow: bool):
@@ -234,37 +254,6 @@ def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep
                             for c in configs],
                 "failures": result.failures, "errors": result.errors}
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-
-
-class _Tally:
-    """Runs and failures, and the failing and the raising runs (a few small tuples),
-    counted on the executors and gathered by the driver as each task ends."""
-
-    def __init__(self, sc):
-        self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
-        self.failing, self.raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
-
-    def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
-        for table, row in pairs:
-            if table == "verdicts":
-                self.runs.add(1)
-                if row[VERDICT_OUTCOME] == "FAIL":
-                    self.failed.add(1)
-                    self.failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
-            elif table == "errors":
-                self.runs.add(1)
-                self.failed.add(1)
-                self.raising.add([row])
-            yield table, row
-
-
-class _ListParam(AccumulatorParam):
-    def zero(self, value):
-        return []
-
-    def addInPlace(self, first, second):
-        first.extend(second)
-        return first
 
 
 class _Watcher:
@@ -303,10 +292,6 @@ class _Watcher:
         runs = self._runs.value
         self._progress({"tasks_done": min(done, self._total), "tasks": self._total, "runs": runs,
                         "failures": self._failed.value, "runs_per_second": runs / elapsed if elapsed else 0.0})
-
-
-VERDICT_OUTCOME = TABLES["verdicts"].fieldNames().index("outcome")
-VERDICT_REPLAY = TABLES["verdicts"].fieldNames().index("replay")
 
 
 def print_progress(state: dict) -> None:

@@ -1,0 +1,99 @@
+"""What a sweep's Spark task runs on an executor, kept apart from the simulation.
+
+Unpickling a task's function imports the modules it names. This module imports the
+standard library, pyspark and the tables' schemas only, so that unpickling the sweep's task imports none of
+the simulation: the task's ``setup`` (the caller's, e.g. isrlab's switch to the mypyc
+build, docs/compiled.md) runs first, and only then are the simulation's modules imported,
+compiled or not. The sweep's tasks also get Python workers of their own (see
+``worker_pool``): a worker that another job had left with the interpreted modules
+imported could no longer switch.
+"""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+from pyspark.accumulators import AccumulatorParam
+
+from spark_reports.schemas import TABLES  # imports none of the compiled modules (tests/spark_reports/test_sweep_speed.py)
+
+# The environment variable that keys the sweep's own Python workers (Spark keeps one pool
+# of workers per distinct environment); its value names the setup.
+POOL_ENV = "ISRLAB_SWEEP_WORKERS"
+# A compiled module of the simulation: where it was loaded from tells which code ran.
+PROBE_MODULE = "broker_core.log"
+
+
+def sweep_task(setup: Callable[[], object] | None, configs, keep: str, arrow: bool, tally: "Tally",
+               task: tuple[int, tuple[int, ...]]) -> list[tuple[str, object]]:
+    """One task of a sweep: the setup, then its seeds' payloads (spark_reports.sweep)."""
+    if setup is not None:
+        setup()
+    from spark_reports.sweep import run_task, task_payloads
+    payloads = task_payloads(tally.counted(run_task(configs.value, keep, task)), arrow)
+    tally.loaded_from.add([simulation_file()])
+    return payloads
+
+
+def simulation_file() -> str:
+    """Where this process loaded the simulation from: a .py file (interpreted) or an
+    extension module of the compiled build; "" before the simulation was imported."""
+    return getattr(sys.modules.get(PROBE_MODULE), "__file__", None) or ""
+
+
+def is_compiled(file: str) -> bool:
+    return file != "" and not file.endswith(".py")
+
+
+@contextmanager
+def worker_pool(sc, name: str) -> Iterator[None]:
+    """Python functions wrapped inside this block (an RDD's, when it is first used) run in
+    Spark's pool of Python workers for ``name``: Spark starts and reuses workers per
+    environment, and this sets one variable of it for the functions wrapped here only."""
+    before = sc.environment.get(POOL_ENV)
+    sc.environment[POOL_ENV] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            sc.environment.pop(POOL_ENV, None)
+        else:
+            sc.environment[POOL_ENV] = before
+
+
+class Tally:
+    """Runs and failures, the failing and the raising runs (a few small tuples), and where
+    each task's simulation was loaded from, counted on the executors and gathered by the
+    driver as each task ends."""
+
+    def __init__(self, sc):
+        self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
+        self.failing, self.raising = sc.accumulator([], ListParam()), sc.accumulator([], ListParam())
+        self.loaded_from = sc.accumulator([], ListParam())
+
+    def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
+        outcome, replay = VERDICT_COLUMNS
+        for table, row in pairs:
+            if table == "verdicts":
+                self.runs.add(1)
+                if row[outcome] == "FAIL":
+                    self.failed.add(1)
+                    self.failing.add([(row[1], row[2], row[replay])])
+            elif table == "errors":
+                self.runs.add(1)
+                self.failed.add(1)
+                self.raising.add([row])
+            yield table, row
+
+
+class ListParam(AccumulatorParam):
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, first, second):
+        first.extend(second)
+        return first
+
+
+VERDICT_COLUMNS = tuple(TABLES["verdicts"].fieldNames().index(name) for name in ("outcome", "replay"))
