@@ -1,22 +1,26 @@
 """What a sweep's Spark task runs on an executor, kept apart from the simulation.
 
 Unpickling a task's function imports the modules it names. This module imports the
-standard library, pyspark and the tables' schemas only, so that unpickling the sweep's task imports none of
-the simulation: the task's ``setup`` (the caller's, e.g. isrlab's switch to the mypyc
-build, docs/compiled.md) runs first, and only then are the simulation's modules imported,
-compiled or not. The sweep's tasks also get Python workers of their own (see
-``worker_pool``): a worker that another job had left with the interpreted modules
-imported could no longer switch.
+standard library, pyspark and the tables' schemas only, so that unpickling the sweep's
+task imports none of the simulation: the task's ``setup`` (the caller's, e.g. isrlab's
+switch to the mypyc build, docs/compiled.md) runs first, and only then are the
+simulation's modules imported, compiled or not. The sweep's tasks also get Python
+workers of their own (``worker_pool``): a worker that another job had left with the
+interpreted modules imported could no longer switch.
 """
 from __future__ import annotations
 
 import sys
+import tempfile
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from pyspark.accumulators import AccumulatorParam
 
-from spark_reports.schemas import TABLES  # imports none of the compiled modules (tests/spark_reports/test_sweep_speed.py)
+from spark_reports.schemas import TABLES  # imports none of the compiled modules (tests/spark_reports/test_sweep_compiled.py)
+
+if TYPE_CHECKING:
+    from spark_reports.sweep import Config
 
 # The environment variable that keys the sweep's own Python workers (Spark keeps one pool
 # of workers per distinct environment); its value names the setup.
@@ -27,13 +31,55 @@ PROBE_MODULE = "broker_core.log"
 
 def sweep_task(setup: Callable[[], object] | None, configs, keep: str, arrow: bool, tally: "Tally",
                task: tuple[int, tuple[int, ...]]) -> list[tuple[str, object]]:
-    """One task of a sweep: the setup, then its seeds' payloads (spark_reports.sweep)."""
+    """One task of a sweep: the setup, then its seeds' payloads, and where the simulation
+    came from (spark_reports.sweep's run_sweep gathers them)."""
     if setup is not None:
         setup()
-    from spark_reports.sweep import run_task, task_payloads
     payloads = task_payloads(tally.counted(run_task(configs.value, keep, task)), arrow)
     tally.loaded_from.add([simulation_file()])
     return payloads
+
+
+def run_task(configs: Sequence["Config"], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
+    """On an executor: run each seed of the task and yield (table, row) pairs; a run
+    whose simulation raised yields one ("errors", (config, seed, message, replay))."""
+    from scenarios.runner import SimulationFailed, run_scenario_events
+    from spark_reports import rows
+    config = configs[task[0]]
+    base = config.scenario
+    scenario_name = base.name[: -len(f"-{base.variant}")] if base.variant else base.name
+    for seed in task[1]:
+        replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
+        with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
+            try:
+                result, events = run_scenario_events(base, seed, folder, plot=False)
+            except SimulationFailed as exc:
+                yield "errors", (config.label, seed, str(exc), replay)
+                continue
+        key = {"scenario": scenario_name, "config": config.label, "seed": seed,
+               "run_id": f"{base.name}-seed{seed}"}
+        yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
+        yield from (("operations", r) for r in rows.operation_rows(key, events))
+        yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
+        if keep == "all" or (keep == "failing" and not result.passed):
+            yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
+
+
+def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
+    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
+    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
+    if arrow:
+        from spark_reports.payload import TableStream
+        streams = {name: TableStream(name) for name in TABLES}
+        for table, row in pairs:
+            if table in streams:
+                streams[table].add(row)
+        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
+    by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
+    for table, row in pairs:
+        if table in by_table:
+            by_table[table].append(row)
+    return [(name, table_rows) for name, table_rows in by_table.items() if table_rows]
 
 
 def simulation_file() -> str:

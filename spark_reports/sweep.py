@@ -10,19 +10,18 @@ import json
 import math
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from pyspark.serializers import CloudPickleSerializer
 
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
-from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
+from scenarios.runner import KEEP_CHOICES, replay_command
 from spark_reports.executor import Tally, is_compiled, sweep_task, worker_pool
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
@@ -99,48 +98,6 @@ def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[t
     wanted = max(1, TASKS_PER_CORE * parallelism // max(n_configs, 1))
     size = max(1, min(MAX_SEEDS_PER_TASK, math.ceil(len(seeds) / wanted)))
     return [(c, tuple(seeds[i:i + size])) for c in range(n_configs) for i in range(0, len(seeds), size)]
-
-
-def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
-    """On an executor: run each seed of the task and yield (table, row) pairs; a run
-    whose simulation raised yields one ("errors", (config, seed, message, replay))."""
-    from scenarios.runner import run_scenario_events
-    from spark_reports import rows
-    config = configs[task[0]]
-    base = config.scenario
-    scenario_name = base.name[: -len(f"-{base.variant}")] if base.variant else base.name
-    for seed in task[1]:
-        replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
-        with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
-            try:
-                result, events = run_scenario_events(base, seed, folder, plot=False)
-            except SimulationFailed as exc:
-                yield "errors", (config.label, seed, str(exc), replay)
-                continue
-        key = {"scenario": scenario_name, "config": config.label, "seed": seed,
-               "run_id": f"{base.name}-seed{seed}"}
-        yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
-        yield from (("operations", r) for r in rows.operation_rows(key, events))
-        yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
-        if keep == "all" or (keep == "failing" and not result.passed):
-            yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
-
-
-def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
-    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
-    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
-    if arrow:
-        from spark_reports.payload import TableStream
-        streams = {name: TableStream(name) for name in TABLES}
-        for table, row in pairs:
-            if table in streams:
-                streams[table].add(row)
-        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
-    by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
-    for table, row in pairs:
-        if table in by_table:
-            by_table[table].append(row)
-    return [(name, table_rows) for name, table_rows in by_table.items() if table_rows]
 
 
 def has_arrow() -> bool:
