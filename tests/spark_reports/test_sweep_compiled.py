@@ -85,3 +85,12 @@ def test_a_local_sweep_runs_compiled_when_the_build_matches_and_writes_what_an_i
     assert len(compiled_rows["verdicts"]) == 4 and len(compiled_rows["traces"]) > 1000
     for name in TABLES:
         assert compiled_rows[name] == interpreted_rows[name], name
+
+
+def test_the_driver_jvm_runs_with_the_options_that_spare_its_warm_up(spark):
+    """C1 alone and the serial collector (spark_reports/session.py): the JVM the session
+    started says it runs with them."""
+    from spark_reports.session import DRIVER_JVM_OPTIONS
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(bean.getInputArguments())
+    assert all(option in arguments for option in DRIVER_JVM_OPTIONS.split()), arguments
