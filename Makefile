@@ -138,10 +138,10 @@ test-deep: $(TEST_STAMP)
 bench: $(STAMP) compiled
 	$(PY) bench/sim_speed.py --write docs/benchmarks.md
 
-# Spark sweeps against one process, and the report against DuckDB (docs/benchmarks.md).
-bench-spark: $(STAMP)
+# Spark sweeps against isrlab run --jobs N and one process, compiled and interpreted, and the report against DuckDB (docs/benchmarks.md).
+bench-spark: $(STAMP) compiled
 	$(PY) -m pip install --quiet duckdb
-	$(PY) bench/spark_sweep.py --seeds 1000 --write docs/benchmarks.md
+	$(PY) bench/spark_sweep.py --seeds 200 --serial --write docs/benchmarks.md
 	$(PY) bench/spark_report.py
 
 clean:

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping
 
-from analysis.workload import client_id
-
 SCHEMA_VERSION = 1
 COMMON_FIELDS = ("schema_version", "run_id", "seed", "binding", "t_ms", "node", "type")
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
@@ -207,6 +205,9 @@ def client_ids(scenario) -> dict[str, str]:
     """Each client process's client.id (``producer-0`` -> ``noisy``): the broker's quota
     events name the client id and, in the real binding, a connection of its own, so a
     checker needs this to know which process a throttle was for."""
+    # Imported here: analysis.workload is compiled (docs/compiled.md), and a Spark task's
+    # module imports this one before its executor switches to the build.
+    from analysis.workload import client_id
     return {**{f"producer-{i}": client_id(w, "producer", i) for i, w in enumerate(scenario.producers)},
             **{f"consumer-{i}": client_id(w, "consumer", i) for i, w in enumerate(scenario.consumers)}}
 

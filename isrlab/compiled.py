@@ -7,7 +7,8 @@ the import system load those extension modules in place of the sources, but only
 the build matches the sources exactly; otherwise, and whenever the build is absent or
 failed, everything runs interpreted, as it always can. Only the simulation uses it
 (``isrlab run`` with the sim binding, its ``--jobs`` workers, bench/sim_speed.py's
-compiled runs); the real binding and Spark's workers stay interpreted. The compiled
+compiled runs, and the Python workers of a Spark sweep on a local master:
+:func:`executor_setup`); the real binding stays interpreted. The compiled
 and the interpreted code write byte-identical traces (tests/test_compiled.py).
 
 ``ISRLAB_COMPILED`` chooses: unset or ``auto`` uses a fresh build when there is one
@@ -27,7 +28,9 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = ROOT / "build" / "mypyc"
@@ -210,6 +213,29 @@ def activate(setting: str | None = None, say=None) -> bool:
         return False
     sys.meta_path.insert(0, _CompiledFinder(extensions))
     return True
+
+
+def executor_setup(master: str, setting: str | None = None, say=None) -> Callable[[], bool] | None:
+    """What a Spark sweep's Python workers call before they import the simulation: this
+    process's :func:`activate` of the build, when the build matches the sources and the
+    workers share this machine's files (a ``local`` master: they import the very folders
+    the build was checked against). Otherwise None, and the workers run interpreted:
+    ``say`` is told why once, where :func:`activate` would say it (a stale build, a build
+    asked for with ``1`` or a path, a usable build that a cluster's workers cannot load)."""
+    setting = (os.environ.get(ENV, "auto") if setting is None else setting).strip() or "auto"
+    say = say or (lambda text: print(f"isrlab: {text}; the Spark executors run interpreted", file=sys.stderr))
+    if setting == "0":
+        return None
+    build_dir = DEFAULT_DIR if setting in ("auto", "1") else Path(setting)
+    extensions, why = usable_build(build_dir)
+    if extensions is None:
+        if setting != "auto" or (build_dir / MANIFEST).exists():
+            say(why)
+        return None
+    if not master.startswith("local"):
+        say(f"the compiled build in {build_dir} is loaded by local executors only, not by {master}'s")
+        return None
+    return partial(activate, str(build_dir.resolve()))
 
 
 def in_use() -> bool:

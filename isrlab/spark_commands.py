@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from isrlab import compiled
 from isrlab.usage import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds
 from scenarios.runner import KEEP_CHOICES
 
@@ -65,9 +66,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         configs = plan_configs(args.file, args.variant, args.grid or (), args.set or ())  # bad input before Spark starts
         print(f"sweep of {args.file}: {len(configs)} configuration(s) x {len(seeds)} seeds = "
               f"{len(configs) * len(seeds)} runs on {args.master}")
+        # The executors switch to the compiled build themselves, before they import the
+        # simulation (isrlab/compiled.py); this driver only plans and writes.
+        setup = compiled.executor_setup(args.master)
         with spark_session(args.master, "isrlab sweep") as spark:
             return configs, run_sweep(spark, args.file, seeds, out, args.variant, args.grid or (), args.set or (),
-                                      args.keep, progress=print_progress, configs=configs)
+                                      args.keep, progress=print_progress, configs=configs, executor_setup=setup)
     done = _on_spark(job, SweepError)
     if done is None:
         return EXIT_BAD_INPUT
@@ -87,7 +91,9 @@ def _print_sweep(result, configs, seeds: int) -> None:
         errors = sum(1 for e in result.errors if e["config"] == config.label)
         print(f"  {config.label:<{width}}  {seeds:>6}  {seeds - failed - errors:>6}  {failed + errors:>6}")
     rate = result.runs / result.wall_seconds if result.wall_seconds else 0.0
-    print(f"{result.runs} runs in {result.tasks} tasks, {result.wall_seconds:.1f} s ({rate:.1f} runs/s); "
+    code = ("compiled" if result.tasks_compiled == result.tasks else "interpreted" if not result.tasks_compiled
+            else f"compiled in {result.tasks_compiled} of {result.tasks} tasks")
+    print(f"{result.runs} runs in {result.tasks} tasks ({code}), {result.wall_seconds:.1f} s ({rate:.1f} runs/s); "
           f"tables under {result.out}: verdicts, operations, cluster_events, traces")
     print(f"  report: isrlab report {result.out}")
     for failure in result.failures:

@@ -126,12 +126,19 @@ def _ship_code(session, master: str) -> None:
         session.sparkContext.addPyFile(str(project_zip()))
 
 
+# The driver's JVM (in local mode also the executors') is short-lived: a sweep of a few
+# dozen runs used as much CPU in it as in the simulations, mostly the JIT warming Spark's
+# own code up. C1 alone and the serial collector cut that by a third on the 2-core
+# machine (docs/spark.md, "Where a local sweep's time goes"); the Python workers do the work.
+DRIVER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def _builder(master: str, app_name: str):
     from pyspark.sql import SparkSession
     log_option = f"-Dlog4j2.configurationFile=file:{_log_config()}"
     local = master.startswith("local")
     builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.driver.extraJavaOptions", log_option)
+               .config("spark.driver.extraJavaOptions", f"{log_option} {DRIVER_JVM_OPTIONS}")
                .config("spark.executor.extraJavaOptions", log_option)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")

@@ -3,25 +3,27 @@ Spark tasks (each task a range of seeds of one configuration), written as Parque
 partitioned by scenario and configuration (spark_reports.schemas, docs/spark.md)."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import json
 import math
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Sequence
 
-from pyspark.accumulators import AccumulatorParam
+from pyspark.serializers import CloudPickleSerializer
 
 from analysis.seed_agreement import run_signature
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
-from scenarios.runner import KEEP_CHOICES, SimulationFailed, replay_command
+from scenarios.runner import KEEP_CHOICES, replay_command
+from spark_reports.executor import Tally, is_compiled, sweep_task, worker_pool
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
 MAX_SEEDS_PER_TASK = 25
@@ -53,6 +55,8 @@ class SweepResult:
     tasks: int
     simulate_seconds: float = 0.0  # of wall_seconds: until the first table was written (every simulation ran)
     same_results: tuple[dict, ...] = ()  # config, runs, outcome of each configuration whose seeds changed nothing
+    tasks_compiled: int = 0  # tasks whose executor ran the compiled simulation (docs/compiled.md)
+    simulation_files: tuple[str, ...] = ()  # where the executors loaded it from (broker_core.log's __file__)
 
 
 def parse_grid(items: Sequence[str]) -> list[list[str]]:
@@ -98,48 +102,6 @@ def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[t
     return [(c, tuple(seeds[i:i + size])) for c in range(n_configs) for i in range(0, len(seeds), size)]
 
 
-def run_task(configs: Sequence[Config], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
-    """On an executor: run each seed of the task and yield (table, row) pairs; a run
-    whose simulation raised yields one ("errors", (config, seed, message, replay))."""
-    from scenarios.runner import run_scenario_events
-    from spark_reports import rows
-    config = configs[task[0]]
-    base = config.scenario
-    scenario_name = base.name[: -len(f"-{base.variant}")] if base.variant else base.name
-    for seed in task[1]:
-        replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
-        with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
-            try:
-                result, events = run_scenario_events(base, seed, folder, plot=False)
-            except SimulationFailed as exc:
-                yield "errors", (config.label, seed, str(exc), replay)
-                continue
-        key = {"scenario": scenario_name, "config": config.label, "seed": seed,
-               "run_id": f"{base.name}-seed{seed}"}
-        yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
-        yield from (("operations", r) for r in rows.operation_rows(key, events))
-        yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
-        if keep == "all" or (keep == "failing" and not result.passed):
-            yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
-
-
-def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
-    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
-    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
-    if arrow:
-        from spark_reports.payload import TableStream
-        streams = {name: TableStream(name) for name in TABLES}
-        for table, row in pairs:
-            if table in streams:
-                streams[table].add(row)
-        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
-    by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
-    for table, row in pairs:
-        if table in by_table:
-            by_table[table].append(row)
-    return [(name, table_rows) for name, table_rows in by_table.items() if table_rows]
-
-
 def has_arrow() -> bool:
     """pyarrow and pandas importable here: PySpark's "sql" extra, which mapInArrow needs."""
     return all(importlib.util.find_spec(name) is not None for name in ("pyarrow", "pandas"))
@@ -167,11 +129,13 @@ def check_out(out: Path) -> None:
 def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | None = None,
               grid: Sequence[str] = (), settings: Sequence[str] = (), keep: str = "failing",
               progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None,
-              arrow: bool | None = None) -> SweepResult:
+              arrow: bool | None = None, executor_setup: Callable[[], object] | None = None) -> SweepResult:
     """``configs``: the configurations to run, when planned already (by default
     plan_configs of the file, variant, grid and settings). ``arrow``: whether the rows
     travel as Arrow streams (by default: when the driver and the executors have
-    pyarrow) or pickled row by row."""
+    pyarrow) or pickled row by row. ``executor_setup``: a picklable callable each Python
+    worker of the sweep calls before it imports the simulation (isrlab's switch to the
+    compiled build); the sweep's workers are its own, apart from other jobs'."""
     from pyspark import StorageLevel
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
@@ -180,12 +144,15 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     sc = spark.sparkContext
     tasks = plan_tasks(len(configs), list(seeds), sc.defaultParallelism)
     started = time.perf_counter()
-    tally = _Tally(sc)
+    tally = Tally(sc)
     shipped = sc.broadcast(configs)
     arrow = arrow_on_executors(sc) if arrow is None else arrow
-    payloads = (sc.parallelize(tasks, len(tasks))
-                .flatMap(lambda task: task_payloads(tally.counted(run_task(shipped.value, keep, task)), arrow))
-                .persist(StorageLevel.MEMORY_AND_DISK))
+    # sweep_task's module imports none of the simulation, so that the setup comes first;
+    # the RDD's function is wrapped (at persist) inside worker_pool: workers of its own.
+    with worker_pool(sc, pool_name(executor_setup)):
+        payloads = (sc.parallelize(tasks, len(tasks))
+                    .flatMap(partial(sweep_task, executor_setup, shipped, keep, arrow, tally))
+                    .persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
     group = f"isrlab-sweep-{time.time_ns()}"  # this sweep's simulations (the progress counts their tasks)
@@ -210,10 +177,20 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
     errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(tally.raising.value)]
+    loaded_from = tally.loaded_from.value
     result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated,
-                         same_results(configs, len(seeds), tally.signatures.value, errors))
+                         same_results(configs, len(seeds), tally.signatures.value, errors),
+                         sum(1 for f in loaded_from if is_compiled(f)), tuple(sorted(set(loaded_from))))
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
+
+
+def pool_name(setup: Callable[[], object] | None) -> str:
+    """The name of the Python workers that run a sweep with this setup: one pool per
+    setup, so that a worker never has to switch from one build to another."""
+    if setup is None:
+        return "plain"
+    return hashlib.sha256(CloudPickleSerializer().dumps(setup)).hexdigest()[:16]
 
 
 def _table_frame(spark, payloads, name: str, arrow: bool):
@@ -249,55 +226,6 @@ def same_results(configs: Sequence[Config], seeds: int, signatures: set, errors:
         if seeds >= 2 and len(mine) == 1 and config.label not in raised:
             found.append({"config": config.label, "runs": seeds, "outcome": next(iter(mine))[0]})
     return tuple(found)
-
-
-class _Tally:
-    """Runs and failures, and the failing and the raising runs (a few small tuples),
-    counted on the executors and gathered by the driver as each task ends. Of the
-    runs' signatures (analysis.seed_agreement) a task sends at most two per
-    configuration: a second one already says the seeds changed something."""
-
-    def __init__(self, sc):
-        self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
-        self.failing, self.raising = sc.accumulator([], _ListParam()), sc.accumulator([], _ListParam())
-        self.signatures = sc.accumulator(set(), _SetParam())
-
-    def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
-        seen: dict[str, set] = {}
-        for table, row in pairs:
-            if table == "verdicts":
-                signature = run_signature(row[VERDICT_OUTCOME], dict(zip(VERDICT_COLUMNS, row)))
-                mine = seen.setdefault(row[1], set())
-                if signature not in mine and len(mine) < 2:
-                    mine.add(signature)
-                    self.signatures.add({(row[1], row[VERDICT_OUTCOME], signature)})
-                self.runs.add(1)
-                if row[VERDICT_OUTCOME] == "FAIL":
-                    self.failed.add(1)
-                    self.failing.add([(row[1], row[2], row[VERDICT_REPLAY])])
-            elif table == "errors":
-                self.runs.add(1)
-                self.failed.add(1)
-                self.raising.add([row])
-            yield table, row
-
-
-class _ListParam(AccumulatorParam):
-    def zero(self, value):
-        return []
-
-    def addInPlace(self, first, second):
-        first.extend(second)
-        return first
-
-
-class _SetParam(AccumulatorParam):
-    def zero(self, value):
-        return set()
-
-    def addInPlace(self, first, second):
-        first |= second
-        return first
 
 
 class _Watcher:
@@ -336,11 +264,6 @@ class _Watcher:
         runs = self._runs.value
         self._progress({"tasks_done": min(done, self._total), "tasks": self._total, "runs": runs,
                         "failures": self._failed.value, "runs_per_second": runs / elapsed if elapsed else 0.0})
-
-
-VERDICT_COLUMNS = TABLES["verdicts"].fieldNames()
-VERDICT_OUTCOME = VERDICT_COLUMNS.index("outcome")
-VERDICT_REPLAY = TABLES["verdicts"].fieldNames().index("replay")
 
 
 def print_progress(state: dict) -> None:

@@ -12,7 +12,8 @@ from scenarios.parse import parse_scenario
 from spark_reports.load import read_sweep
 from spark_reports.payload import decode_rows
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, TABLES
-from spark_reports.sweep import Config, plan_configs, run_sweep, run_task, task_payloads
+from spark_reports.executor import run_task, task_payloads
+from spark_reports.sweep import Config, plan_configs, run_sweep
 from tests.spark_reports.conftest import JEPSEN, ROOT
 
 

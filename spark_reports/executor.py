@@ -1,0 +1,166 @@
+"""What a sweep's Spark task runs on an executor, kept apart from the simulation.
+
+Unpickling a task's function imports the modules it names. This module imports the
+standard library, pyspark and the tables' schemas only, so that unpickling the sweep's
+task imports none of the simulation: the task's ``setup`` (the caller's, e.g. isrlab's
+switch to the mypyc build, docs/compiled.md) runs first, and only then are the
+simulation's modules imported, compiled or not. The sweep's tasks also get Python
+workers of their own (``worker_pool``): a worker that another job had left with the
+interpreted modules imported could no longer switch.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+
+from pyspark.accumulators import AccumulatorParam
+
+from spark_reports.schemas import TABLES  # imports none of the compiled modules (tests/spark_reports/test_sweep_compiled.py)
+
+if TYPE_CHECKING:
+    from spark_reports.sweep import Config
+
+# The environment variable that keys the sweep's own Python workers (Spark keeps one pool
+# of workers per distinct environment); its value names the setup.
+POOL_ENV = "ISRLAB_SWEEP_WORKERS"
+# A compiled module of the simulation: where it was loaded from tells which code ran.
+PROBE_MODULE = "broker_core.log"
+
+
+def sweep_task(setup: Callable[[], object] | None, configs, keep: str, arrow: bool, tally: "Tally",
+               task: tuple[int, tuple[int, ...]]) -> list[tuple[str, object]]:
+    """One task of a sweep: the setup, then its seeds' payloads, and where the simulation
+    came from (spark_reports.sweep's run_sweep gathers them)."""
+    if setup is not None:
+        setup()
+    payloads = task_payloads(tally.counted(run_task(configs.value, keep, task)), arrow)
+    tally.loaded_from.add([simulation_file()])
+    return payloads
+
+
+def run_task(configs: Sequence["Config"], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
+    """On an executor: run each seed of the task and yield (table, row) pairs; a run
+    whose simulation raised yields one ("errors", (config, seed, message, replay))."""
+    from scenarios.runner import SimulationFailed, run_scenario_events
+    from spark_reports import rows
+    config = configs[task[0]]
+    base = config.scenario
+    scenario_name = base.name[: -len(f"-{base.variant}")] if base.variant else base.name
+    for seed in task[1]:
+        replay = f"{config.replay_parts[0]} --seed {seed}{config.replay_parts[1]}"
+        with tempfile.TemporaryDirectory(prefix="isrlab-sweep-") as folder:
+            try:
+                result, events = run_scenario_events(base, seed, folder, plot=False)
+            except SimulationFailed as exc:
+                yield "errors", (config.label, seed, str(exc), replay)
+                continue
+        key = {"scenario": scenario_name, "config": config.label, "seed": seed,
+               "run_id": f"{base.name}-seed{seed}"}
+        yield "verdicts", rows.verdict_row(key, result, config.variant, config.grid, replay)
+        yield from (("operations", r) for r in rows.operation_rows(key, events))
+        yield from (("cluster_events", r) for r in rows.cluster_event_rows(key, events))
+        if keep == "all" or (keep == "failing" and not result.passed):
+            yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
+
+
+def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
+    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
+    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
+    if arrow:
+        from spark_reports.payload import TableStream
+        streams = {name: TableStream(name) for name in TABLES}
+        for table, row in pairs:
+            if table in streams:
+                streams[table].add(row)
+        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
+    by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
+    for table, row in pairs:
+        if table in by_table:
+            by_table[table].append(row)
+    return [(name, table_rows) for name, table_rows in by_table.items() if table_rows]
+
+
+def simulation_file() -> str:
+    """Where this process loaded the simulation from: a .py file (interpreted) or an
+    extension module of the compiled build; "" before the simulation was imported."""
+    return getattr(sys.modules.get(PROBE_MODULE), "__file__", None) or ""
+
+
+def is_compiled(file: str) -> bool:
+    return file != "" and not file.endswith(".py")
+
+
+@contextmanager
+def worker_pool(sc, name: str) -> Iterator[None]:
+    """Python functions wrapped inside this block (an RDD's, when it is first used) run in
+    Spark's pool of Python workers for ``name``: Spark starts and reuses workers per
+    environment, and this sets one variable of it for the functions wrapped here only."""
+    before = sc.environment.get(POOL_ENV)
+    sc.environment[POOL_ENV] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            sc.environment.pop(POOL_ENV, None)
+        else:
+            sc.environment[POOL_ENV] = before
+
+
+class Tally:
+    """Runs and failures, the failing and the raising runs (a few small tuples), and where
+    each task's simulation was loaded from, counted on the executors and gathered by the
+    driver as each task ends."""
+
+    def __init__(self, sc):
+        self.runs, self.failed = sc.accumulator(0), sc.accumulator(0)
+        self.failing, self.raising = sc.accumulator([], ListParam()), sc.accumulator([], ListParam())
+        self.loaded_from = sc.accumulator([], ListParam())
+        self.signatures = sc.accumulator(set(), SetParam())
+
+    def counted(self, pairs: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple]]:
+        """Of the runs' signatures (analysis.seed_agreement) a task sends at most two per
+        configuration: a second one already says the seeds changed something."""
+        # imported here, on the executor once its setup ran: analysis is the simulation's layer
+        from analysis.seed_agreement import run_signature
+        outcome, replay = VERDICT_COLUMNS
+        names = TABLES["verdicts"].fieldNames()
+        seen: dict[str, set] = {}
+        for table, row in pairs:
+            if table == "verdicts":
+                signature = run_signature(row[outcome], dict(zip(names, row)))
+                mine = seen.setdefault(row[1], set())
+                if signature not in mine and len(mine) < 2:
+                    mine.add(signature)
+                    self.signatures.add({(row[1], row[outcome], signature)})
+                self.runs.add(1)
+                if row[outcome] == "FAIL":
+                    self.failed.add(1)
+                    self.failing.add([(row[1], row[2], row[replay])])
+            elif table == "errors":
+                self.runs.add(1)
+                self.failed.add(1)
+                self.raising.add([row])
+            yield table, row
+
+
+class SetParam(AccumulatorParam):
+    def zero(self, value):
+        return set()
+
+    def addInPlace(self, first, second):
+        first |= second
+        return first
+
+
+class ListParam(AccumulatorParam):
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, first, second):
+        first.extend(second)
+        return first
+
+
+VERDICT_COLUMNS = tuple(TABLES["verdicts"].fieldNames().index(name) for name in ("outcome", "replay"))
