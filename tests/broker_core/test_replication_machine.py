@@ -40,9 +40,10 @@ def test_power_loss_keeps_every_invariant_when_each_append_is_fsynced():
 # (profile, overrides, power loss rule on, the setting named in allowed_by, examples, steps per example).
 # The first three are found by nearly every seed within a second of CPU. An unclean loss
 # takes a few seconds on average, with longer examples (several failures must pile up).
-# KIP-279's divergence needs a follower that missed several leader changes: a random
-# search finds it in about 15 to 40 s of CPU, too long for `make test`, so it runs under
-# ISRLAB_DEEP=1 only.
+# KIP-279's divergence needs a follower that missed several leader changes. Searches
+# found it after 14 s (random, examples of 100 rules) and 1.5 s (derandomized, 200 rules),
+# but a random search of 200 rules found nothing in 4 minutes: too rare for `make test`,
+# so it runs under ISRLAB_DEEP=1 only, and may need a longer budget there.
 UNSAFE = [
     pytest.param("kafka-0.8", {}, False, "truncation: high_watermark", 150, None, id="kafka-0.8"),
     pytest.param("kafka-2.7", {"truncation": "high_watermark"}, False, "truncation: high_watermark", 150, None,
@@ -51,7 +52,7 @@ UNSAFE = [
     pytest.param("kafka-2.7", {"unclean.leader.election.enable": True}, False, "unclean.leader.election.enable",
                  120, 150, id="unclean-election", marks=pytest.mark.slow),
     pytest.param("kafka-2.7", {"truncation": "leader_epoch_kip101"}, False, "truncation: leader_epoch_kip101",
-                 3000, 200, id="truncation-leader_epoch_kip101",
+                 3000, 100, id="truncation-leader_epoch_kip101",
                  marks=[pytest.mark.slow, pytest.mark.skipif(not DEEP, reason="found only by a long search: ISRLAB_DEEP=1")]),
 ]
 
