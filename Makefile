@@ -130,7 +130,7 @@ test-fast: $(TEST_STAMP) compiled zookeeper kcat chromium lossyfs
 
 # The property tests (hypothesis) with many more examples than `make test` draws:
 # ISRLAB_DEEP=1 raises every one's count (tests/properties/depth.py, docs/testing.md).
-PROPERTY_TESTS := tests/properties tests/broker_core/test_cleaner_properties.py tests/broker_core/test_quota_properties.py
+PROPERTY_TESTS := tests/properties tests/broker_core/test_cleaner_properties.py tests/broker_core/test_quota_properties.py tests/broker_core/test_replication_machine.py
 test-deep: $(TEST_STAMP)
 	ISRLAB_DEEP=1 $(PY) -m pytest -q $(PYTEST_PARALLEL) $(PROPERTY_TESTS)
 
