@@ -86,9 +86,10 @@ class Shrinker:
 
     def shrink(self, document: dict, facts: Facts) -> tuple[dict, Facts]:
         """Greedy: apply the first edit that keeps the violation, then look again, until
-        no edit helps or the run limit is reached."""
+        no edit helps or the run limit is reached. Fewer records come first: every later
+        run is cheaper for them."""
         passes: list[Callable[[dict, Facts], Iterator[Candidate]]] = [
-            _fewer_faults, _concrete, _shorter_faults, _shorter_run, _fewer_records, _fewer_brokers,
+            _fewer_records, _fewer_faults, _concrete, _shorter_faults, _shorter_run, _fewer_brokers,
             self._base_config, _fewer_consumers, _not_optional]
         improved = True
         while improved and self.runs < self.max_runs:
@@ -218,22 +219,34 @@ def _shorter_faults(document: dict, facts: Facts) -> Iterator[Candidate]:
 
 
 def _shorter_run(document: dict, facts: Facts) -> Iterator[Candidate]:
+    """The shortest run the faults allow first (its runs are the cheapest), then half and
+    three quarters of it."""
     duration = _ms(document["duration"])
     latest = max([_ms(s.get("at", s.get("after", 0))) for s in _faults(document)] + [0])
-    for shorter in (duration // 2, duration * 3 // 4):
-        shorter = max(shorter // 1000 * 1000, (latest // 1000 + 2) * 1000)  # whole seconds, after the last fault
-        if shorter < duration:
-            yield f"run {duration_text(shorter)}", {**copy.deepcopy(document), "duration": duration_text(shorter)}
+    shortest = (latest // 1000 + 2) * 1000  # whole seconds, after the last fault
+    cuts = tuple(max(cut // 1000 * 1000, shortest) for cut in (shortest, duration // 2, duration * 3 // 4))
+    for shorter in _smaller(duration, cuts):
+        yield f"run {duration_text(shorter)}", {**copy.deepcopy(document), "duration": duration_text(shorter)}
+
+
+def _smaller(current: int, values: tuple[int, ...]) -> list[int]:
+    """The values below ``current``, each once, in the order given."""
+    return [v for v in dict.fromkeys(values) if v < current]
 
 
 def _fewer_records(document: dict, facts: Facts) -> Iterator[Candidate]:
+    """A producer's rate: one record a second first, then a quarter, then half (a run's
+    cost grows with its records, so the first cut that holds makes every later run cheap)."""
     producers = (document.get("workload") or {}).get("producers") or []
     for i, producer in enumerate(producers):
         rate = float(producer.get("rate", 100))
-        if "records" not in producer and rate >= 2:
-            def halve(d: dict, i: int = i, rate: float = rate) -> None:
-                d["workload"]["producers"][i]["rate"] = int(rate // 2)
-            yield f"producer {i} at {int(rate // 2)} records/s", _edit(document, halve)
+        if "records" in producer or rate < 2:
+            continue
+        for lower in _smaller(int(rate), (1, int(rate // 4), int(rate // 2))):
+            if lower >= 1:
+                def set_rate(d: dict, i: int = i, lower: int = lower) -> None:
+                    d["workload"]["producers"][i]["rate"] = lower
+                yield f"producer {i} at {lower} records/s", _edit(document, set_rate)
 
 
 def _fewer_brokers(document: dict, facts: Facts) -> Iterator[Candidate]:
