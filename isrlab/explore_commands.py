@@ -23,15 +23,14 @@ def _budget(text: str) -> float:
 
 
 def add_parsers(sub) -> None:
-    from scenarios.explore.search import PROPERTIES
     explore = sub.add_parser(
         "explore", help="search drawn fault schedules for a violation, shrink it, save it as a scenario",
         description="Draw fault schedules (every fault kind, role targets and triggers) around a base scenario "
                     "(its cluster, topics, config and workload; its own faults and expectations are left out), "
                     "run them in the simulation until one violates the property, shrink that run, and write it "
                     "as a scenario file that isrlab run replays (docs/explore.md). Exit 0 when nothing was found "
-                    "within the budget, 1 when a violation was found and written.",
-        epilog="properties: " + ", ".join(PROPERTIES))
+                    "within the budget, 1 when a violation was found and written.")
+    _properties_in_help(explore)
     explore.add_argument("file", help="the base scenario YAML file")
     explore.add_argument("--property", required=True, metavar="NAME",
                          help="the checker or invariant whose violation to find, or invariants for any invariant "
@@ -58,6 +57,20 @@ def add_parsers(sub) -> None:
                          help="at most N runs to shrink a violation (default 300)")
     explore.add_argument("--out", help="output folder (default runs/explore-NAME)")
     explore.set_defaults(func=cmd_explore)
+
+
+def _properties_in_help(parser: argparse.ArgumentParser) -> None:
+    """The properties, listed after the options in --help, looked up only when the help is
+    shown: importing them (the checkers, the invariants) while the parsers are built
+    would import the simulation's modules before any command can switch the compiled
+    build on (isrlab/compiled.py), and every command would then run interpreted."""
+    plain = parser.format_help
+
+    def format_help() -> str:
+        from scenarios.explore.search import PROPERTIES
+        parser.epilog = "properties: " + ", ".join(PROPERTIES)
+        return plain()
+    parser.format_help = format_help  # type: ignore[method-assign]
 
 
 def _command(args: argparse.Namespace) -> str:
