@@ -78,6 +78,11 @@ class Violation:
     seen: Mapping[str, Any] = field(default_factory=dict)
     allowed_by: tuple[str, ...] = ()  # the unsafe settings in force under which Kafka breaks it too
 
+    def __reduce__(self) -> tuple[Any, tuple]:
+        """Pickled by its fields (a run's result crosses from a worker process): compiled
+        by mypyc, a frozen dataclass refuses the attribute writes of plain unpickling."""
+        return Violation, (self.invariant, self.partition, self.brokers, dict(self.seen), self.allowed_by)
+
     def describe(self) -> str:
         where = f" {self.partition}" if self.partition else ""
         brokers = ",".join(str(b) for b in self.brokers)

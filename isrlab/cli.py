@@ -43,7 +43,9 @@ def _print_run(result) -> None:
     print(f"  records acknowledged:     {s.acknowledged}")
     if result.violation is not None:  # stopped before the final read: nothing to count as missing
         _print_violation(result)
-        print(f"\n  trace:     {result.trace_path}\n  outcome:   FAIL\n  replay:    {result.replay_command}")
+        _print_invariant_expected(result)
+        print(f"\n  trace:     {result.trace_path}\n  outcome:   {'PASS' if result.passed else 'FAIL'}\n"
+              f"  replay:    {result.replay_command}")
         return
     print(f"  records read back:        {s.read_back}{'' if s.final_read_complete else '  (final read incomplete)'}")
     print(f"  acknowledged but missing: {s.missing_count}")
@@ -61,6 +63,7 @@ def _print_run(result) -> None:
     if result.evaluations:
         print("\nexpectations:")
         print(format_evaluation(result.evaluations))
+    _print_invariant_expected(result)
     for reason in result.untested:
         print(f"\n  NOT TESTED: {reason}")
     print()
@@ -81,6 +84,15 @@ def _print_violation(result) -> None:
     print(f"    seed {result.seed}, simulated time {int(result.violation_at_ms)} ms; the run stopped there "
           f"(not judged)")
     print(f"    replay: {result.replay_command}")
+
+
+def _print_invariant_expected(result) -> None:
+    """``expect: {invariant_violated: NAME}`` (a file isrlab explore wrote): did NAME stop the run?"""
+    if result.invariant_expected is None:
+        return
+    got = result.violation.invariant if result.violation is not None else "none (the run was not stopped)"
+    print(f"\nexpectations:\n  invariant_violated  expected {result.scenario.expect_invariant}  got {got}  "
+          f"{'ok' if result.invariant_expected else 'FAILED'}")
 
 
 def _targets(targets) -> str:

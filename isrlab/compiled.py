@@ -44,14 +44,15 @@ GROUP = "isrlab_compiled"  # mypyc's shared library is GROUP__mypyc
 # nothing measurable, and leaving it out keeps every module `import isrlab.cli` loads
 # interpreted, so that a command can still switch the build on when it starts.
 # sim.consumer is compiled too because its SimConsumer extends SimClient: an interpreted
-# class cannot extend a compiled one. sim.world (it relays every trace line) and
+# class cannot extend a compiled one. So is sim.invariant_checks, whose CheckedBrokerHost
+# extends BrokerHost (interpreted, every --check-invariants run raised TypeError). sim.world (it relays every trace line) and
 # analysis.workload (every record's value) took off another 2 to 5% of the CPU time;
 # analysis.replica_digest (the final phase's digest of every replica's log) a little more.
 # analysis.read_records (the final read's records as JSON text) and analysis.client_history
 # (every history event's fields) hold what sim.clients and sim.producer did before the real
 # binding shared them: compiled, so that the simulation's hot loops stay compiled too.
 SIM_MODULES = ("sim.broker_host", "sim.network", "sim.producer", "sim.disk", "sim.clients", "sim.deadlines",
-               "sim.consumer", "sim.world", "analysis.workload", "analysis.replica_digest", "analysis.read_records",
+               "sim.consumer", "sim.invariant_checks", "sim.world", "analysis.workload", "analysis.replica_digest", "analysis.read_records",
                "analysis.client_history")
 
 

@@ -9,6 +9,7 @@ wall-clock time in a run's header is left out of the comparison.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import subprocess
@@ -45,7 +46,15 @@ def run_sample(name: str) -> str:
     if first is not None:
         lines = lines[next(i for i, line in enumerate(lines) if line.startswith(first)):]
     command = "$ isrlab " + " ".join(shlex.quote(a) for a in args)
-    return "\n".join([command, *lines, "$ echo $?", str(done.returncode)]) + "\n"
+    return _as_from_root("\n".join([command, *lines, "$ echo $?", str(done.returncode)]) + "\n")
+
+
+def _as_from_root(text: str) -> str:
+    """Replay commands as printed in the project's own folder: run from a git worktree
+    whose virtual environment is another checkout's, they name its script by a longer
+    relative path (``../main/.venv/bin/isrlab``)."""
+    script = os.path.relpath(Path(sys.executable).parent / "isrlab", ROOT)
+    return text if script == ".venv/bin/isrlab" else text.replace(f" {script} run ", " .venv/bin/isrlab run ")
 
 
 def _normal(text: str) -> str:

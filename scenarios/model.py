@@ -159,6 +159,9 @@ class Scenario:
     # false: leave out the leaders' per-batch high_watermark_advanced lines (no checker reads them)
     trace_high_watermarks: bool = True
     swarm: SwarmSpec | None = None  # draw faults, knobs and rates from each seed (scenarios/swarm.py)
+    # expect: {invariant_violated: NAME}: the run checks the invariants and passes when
+    # NAME stops it (what isrlab explore writes for an invariant property)
+    expect_invariant: str | None = None
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.cluster.topics:

@@ -80,6 +80,7 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
     check_contradictions(source, list(faults), paths, cluster.brokers)
     nemesis = fault_parser.nemesis(top.take("nemesis", "map"), ("nemesis",)) if top.has("nemesis") else None
     expect, expect_lines = _expectations(source, top.take("expect", "map", {}), cluster)
+    expect_invariant = expect.pop(INVARIANT_EXPECTATION, None)
     final = Fields(source, top.take("final", "map", {}), ("final",))
     final_phase = FinalPhase(final.take("max_wait", "duration", 120000),
                              final.take("restart", "str", "down",
@@ -94,7 +95,7 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
     top.done()
     return Scenario(name, filename, description, cluster, network, disk, producers, consumers, faults,
                     duration_ms, final_phase, sample, nemesis, expect, expect_lines,
-                    trace_high_watermarks=high_watermarks, swarm=swarm)
+                    trace_high_watermarks=high_watermarks, swarm=swarm, expect_invariant=expect_invariant)
 
 
 def _cluster(source: Source, data: Any) -> ClusterSpec:
@@ -321,6 +322,8 @@ def _expectations(source: Source, data: Any, cluster: ClusterSpec) -> tuple[dict
         return {}, {}
     from analysis.verdict import CHECKER_NAMES, MAPPING_CHECKERS, parse_expectation
     expect, lines = {}, {}
+    if isinstance(data, dict) and INVARIANT_EXPECTATION in data:
+        return _invariant_expectation(source, data, f)
     for name in list(data):
         if name not in CHECKER_NAMES:
             raise source.error(("expect", name), f"unknown checker {name!r}; checkers: {', '.join(CHECKER_NAMES)}")
@@ -334,6 +337,26 @@ def _expectations(source: Source, data: Any, cluster: ClusterSpec) -> tuple[dict
         lines[name] = source.line(("expect", name))
     f.done()
     return expect, lines
+
+
+INVARIANT_EXPECTATION = "invariant_violated"
+
+
+def _invariant_expectation(source: Source, data: dict, f: Fields) -> tuple[dict, dict]:
+    """``expect: {invariant_violated: NAME}``: the run checks the invariants after every
+    step and passes when NAME stops it. A stopped run is not judged, so no checker can
+    be expected beside it."""
+    from broker_core.invariants import INVARIANTS
+    path = ("expect", INVARIANT_EXPECTATION)
+    others = [name for name in data if name != INVARIANT_EXPECTATION]
+    if others:
+        raise source.error(("expect", others[0]), f"{INVARIANT_EXPECTATION} goes alone: a run an invariant "
+                                                  "stops is not judged, so no checker can be expected beside it")
+    name = f.take(INVARIANT_EXPECTATION, "str")
+    if name not in INVARIANTS:
+        raise source.error(path, f"unknown invariant {name!r}; invariants: {', '.join(INVARIANTS)}")
+    f.done()
+    return {INVARIANT_EXPECTATION: name}, {INVARIANT_EXPECTATION: source.line(path)}
 
 
 def _check_partitions(source: Source, path: tuple, value: dict, cluster: ClusterSpec) -> None:

@@ -67,6 +67,10 @@ def check_binding(scenario: Scenario, binding: str, zk: str | None = None) -> No
     the simulation can do everything."""
     if binding == "sim":
         return
+    if scenario.expect_invariant is not None:
+        raise ScenarioError(scenario.path, scenario.expect_lines.get("invariant_violated"), "expect.invariant_violated",
+                            f"--binding {binding}: the invariants are checked in the simulation only (the real "
+                            "binding's brokers run in processes of their own)")
     from real_io.scenario_run import refusals
     found = refusals(scenario, zk is not None)
     if not found:
@@ -141,9 +145,20 @@ class RunResult:
                 if n not in named and not results[n].valid and results[n].details.get("tested") is not True]
 
     @property
+    def invariant_expected(self) -> bool | None:
+        """With ``expect: {invariant_violated: NAME}``: whether NAME stopped the run."""
+        expected = self.scenario.expect_invariant
+        if expected is None:
+            return None
+        return self.violation is not None and self.violation.invariant == expected
+
+    @property
     def passed(self) -> bool:
         """Expectations hold and the run tested something; without ``expect:``, every
-        checker must be satisfied."""
+        checker must be satisfied. A scenario that expects an invariant's violation
+        passes when that invariant stopped the run."""
+        if self.invariant_expected is not None:
+            return self.invariant_expected
         if self.violation is not None or self.untested:
             return False
         if self.evaluations:
@@ -189,13 +204,14 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
         out.mkdir(parents=True, exist_ok=True)
         (out / DRAWN_FILE).write_text(text, encoding="utf-8")
     check_binding(scenario, binding, zk)
+    checked = check_invariants or scenario.expect_invariant is not None  # the file asks for them
     out.mkdir(parents=True, exist_ok=True)
     trace_path = out / TRACE_FILE
     started = time.perf_counter()
     with open(trace_path, "w", encoding="utf-8", buffering=1 << 20) as stream:
         writer = TraceWriter(stream, run_id(scenario, seed), seed, binding)
         try:
-            violation = _run_binding(scenario, seed, writer, out, progress, binding, zk, check_invariants)
+            violation = _run_binding(scenario, seed, writer, out, progress, binding, zk, checked)
         except BindingError:
             raise
         except Exception as exc:  # an invariant or a crash in the run: name the seed
@@ -207,7 +223,8 @@ def run_scenario_events(scenario: Scenario, seed: int, out_dir: str | Path, prog
     summary = summarize_events(events)
     if violation is not None:  # the run stopped early: a partial trace is not judged
         return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding,
-                         check_invariants=True, violation=violation[0], violation_at_ms=violation[1]), events
+                         check_invariants=check_invariants, violation=violation[0],
+                         violation_at_ms=violation[1]), events
     if not judge:
         return RunResult(scenario, seed, trace_path, summary, wall, writer.events_written, binding=binding,
                          zk=zk), events

@@ -7,14 +7,19 @@ Used only when asked for: the world builds ``CheckedBrokerHost`` instead of
 ``BrokerHost``, so a run without the flag runs exactly the code it ran before."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+import simpy
 
 from broker_core.inputs import Input, MessageReceived
 from broker_core.invariants import ClusterView, InvariantObserver, Violation, appended_by, log_ends
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.stale_epochs import stale_request_changed, stale_request_state
 from broker_core.effect_loop import carry_out_effects
+from broker_core.config import BrokerConfig
 from sim.broker_host import BrokerHost
+from sim.disk import SimDisk
+from sim.network import Network
 
 
 class InvariantBroken(Exception):
@@ -51,12 +56,16 @@ class InvariantChecks:
 class CheckedBrokerHost(BrokerHost):
     """A BrokerHost that runs the invariants around every input its core handles."""
 
-    def __init__(self, checks: InvariantChecks, *args: Any) -> None:
+    # BrokerHost's parameters spelled out: compiled (isrlab/compiled.py), a class
+    # cannot pass *args on to a compiled __init__
+    def __init__(self, checks: InvariantChecks, env: simpy.Environment, network: Network, broker_id: int,
+                 config: BrokerConfig, topic_configs: dict[str, BrokerConfig], disk: SimDisk,
+                 trace: Callable[[str, str, dict], None]) -> None:
         self.checks = checks
         # acks=all produces being answered: (client, correlation id) -> request, and
         # where handling it appended (leader epoch, first offset) per partition
         self._produces: dict[tuple[Any, int], tuple[ProduceRequest, dict]] = {}
-        super().__init__(*args)
+        super().__init__(env, network, broker_id, config, topic_configs, disk, trace)
 
     def start(self) -> None:
         super().start()

@@ -248,3 +248,21 @@ def test_cleaner_bench_refuses_bad_options_with_a_message():
         done = subprocess.run([sys.executable, "bench/cleaner_speed.py", *options],
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, options
+
+
+@pytest.mark.slow
+def test_explore_speed_finds_the_jepsen_loss_and_writes_its_section(tmp_path):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Explorer speed (issue 23)\n\nold\n\n## Next\n\nkept\n")
+    out = subprocess.run([sys.executable, "bench/explore_speed.py", "--throughput-runs", "1", "--shrink-runs", "2",
+                          "--cases", "1", "--write", str(doc)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900, check=True).stdout
+    row = re.search(r"^\| Jepsen 2013, unclean \| lost_writes \| 3 \(3\) \| ([\d.]+) s \| ([\d.]+) s \(([\d.]+) s\) "
+                    r"\| 2 \| (\d+) faults, 3 brokers", out, re.M)
+    assert row and 0 < float(row[1]) <= float(row[2]) and float(row[3]) > 0, out
+    assert re.search(r"Jepsen 2013 loss found and shrunk in [\d.]+ s: (met|not met) \(target under 60 s\)", out)
+    assert re.search(r"^\| search, `--jobs 1` \| 1 \| [\d.]+ \| [\d.]+ \|$", out, re.M), out
+    assert re.search(r"^\| search, `--jobs 2` \| 1 \| [\d.]+ \| [\d.]+ \|$", out, re.M), out
+    text = doc.read_text()
+    assert "old" not in text and text.endswith("## Next\n\nkept\n") and "Command: `.venv/bin/python bench/" in text
+    assert "| Jepsen 2013, unclean | lost_writes | 3 (3) |" in text

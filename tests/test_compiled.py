@@ -85,6 +85,26 @@ def test_isrlab_run_with_the_build_writes_the_stored_trace_also_in_jobs_workers(
     assert "running interpreted" not in single.stderr + many.stderr
 
 
+def test_building_the_command_line_imports_no_compiled_module():
+    # else every command finds the simulation imported before it can switch the build on
+    code = ("import sys, isrlab.cli; isrlab.cli.build_parser(); from isrlab.compiled import modules; "
+            "print([m for m in modules() if m in sys.modules])")
+    done = child("0", "-c", code)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+def test_check_invariants_runs_compiled_in_the_command_and_in_jobs_workers(compiled_build, tmp_path):
+    # the checked host extends the compiled BrokerHost: interpreted, it raised TypeError
+    run = ["-m", "isrlab", "run", "scenarios/library/kip-101-scenario-1.yaml", "--variant", "hw", "--check-invariants"]
+    one = child(compiled_build, *run, "--seed", "1", "--out", str(tmp_path / "one"), "--no-plot")
+    assert one.returncode == 1, one.stdout + one.stderr
+    assert "INVARIANT VIOLATED: AcknowledgedNeverTruncated" in one.stdout
+    many = child(compiled_build, *run, "--seeds", "1-2", "--jobs", "2", "--out", str(tmp_path / "many"))
+    assert many.returncode == 1, many.stdout + many.stderr
+    assert len(re.findall(r"FAIL .* invariant AcknowledgedNeverTruncated", many.stdout)) == 2, many.stdout
+    assert "running interpreted" not in one.stderr + many.stderr and "internal error" not in many.stderr
+
+
 def test_without_a_build_isrlab_run_runs_interpreted_and_says_so_when_asked(tmp_path):
     absent = tmp_path / "no-build"
     result = isrlab_run(absent, tmp_path / "run", "--seed", "1", "--no-plot")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from scenarios.explore.generate import Context, draw_document
-from scenarios.explore.search import PROPERTIES, Progress, search, violated
+from scenarios.explore.search import ANY_INVARIANT, PROPERTIES, Progress, SearchOutcome, is_invariant, search, violated
 from scenarios.explore.shrink import Facts, Shrinker
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario, parse_scenario
@@ -41,6 +41,9 @@ class Options:
     settings: tuple[str, ...] = ()
     shrink_runs: int = 300
     command: str = ""  # the command line, for the written file's header
+    # how the seeds are searched: search() in local worker processes (the default), or
+    # spark_reports.explore's as Spark tasks (--master); called like search()
+    searcher: Callable[..., SearchOutcome] | None = None
 
 
 @dataclass
@@ -53,6 +56,8 @@ class Report:
     digest: str | None = None
     shrink_steps: list[str] = field(default_factory=list)
     shrink_runs: int = 0
+    prop: str = ""  # the property found violated (for ``invariants``: the invariant)
+    found_after: int = 0  # the violating seed's place in the search's order (1: the first seed)
     first: str = ""  # the first violating run, in a few words
     final: str = ""  # the written one
     replay: str = ""
@@ -81,8 +86,13 @@ def base_document(options: Options) -> tuple[dict, Scenario]:
     swarm = document.pop("swarm", None) or {}
     swarm.setdefault("choose", "some" if options.swarm else "all")
     document["name"] = f"{chosen.name}-{options.prop}"
-    document["description"] = f"found by isrlab explore: a run that violates {options.prop}"
+    document["description"] = _description(options.prop)
     return {**document, "swarm": swarm}, chosen
+
+
+def _description(prop: str) -> str:
+    what = "the invariant " if is_invariant(prop) and prop != ANY_INVARIANT else ""
+    return f"found by isrlab explore: a run that violates {what}{prop}"
 
 
 def explore(options: Options, progress: Progress, worker_setup: Callable[[], object] | None = None) -> Report:
@@ -95,28 +105,34 @@ def explore(options: Options, progress: Progress, worker_setup: Callable[[], obj
     except ScenarioError as exc:  # the swarm block of the base: name the base's line
         raise ScenarioError(str(options.base), None, exc.field, exc.message) from None
     options.out.mkdir(parents=True, exist_ok=True)
-    outcome = search(searched, options.prop, options.seed, options.budget_s, options.max_runs, options.jobs,
-                     options.out / "search", progress, worker_setup)
-    report = Report(outcome.runs, outcome.seconds)
-    if outcome.found is None:
+    outcome = (options.searcher or search)(searched, options.prop, options.seed, options.budget_s, options.max_runs,
+                                           options.jobs, options.out / "search", progress, worker_setup)
+    report = Report(outcome.runs, outcome.seconds, prop=options.prop)
+    if outcome.seed is None:
         progress.done()
         return report
-    seed = outcome.found.seed
+    seed = outcome.seed
+    # ``invariants`` (any of them): from here on, the one the search saw stop the run
+    prop = outcome.invariant if options.prop == ANY_INVARIANT and outcome.invariant else options.prop
     spec = searched.swarm
     assert spec is not None
     drawn, text, _ = settle_document(draw_document(spec.base, spec, Context.of(searched), seed), str(target), 0)
+    if prop != options.prop:
+        drawn = {**drawn, "name": f"{chosen.name}-{prop}", "description": _description(prop)}
+        target = options.out / f"{drawn['name']}.yaml"
     (options.out / "first-violation.yaml").write_text(text, encoding="utf-8")
-    shrinker = Shrinker(options.prop, seed, str(target), options.out / "shrink", progress, options.shrink_runs,
+    shrinker = Shrinker(prop, seed, str(target), options.out / "shrink", progress, options.shrink_runs,
                         dict(chosen.cluster.config))
     first = shrinker.attempt(drawn)
     if first is None:
-        raise RuntimeError(f"seed {seed} violated {options.prop} in the search but not when run again: "
+        raise RuntimeError(f"seed {seed} violated {prop} in the search but not when run again: "
                            "a run that is not deterministic (a bug in isrlab)")
-    report.first = _size(drawn, first[1], options.prop)
+    report.first = _size(drawn, first[1], prop)
+    report.seed, report.found_after, report.prop = seed, seed - options.seed + 1, prop
     document, facts = shrinker.shrink(drawn, first[1])
-    report.seed, report.shrink_steps, report.shrink_runs = seed, shrinker.steps, shrinker.runs
-    report.final = _size(document, facts, options.prop)
-    _write(options, report, document, target, seed)
+    report.shrink_steps, report.shrink_runs = shrinker.steps, shrinker.runs
+    report.final = _size(document, facts, prop)
+    _write(options, prop, report, document, target, seed)
     shutil.rmtree(options.out / "shrink", ignore_errors=True)
     progress.done()
     return report
@@ -129,33 +145,41 @@ def _size(document: dict, facts: Facts, prop: str) -> str:
             f"{facts.produced} records produced, {prop} = {facts.lost}")
 
 
-def _header(options: Options, report: Report) -> str:
+def _header(options: Options, prop: str, report: Report) -> str:
     steps = report.shrink_steps
+    invariant = is_invariant(prop)
+    what = f"the invariant {prop} (checked after every step, as isrlab run --check-invariants does)" if invariant \
+        else prop
     lines = [
-        f"Found by isrlab explore: a run that violates {options.prop}.",
+        f"Found by isrlab explore: a run that violates {what}.",
         f"  {options.command}" if options.command else "",
-        f"First violating run (seed {report.seed}, found after {report.runs} runs): {report.first}.",
+        # the seed's place in the search, not the runs that ended: the same with any --jobs or --master
+        f"First violating run (seed {report.seed}, the search's seed number {report.found_after}): {report.first}.",
         f"Shrunk in {len(steps)} steps ({report.shrink_runs} runs), each kept only while the run still "
-        f"violated {options.prop}:",
+        f"violated {prop}:",
         *[f"  - {step}" for step in steps],
         f"Now: {report.final}.",
         f"Replay: isrlab run {report.file} --seed {report.seed}",
+        f"(expect: invariant_violated turns the invariant checks on and passes when {prop} stops the run)"
+        if invariant else "",
     ]
     return "".join(f"# {line}\n" for line in lines if line)
 
 
-def _write(options: Options, report: Report, document: dict, target: Path, seed: int) -> None:
+def _write(options: Options, prop: str, report: Report, document: dict, target: Path, seed: int) -> None:
     """Write the file, run it as ``isrlab run`` would, and keep that run: its trace is
     the one a replay must reproduce byte for byte. Results that would make the replay
-    say "not tested" (a fault that changed nothing) are named in ``expect:``."""
+    say "not tested" (a fault that changed nothing) are named in ``expect:``. An
+    invariant is expected as ``invariant_violated: NAME``: the file then checks the
+    invariants itself, and passes when NAME stops the run."""
     report.file = target
-    expect = {options.prop: ">0"}
+    expect: dict = {"invariant_violated": prop} if is_invariant(prop) else {prop: ">0"}
     for _ in range(2):
-        text = _header(options, report) + render({**document, "expect": expect})
+        text = _header(options, prop, report) + render({**document, "expect": expect})
         target.write_text(text, encoding="utf-8")
         result = run_scenario(load_scenario(target), seed, options.out / "replay")
-        if not violated(result.verdict, options.prop):
-            raise RuntimeError(f"{target} no longer violates {options.prop} when run from the file (a bug in isrlab)")
+        if not violated(result, prop):
+            raise RuntimeError(f"{target} no longer violates {prop} when run from the file (a bug in isrlab)")
         untested = _untested(result)
         if not untested:
             break

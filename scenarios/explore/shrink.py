@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 from faults import model as fm
 from scenarios.explore.generate import duration_text
-from scenarios.explore.search import Progress, violated
+from scenarios.explore.search import Progress, is_invariant, violated
 from scenarios.runner import RunResult, run_scenario_events
 from scenarios.source import ScenarioError
 from scenarios.explore.draw import render
@@ -35,20 +35,28 @@ class Facts:
 def facts_of(result: RunResult, events: list, prop: str) -> Facts:
     started: dict[int, int] = {}
     roles: dict[int, dict] = {}
+    produced = 0
     for event in events:
         if event.type == "fault_started" and "line" in event.fields and event["line"] not in started:
             started[event["line"]] = int(round(event.t_ms))
             roles[event["line"]] = dict(event.get("roles") or {})
+        elif event.type == "invoke" and event.get("f") == "send":  # what the produced checker counts
+            produced += len(event.get("values") or ())
+    lines = [step.line for step in result.scenario.faults]
+    if result.violation is not None:  # an invariant stopped the run: there is no verdict
+        return Facts(started, roles, lines, produced, f"violated at {duration_text(int(result.violation_at_ms or 0))}")
     verdict = result.verdict
     assert verdict is not None
-    return Facts(started, roles, [step.line for step in result.scenario.faults], int(verdict.number("produced")),
-                 verdict.value(prop))
+    return Facts(started, roles, lines, int(verdict.number("produced")), verdict.value(prop))
 
 
 class Shrinker:
     def __init__(self, prop: str, seed: int, filename: str, work_dir: Path, progress: Progress, max_runs: int,
                  base_config: dict):
+        """``prop``: a checker, or the one invariant the search saw stop the run (a
+        candidate is kept when that same invariant stops it)."""
         self.prop, self.seed, self.filename = prop, seed, filename
+        self.check_invariants = is_invariant(prop)
         self.work_dir = work_dir
         self.progress = progress
         self.max_runs = max_runs
@@ -70,26 +78,29 @@ class Shrinker:
         except ScenarioError:
             return None
         self.runs += 1
-        result, events = run_scenario_events(scenario, self.seed, self.work_dir)
-        if not violated(result.verdict, self.prop):
+        result, events = run_scenario_events(scenario, self.seed, self.work_dir,
+                                             check_invariants=self.check_invariants)
+        if not violated(result, self.prop):
             return None
         return result, facts_of(result, events, self.prop)
 
     def shrink(self, document: dict, facts: Facts) -> tuple[dict, Facts]:
         """Greedy: apply the first edit that keeps the violation, then look again, until
-        no edit helps or the run limit is reached."""
+        no edit helps or the run limit is reached. Fewer records come first: every later
+        run is cheaper for them."""
         passes: list[Callable[[dict, Facts], Iterator[Candidate]]] = [
-            _fewer_faults, _concrete, _shorter_faults, _shorter_run, _fewer_records, _fewer_brokers,
+            _fewer_records, _fewer_faults, _concrete, _shorter_faults, _shorter_run, _fewer_brokers,
             self._base_config, _fewer_consumers, _not_optional]
         improved = True
         while improved and self.runs < self.max_runs:
             improved = False
             for edits in passes:
-                for label, candidate in edits(document, facts):
+                candidates = list(edits(document, facts))
+                for number, (label, candidate) in enumerate(candidates, 1):
                     if self.runs >= self.max_runs:
                         return document, facts
-                    self.progress.say(f"shrink: {len(self.steps)} steps, {self.runs} runs, "
-                                      f"{len(document.get('faults') or [])} faults, trying: {label}")
+                    self.progress.say(shrink_line(len(self.steps), self.runs, self.max_runs,
+                                                  len(document.get("faults") or []), number, len(candidates), label))
                     kept = self.attempt(candidate)
                     if kept is not None:
                         document, facts = candidate, kept[1]
@@ -107,6 +118,13 @@ class Shrinker:
 
 
 _ABSENT = object()
+
+
+def shrink_line(kept: int, runs: int, max_runs: int, faults: int, number: int, candidates: int, label: str) -> str:
+    """The shrink's progress: edits kept, runs spent of the limit, the schedule's size,
+    and which of this pass's candidates is being tried."""
+    return (f"shrink: {kept} edits kept, {runs} of at most {max_runs} runs, {faults} faults; "
+            f"trying {number} of {candidates}: {label}")
 
 
 def _set_knob(document: dict, key: str, base: dict) -> None:
@@ -201,22 +219,34 @@ def _shorter_faults(document: dict, facts: Facts) -> Iterator[Candidate]:
 
 
 def _shorter_run(document: dict, facts: Facts) -> Iterator[Candidate]:
+    """The shortest run the faults allow first (its runs are the cheapest), then half and
+    three quarters of it."""
     duration = _ms(document["duration"])
     latest = max([_ms(s.get("at", s.get("after", 0))) for s in _faults(document)] + [0])
-    for shorter in (duration // 2, duration * 3 // 4):
-        shorter = max(shorter // 1000 * 1000, (latest // 1000 + 2) * 1000)  # whole seconds, after the last fault
-        if shorter < duration:
-            yield f"run {duration_text(shorter)}", {**copy.deepcopy(document), "duration": duration_text(shorter)}
+    shortest = (latest // 1000 + 2) * 1000  # whole seconds, after the last fault
+    cuts = tuple(max(cut // 1000 * 1000, shortest) for cut in (shortest, duration // 2, duration * 3 // 4))
+    for shorter in _smaller(duration, cuts):
+        yield f"run {duration_text(shorter)}", {**copy.deepcopy(document), "duration": duration_text(shorter)}
+
+
+def _smaller(current: int, values: tuple[int, ...]) -> list[int]:
+    """The values below ``current``, each once, in the order given."""
+    return [v for v in dict.fromkeys(values) if v < current]
 
 
 def _fewer_records(document: dict, facts: Facts) -> Iterator[Candidate]:
+    """A producer's rate: one record a second first, then a quarter, then half (a run's
+    cost grows with its records, so the first cut that holds makes every later run cheap)."""
     producers = (document.get("workload") or {}).get("producers") or []
     for i, producer in enumerate(producers):
         rate = float(producer.get("rate", 100))
-        if "records" not in producer and rate >= 2:
-            def halve(d: dict, i: int = i, rate: float = rate) -> None:
-                d["workload"]["producers"][i]["rate"] = int(rate // 2)
-            yield f"producer {i} at {int(rate // 2)} records/s", _edit(document, halve)
+        if "records" in producer or rate < 2:
+            continue
+        for lower in _smaller(int(rate), (1, int(rate // 4), int(rate // 2))):
+            if lower >= 1:
+                def set_rate(d: dict, i: int = i, lower: int = lower) -> None:
+                    d["workload"]["producers"][i]["rate"] = lower
+                yield f"producer {i} at {lower} records/s", _edit(document, set_rate)
 
 
 def _fewer_brokers(document: dict, facts: Facts) -> Iterator[Candidate]:

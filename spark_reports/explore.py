@@ -1,0 +1,100 @@
+"""``isrlab explore --master``: the search's seeds as Spark tasks, on the session of
+``isrlab sweep`` (spark_reports.session: local[N] or a standalone cluster, the project
+shipped to its executors).
+
+The search goes in batches, one Spark job each: a few seeds per core, one seed per
+task, so that the budget is looked at between jobs (a job takes about two runs' time)
+and ``--max-runs`` caps the last batch. A batch whose runs include a violation ends the
+search with its lowest violating seed: every lower seed ran in this batch or an
+earlier one and did not violate, so the seed is the one the local search with
+``--jobs 1`` finds, and the explorer's shrink and file are the same. Each task sends
+back only its verdict and drawn scenario as text (a few kilobytes), which the driver
+writes to the search folder as the local search does. Shrinking is sequential (each
+edit depends on the last kept one) and stays on the driver.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from scenarios.explore.search import Progress, SearchOutcome, is_invariant, search_line, violated
+from scenarios.model import Scenario
+from scenarios.runner import SimulationFailed, _rebuild_failure
+
+SEEDS_PER_CORE = 2  # seeds of a batch per core: a job lasts about two runs
+
+
+def judge_seed(scenario: Scenario, prop: str, seed: int) -> tuple:
+    """On an executor: run one seed as the local search does (the invariants checked for
+    an invariant property) in a temporary folder; (seed, violated, the invariant that
+    stopped it, verdict.json, drawn.yaml, error) with the files' texts or None."""
+    from scenarios.explore.draw import DRAWN_FILE
+    from scenarios.runner import VERDICT_FILE, run_scenario
+    with tempfile.TemporaryDirectory(prefix="isrlab-explore-") as folder:
+        out = Path(folder)
+        try:
+            result = run_scenario(scenario, seed, out, check_invariants=is_invariant(prop))
+        except SimulationFailed as exc:
+            return seed, False, None, None, None, (str(exc), exc.traceback_path.read_text(encoding="utf-8"))
+        texts = [(out / name).read_text(encoding="utf-8") if (out / name).exists() else None
+                 for name in (VERDICT_FILE, DRAWN_FILE)]
+        invariant = result.violation.invariant if result.violation is not None else None
+        return seed, violated(result, prop), invariant, texts[0], texts[1], None
+
+
+def spark_searcher(spark) -> Callable[..., SearchOutcome]:
+    """A searcher for scenarios.explore.explorer.Options: the search on ``spark``.
+    ``jobs`` and ``worker_setup`` are the local search's; the master decides here."""
+    def searcher(scenario: Scenario, prop: str, first_seed: int, budget_s: float, max_runs: int | None, jobs: int,
+                 work_dir: Path, progress: Progress, worker_setup=None) -> SearchOutcome:
+        return spark_search(spark, scenario, prop, first_seed, budget_s, max_runs, work_dir, progress)
+    return searcher
+
+
+def spark_search(spark, scenario: Scenario, prop: str, first_seed: int, budget_s: float, max_runs: int | None,
+                 work_dir: Path, progress: Progress) -> SearchOutcome:
+    """Seeds ``first_seed``, ``first_seed + 1``, ... in batches of Spark jobs until a
+    violation, ``budget_s`` seconds or ``max_runs`` runs."""
+    sc = spark.sparkContext
+    batch = max(1, SEEDS_PER_CORE * sc.defaultParallelism)
+    started = time.monotonic()
+    runs, next_seed = 0, first_seed
+    shipped = sc.broadcast(scenario)
+    try:
+        while True:
+            left = None if max_runs is None else max_runs - runs
+            if left is not None and left <= 0 or time.monotonic() - started >= budget_s:
+                return SearchOutcome(runs, time.monotonic() - started)
+            seeds = list(range(next_seed, next_seed + (batch if left is None else min(batch, left))))
+            sc.setJobGroup(f"isrlab-explore-{time.time_ns()}", f"explore seeds {seeds[0]}-{seeds[-1]}")
+            judged = (sc.parallelize(seeds, len(seeds))
+                      .map(lambda seed: judge_seed(shipped.value, prop, seed)).collect())
+            runs += len(seeds)
+            next_seed += len(seeds)
+            _keep(judged, work_dir, scenario)
+            progress.say(search_line(runs, time.monotonic() - started, budget_s, max_runs))
+            violating = sorted((seed, invariant) for seed, bad, invariant, *_ in judged if bad)
+            if violating:
+                return SearchOutcome(runs, time.monotonic() - started, *violating[0])
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        shipped.destroy()
+
+
+def _keep(judged: list[tuple], work_dir: Path, scenario: Scenario) -> None:
+    """Each seed's verdict and drawn scenario in ``work_dir/seed-N/`` (what the local
+    search keeps); a run whose simulation raised stops the search as it does there."""
+    from scenarios.explore.draw import DRAWN_FILE
+    from scenarios.runner import VERDICT_FILE, replay_command
+    for seed, _, _, verdict, drawn, error in sorted(judged):
+        folder = work_dir / f"seed-{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in ((VERDICT_FILE, verdict), (DRAWN_FILE, drawn)):
+            if text is not None:
+                (folder / name).write_text(text, encoding="utf-8")
+        if error is not None:
+            (folder / "error.txt").write_text(error[1], encoding="utf-8")
+            raise _rebuild_failure(error[0], seed, replay_command(scenario.path, seed, folder, scenario.variant,
+                                                                  scenario.settings), folder / "error.txt")
