@@ -126,7 +126,9 @@ def test_the_end_of_a_run_leaves_what_its_caller_froze_frozen():
         frozen = gc.get_freeze_count()
         with collector_tuned_for_runs():
             made = [[i] for i in range(2_000)]
-        assert gc.get_freeze_count() == frozen
+        # not released (unfreeze would leave 0) and the run's objects not added; a frozen
+        # object another thread drops meanwhile leaves the count (seen: 2 of 254,980)
+        assert frozen // 2 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
     del made
