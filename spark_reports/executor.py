@@ -10,12 +10,14 @@ interpreted modules imported could no longer switch.
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 import tempfile
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 from pyspark.accumulators import AccumulatorParam
+from pyspark.serializers import CloudPickleSerializer
 
 from spark_reports.schemas import TABLES  # imports none of the compiled modules (tests/spark_reports/test_sweep_compiled.py)
 
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 # The environment variable that keys the sweep's own Python workers (Spark keeps one pool
 # of workers per distinct environment); its value names the setup.
 POOL_ENV = "ISRLAB_SWEEP_WORKERS"
+# What Spark SQL adds to its Python functions' environment (the writes' mapInArrow), so
+# that the sweep's own functions, given it too, share their pool: the writes then reuse
+# the idle workers of the simulations instead of a second daemon and its workers.
+SQL_WORKER_ENV = {"SPARK_SIMPLIFIED_TRACEBACK": "1"}
 # A compiled module of the simulation: where it was loaded from tells which code ran.
 PROBE_MODULE = "broker_core.log"
 
@@ -93,19 +99,30 @@ def is_compiled(file: str) -> bool:
 
 
 @contextmanager
-def worker_pool(sc, name: str) -> Iterator[None]:
-    """Python functions wrapped inside this block (an RDD's, when it is first used) run in
-    Spark's pool of Python workers for ``name``: Spark starts and reuses workers per
-    environment, and this sets one variable of it for the functions wrapped here only."""
-    before = sc.environment.get(POOL_ENV)
-    sc.environment[POOL_ENV] = name
+def worker_pool(sc, setup: Callable[[], object] | None) -> Iterator[None]:
+    """Python functions wrapped inside this block (an RDD's, when it is first used; a
+    DataFrame's, when it is built) run in Spark's pool of Python workers for ``setup``:
+    Spark starts and reuses workers per environment, and this sets variables of it (the
+    pool's name, SQL_WORKER_ENV) for the functions wrapped here only."""
+    wanted = {POOL_ENV: pool_name(setup), **SQL_WORKER_ENV}
+    before = {name: sc.environment.get(name) for name in wanted}
+    sc.environment.update(wanted)
     try:
         yield
     finally:
-        if before is None:
-            sc.environment.pop(POOL_ENV, None)
-        else:
-            sc.environment[POOL_ENV] = before
+        for name, value in before.items():
+            if value is None:
+                sc.environment.pop(name, None)
+            else:
+                sc.environment[name] = value
+
+
+def pool_name(setup: Callable[[], object] | None) -> str:
+    """The name of the Python workers that run a sweep with this setup: one pool per
+    setup, so that a worker never has to switch from one build to another."""
+    if setup is None:
+        return "plain"
+    return hashlib.sha256(CloudPickleSerializer().dumps(setup)).hexdigest()[:16]
 
 
 class Tally:

@@ -3,7 +3,6 @@ Spark tasks (each task a range of seeds of one configuration), written as Parque
 partitioned by scenario and configuration (spark_reports.schemas, docs/spark.md)."""
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import itertools
 import json
@@ -16,8 +15,6 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
-
-from pyspark.serializers import CloudPickleSerializer
 
 from analysis.seed_agreement import run_signature
 from scenarios.model import Scenario
@@ -147,32 +144,28 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     tally = Tally(sc)
     shipped = sc.broadcast(configs)
     arrow = arrow_on_executors(sc) if arrow is None else arrow
-    # sweep_task's module imports none of the simulation, so that the setup comes first;
-    # the RDD's function is wrapped (at persist) inside worker_pool: workers of its own.
-    with worker_pool(sc, pool_name(executor_setup)):
-        payloads = (sc.parallelize(tasks, len(tasks))
-                    .flatMap(partial(sweep_task, executor_setup, shipped, keep, arrow, tally))
-                    .persist(StorageLevel.MEMORY_AND_DISK))
     if out.exists():
         shutil.rmtree(out)
     group = f"isrlab-sweep-{time.time_ns()}"  # this sweep's simulations (the progress counts their tasks)
     watcher = _Watcher(sc, group, len(tasks), tally.runs, tally.failed, started, progress)
-    try:
-        watcher.start()
-        # Every simulation runs in this plain action, a task per core at once (a
-        # DataFrame write of a Python RDD ran its tasks one after another: measured on
-        # local[2], 8 one-second tasks took 8 s). Each task leaves one payload per table
-        # in Spark's cache; the writes read them.
-        sc.setJobGroup(group, f"sweep of {file}")
-        payloads.count()
-        simulated = time.perf_counter() - started
-        sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
-        for name in TABLES:
-            frame = _table_frame(spark, payloads.filter(lambda pair, n=name: pair[0] == n), name, arrow)
-            frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
-    finally:
-        watcher.stop()
-        sc.setLocalProperty("spark.jobGroup.id", None)
+    # sweep_task's module imports none of the simulation, so that the setup comes first.
+    # Every Python function of the sweep, the tasks' (wrapped at persist) and then the
+    # writes', is wrapped inside worker_pool: workers of its own, whose daemon preloaded
+    # the simulation, and which the writes reuse once the simulations are done.
+    with worker_pool(sc, executor_setup):
+        payloads = (sc.parallelize(tasks, len(tasks))
+                    .flatMap(partial(sweep_task, executor_setup, shipped, keep, arrow, tally))
+                    .persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            watcher.start()
+            simulated = _simulate(sc, payloads, group, file, started)
+            sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
+            for name in TABLES:
+                frame = _table_frame(spark, payloads.filter(lambda pair, n=name: pair[0] == n), name, arrow)
+                frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
+        finally:
+            watcher.stop()
+            sc.setLocalProperty("spark.jobGroup.id", None)
     payloads.unpersist()
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
@@ -185,12 +178,15 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     return result
 
 
-def pool_name(setup: Callable[[], object] | None) -> str:
-    """The name of the Python workers that run a sweep with this setup: one pool per
-    setup, so that a worker never has to switch from one build to another."""
-    if setup is None:
-        return "plain"
-    return hashlib.sha256(CloudPickleSerializer().dumps(setup)).hexdigest()[:16]
+def _simulate(sc, payloads, group: str, file: str, started: float) -> float:
+    """Every simulation runs in this plain action, a task per core at once (a DataFrame
+    write of a Python RDD ran its tasks one after another: measured on local[2], 8
+    one-second tasks took 8 s). Each task leaves one payload per table in Spark's cache;
+    the writes read them. The count is the JVM's (of the RDD's pickled batches): a
+    count in Python would hold a second Python worker per task. Seconds since started."""
+    sc.setJobGroup(group, f"sweep of {file}")
+    payloads._jrdd.count()
+    return time.perf_counter() - started
 
 
 def _table_frame(spark, payloads, name: str, arrow: bool):
