@@ -20,7 +20,8 @@ Four tiers (docs/mutants.md has the same table, with what each catcher sees):
   library scenario, deterministic with those options: it must find a violation under the
   mutant, and the same search must find none on the real core.
 Each case but the in-process replication machine starts a subprocess and is marked slow
-(4 to 60 s measured under load); `make test-fast` keeps only the table and switch tests."""
+(4 to 60 s measured under load, up to 203 s for the compaction-failover search on the real
+core); `make test-fast` keeps the table and switch tests and the quick replication searches."""
 from __future__ import annotations
 
 import os
