@@ -202,11 +202,8 @@ def activate(setting: str | None = None, say=None) -> bool:
         return False
     if any(isinstance(f, _CompiledFinder) for f in sys.meta_path):
         return True
-    build_dir = DEFAULT_DIR if setting in ("auto", "1") else Path(setting)
-    extensions, why = usable_build(build_dir)
+    extensions = _chosen_build(setting, say)[1]
     if extensions is None:
-        if setting != "auto" or (build_dir / MANIFEST).exists():
-            say(why)
         return False
     loaded = sorted(m for m in extensions if m in sys.modules)
     if loaded:  # always said: a fresh build left unused is a bug of the caller's import order
@@ -214,6 +211,17 @@ def activate(setting: str | None = None, say=None) -> bool:
         return False
     sys.meta_path.insert(0, _CompiledFinder(extensions))
     return True
+
+
+def _chosen_build(setting: str, say: Callable[[str], None]):
+    """The build ``setting`` names (``auto`` and ``1``: build/mypyc) and its extension
+    modules, or None when it does not match the sources; ``say`` hears why, unless
+    ``auto`` found no build at all (nothing to explain)."""
+    build_dir = DEFAULT_DIR if setting in ("auto", "1") else Path(setting)
+    extensions, why = usable_build(build_dir)
+    if extensions is None and (setting != "auto" or (build_dir / MANIFEST).exists()):
+        say(why)
+    return build_dir, extensions
 
 
 def executor_setup(master: str, setting: str | None = None, say=None) -> Callable[[], bool] | None:
@@ -227,11 +235,8 @@ def executor_setup(master: str, setting: str | None = None, say=None) -> Callabl
     say = say or (lambda text: print(f"isrlab: {text}; the Spark executors run interpreted", file=sys.stderr))
     if setting == "0":
         return None
-    build_dir = DEFAULT_DIR if setting in ("auto", "1") else Path(setting)
-    extensions, why = usable_build(build_dir)
+    build_dir, extensions = _chosen_build(setting, say)
     if extensions is None:
-        if setting != "auto" or (build_dir / MANIFEST).exists():
-            say(why)
         return None
     if not master.startswith("local"):
         say(f"the compiled build in {build_dir} is loaded by local executors only, not by {master}'s")

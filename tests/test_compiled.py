@@ -36,14 +36,20 @@ print(json.dumps({"compiled": compiled.in_use(), "digests": digests}))
 """
 
 
-@pytest.fixture(scope="module")
-def compiled_build(tmp_path_factory) -> Path:
+def matching_build(tmp_path_factory) -> Path:
+    """build/mypyc when it matches the sources, else one compiled for the tests: never a
+    skip (tests/spark_reports/test_sweep_compiled.py uses it too)."""
     if usable_build(DEFAULT_DIR)[0] is not None:
         return DEFAULT_DIR
     out = tmp_path_factory.mktemp("mypyc") / "build"
     said: list[str] = []
     assert build(out, say=said.append), "\n".join(said)
     return out
+
+
+@pytest.fixture(scope="module")
+def compiled_build(tmp_path_factory) -> Path:
+    return matching_build(tmp_path_factory)
 
 
 def child(setting: str | Path, *argv: str) -> subprocess.CompletedProcess:

@@ -10,23 +10,17 @@ from pathlib import Path
 import pytest
 
 from isrlab.cli import main
-from isrlab.compiled import DEFAULT_DIR, MANIFEST, build, executor_setup, usable_build
+from isrlab.compiled import MANIFEST, executor_setup
 from spark_reports.load import read_sweep
 from spark_reports.schemas import TABLES
 from spark_reports.sweep import run_sweep
 from tests.spark_reports.conftest import JEPSEN, ROOT
+from tests.test_compiled import matching_build
 
 
 @pytest.fixture(scope="module")
 def compiled_build(tmp_path_factory) -> Path:
-    """build/mypyc when it matches the sources, else one compiled for these tests (as
-    tests/test_compiled.py does: never a skip)."""
-    if usable_build(DEFAULT_DIR)[0] is not None:
-        return DEFAULT_DIR
-    out = tmp_path_factory.mktemp("mypyc") / "build"
-    said: list[str] = []
-    assert build(out, say=said.append), "\n".join(said)
-    return out
+    return matching_build(tmp_path_factory)
 
 
 def test_unpickling_a_sweep_task_imports_none_of_the_compiled_modules():
