@@ -8,22 +8,22 @@ the core applies it; tests/test_mutants.py runs, for each, the tests that must c
 A mutant is chosen without editing a file, so that the broken core is the same code as
 the real one but for one branch:
 
-- ``ISRLAB_MUTANT=NAME`` in the environment, read once when this module is imported, so
+- ``ISRLAB_MUTANT=NAME`` in the environment. The core reads no environment (it has no
+  I/O of its own): each process that runs it hands its environment to
+  :func:`activate_from` once, when the binding's package is imported (sim/__init__.py,
+  real_io/__init__.py; tests/conftest.py for the tests that drive cores directly), so
   that every process started from there (``isrlab run``, its ``--jobs`` workers, a pytest
-  subprocess) runs the same mutant, interpreted or compiled (the flags are ordinary
-  module globals, read at each use, in both);
+  subprocess, a served broker) runs the same mutant;
 - ``activate(NAME)`` (or ``with active(NAME):``) in a test's own process.
 
 Each mutation point reads one bool flag below (``if mutants.HW_BEFORE_ISR:``): a global
 lookup, never in a per-record loop, so the unmutated core pays next to nothing and its
-traces are unchanged (tests/test_trace_digests.py). This module reads the environment,
-which no other core module may: it is the one exception tests/test_architecture.py makes.
+traces are unchanged (tests/test_trace_digests.py).
 """
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Mapping
 
 ENV = "ISRLAB_MUTANT"
 
@@ -108,4 +108,13 @@ def active(name: str) -> Iterator[None]:
         activate(before)
 
 
-activate(os.environ.get(ENV))
+def activate_from(environment: Mapping[str, str]) -> None:
+    """The mutant ``environment`` names in ISRLAB_MUTANT, when it names one (an unknown
+    name raises, as :func:`activate` does); otherwise nothing changes, so a test's own
+    ``activate`` is left alone."""
+    name = environment.get(ENV)
+    if name:
+        activate(name)
+
+
+activate(None)

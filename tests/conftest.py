@@ -25,6 +25,12 @@ import pytest
 
 os.environ["ISRLAB_COMPILED"] = "0"
 
+from broker_core import mutants  # noqa: E402
+
+# ISRLAB_MUTANT for the tests that drive cores without a binding (tests/harness.py): the
+# core reads no environment, its bindings and this file hand it over (docs/mutants.md)
+mutants.activate_from(os.environ)
+
 # Session-scoped fixtures too costly to start on every worker -> the group of their users.
 SHARED_SESSIONS = {"spark": "spark"}
 

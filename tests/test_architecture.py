@@ -32,10 +32,6 @@ ONLY_IN = {
     "asyncio": "real_io", "socket": "real_io", "select": "real_io", "selectors": "real_io", "kazoo": "real_io",
     "pyspark": "spark_reports", "pyarrow": "spark_reports",
 }
-# broker_core/mutants.py reads ISRLAB_MUTANT from the environment once, at import, so that
-# a test's subprocesses run the same deliberately broken core (docs/mutants.md); no other
-# core module may import os.
-CORE_ALSO_ALLOWED = {("os", "broker_core/mutants.py")}
 # Narrow exceptions, file by file: spark_reports/session.py opens one TCP connection to
 # check that a --master spark://HOST:PORT answers before Spark retries it for a minute.
 ALSO_ALLOWED = {("socket", "spark_reports/session.py")}
@@ -57,8 +53,7 @@ def imports_of(package: str):
 
 def test_broker_core_imports_only_the_standard_library_and_itself():
     bad = [f"{p.relative_to(ROOT)}:{line} imports {name}" for p, line, name in imports_of("broker_core")
-           if name != "broker_core" and (name not in sys.stdlib_module_names or name in FORBIDDEN_IN_CORE)
-           and (name, str(p.relative_to(ROOT))) not in CORE_ALSO_ALLOWED]
+           if name != "broker_core" and (name not in sys.stdlib_module_names or name in FORBIDDEN_IN_CORE)]
     assert bad == []
 
 

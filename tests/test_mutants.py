@@ -259,14 +259,25 @@ def test_each_mutant_switches_its_own_flag_only():
         mutants.activate(None)
 
 
-def test_the_environment_selects_a_mutant_at_import():
-    code = "from broker_core import mutants; print(mutants.ACTIVE, mutants.EPOCH_NOT_BUMPED)"
+@pytest.mark.parametrize("binding", ["sim", "real_io"])
+def test_the_environment_selects_a_mutant_when_a_binding_is_imported(binding):
+    """The core reads no environment: importing a binding hands it ISRLAB_MUTANT; the core
+    alone stays the real one."""
+    code = (f"from broker_core import mutants; print(mutants.ACTIVE); import {binding}; "
+            "print(mutants.ACTIVE, mutants.EPOCH_NOT_BUMPED)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=mutated_env("epoch-not-bumped"),
                           capture_output=True, text=True, timeout=60)
-    assert proc.stdout.split() == ["epoch-not-bumped", "True"]
+    assert proc.stdout.split() == ["None", "epoch-not-bumped", "True"], proc.stderr
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=mutated_env("no-such-mutant"),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "unknown mutant 'no-such-mutant'" in proc.stderr
+
+
+def test_activate_from_leaves_a_tests_own_mutant_alone_without_the_variable():
+    with mutants.active("epoch-not-bumped"):
+        mutants.activate_from({})
+        assert mutants.ACTIVE == "epoch-not-bumped"
+    assert mutants.ACTIVE is None
 
 
 @pytest.mark.slow
