@@ -22,20 +22,13 @@ from real_io.cluster import CLIENT_NODE, LocalCluster
 from real_io.real_clients import final_read
 from real_io.protocol.apis import ApiKey
 from tests.real_io.test_cluster_clients import WireClient
+from tests.real_io.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 BROKERS = (1, 2, 3, 4)
 TOPIC = "moved"
 NOT_CONTROLLER = 41
 
-
-def wait_until(predicate, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 def ask(cluster: LocalCluster, broker: int, key: int, body: dict) -> dict | None:

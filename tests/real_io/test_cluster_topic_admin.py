@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 
 from real_io.cluster import CHROOT, LocalCluster
 from tests.real_io.reading import read_assigned
+from tests.real_io.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 BROKERS = (1, 2, 3)
@@ -26,14 +27,6 @@ def cluster(tmp_path_factory):
     with LocalCluster(tmp_path_factory.mktemp("cluster"), brokers=len(BROKERS), stop_timeout_s=10) as running:
         yield running
 
-
-def wait_until(predicate, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 def dirs(cluster: LocalCluster, broker: int, topic: str) -> list[str]:

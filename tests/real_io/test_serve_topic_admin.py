@@ -14,6 +14,7 @@ from kafka.admin import KafkaAdminClient, NewPartitions as KpNewPartitions, NewT
 
 from tests.real_io.reading import read_assigned
 from tests.real_io.serve_process import ServeProcess
+from tests.real_io.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +50,6 @@ def produce(bootstrap: str, topic: str, partition: int, values: list[str]) -> No
 def topic_dirs(data: Path, topic: str) -> list[str]:
     return sorted(p.name for p in data.rglob(f"{topic}-*") if p.is_dir())
 
-
-def wait_until(predicate, timeout_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def listed(admin: AdminClient, topic: str) -> bool:

@@ -17,3 +17,14 @@ def wait_for(condition: Callable[[], T], timeout_s: float, what: str, poll_s: fl
             return value
         time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0, poll_s: float = 0.2) -> bool:
+    """Whether ``predicate()`` became true within ``timeout_s`` (its last answer after
+    the deadline), for an ``assert`` that names what it waited for itself."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return bool(predicate())
