@@ -376,8 +376,9 @@ class WireClient:
         self.sock.close()
 
 
-def leader_in_metadata(cluster: LocalCluster, broker: int, topic: str, partition: int) -> int:
-    """The partition's leader as ``broker`` answers Metadata (its own cache)."""
+def leaders_in_metadata(cluster: LocalCluster, broker: int, topic: str) -> dict[int, int]:
+    """Each partition's leader as ``broker`` answers Metadata (its own cache); no entry
+    for a partition its cache does not know yet."""
     client = WireClient(cluster.link_address(CLIENT_NODE, f"broker-{broker}"), 10)
     try:
         answer = client.ask(ApiKey.METADATA, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
@@ -386,7 +387,12 @@ def leader_in_metadata(cluster: LocalCluster, broker: int, topic: str, partition
     finally:
         client.close()
     assert answer is not None
-    return next(p["leader_id"] for p in answer["topics"][0]["partitions"] if p["partition_index"] == partition)
+    return {p["partition_index"]: p["leader_id"] for p in answer["topics"][0]["partitions"]}
+
+
+def leader_in_metadata(cluster: LocalCluster, broker: int, topic: str, partition: int) -> int:
+    """The partition's leader as ``broker`` answers Metadata (its own cache)."""
+    return leaders_in_metadata(cluster, broker, topic)[partition]
 
 
 def produce_to(cluster: LocalCluster, broker: int, topic: str, partition: int, value: str, timeout_ms: int):

@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 
 from real_io.cluster import CHROOT, LocalCluster
 from tests.real_io.reading import read_assigned
+from tests.real_io.test_cluster_clients import leaders_in_metadata
 from tests.real_io.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -74,6 +75,13 @@ def test_new_partitions_get_leaders_and_take_records(cluster):
     assert wait_until(lambda: len(admin.list_topics("wider", timeout=10).topics["wider"].partitions) == 3)
     partitions = admin.list_topics("wider", timeout=10).topics["wider"].partitions
     assert all(p.leader in BROKERS and sorted(p.replicas) == list(BROKERS) for p in partitions.values())
+    # Each broker's metadata cache learns of the new partitions from its own UpdateMetadata,
+    # as in Kafka: a producer that asks a broker not yet told would see one partition and
+    # fail partition 2 locally ("Unknown partition"). Wait until every broker knows.
+    def every_broker_knows() -> bool:
+        known = [leaders_in_metadata(cluster, b, "wider") for b in BROKERS]
+        return all(sorted(k) == [0, 1, 2] and set(k.values()) <= set(BROKERS) for k in known)
+    assert wait_until(every_broker_knows)
     assert produce(cluster.bootstrap, "wider", 2, ["new"]) == [None]
     records = read_assigned(cluster.bootstrap, [("wider", 2)], 1, 20)
     assert [r.value() for r in records] == [b"new"]
