@@ -28,7 +28,7 @@ LIBRARY = ROOT / "scenarios" / "library"
 DIGESTS = Path(__file__).resolve().parent / "data" / "trace_digests.json"
 
 # (scenario file, variant or None for a file without variants, seed): every library
-# scenario and variant at seed 1, and a second seed of the two shortest stories. Together
+# scenario and variant at seed 1 (tests/test_trace_digests.py checks that none is missing), and a second seed of the two shortest stories. Together
 # they cover both profiles, crashes and restarts, unclean election, truncation after a
 # leader change, producer retries with and without idempotence, controller failover and
 # both nemeses, and issue 20's library files (an idle follower, KAFKA-13091, a topic
@@ -76,6 +76,17 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("compaction-tombstone-restart.yaml", "within-retention", 1),
     ("compaction-unclean.yaml", None, 1),
     ("reassign-throttled.yaml", None, 1),  # issue 22: a reassignment under a follower throttle
+    ("quota-noisy-neighbour.yaml", None, 1),  # issue 22's quota scenarios: produce, request
+    ("quota-lowered-mid-run.yaml", None, 1),  # and fetch throttles and a quota lowered mid-run
+    ("quota-request-percentage.yaml", None, 1),
+    ("retention-moves-the-log-start.yaml", "by-size", 1),
+    ("retention-moves-the-log-start.yaml", "by-time", 1),
+    ("single-broker-crash.yaml", "acks1", 1),
+    ("single-broker-crash.yaml", "acks-all", 1),
+    # issue 23's demo sweep scenario, whose verdict depends on the seed: two seeds
+    ("jepsen-2013-nemesis.yaml", "unclean", 1),
+    ("jepsen-2013-nemesis.yaml", "unclean", 2),
+    ("jepsen-2013-nemesis.yaml", "safe", 1),
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),
