@@ -159,3 +159,33 @@ def test_sim_speed_runs_the_real_simulation_compiled_too_against_the_same_floor(
         assert compiled[3] == interpreted[3] and float(compiled[4]) > 0  # one floor for both
     assert f"compiled runs: the mypyc build in {compiled_build}" in done.stdout
     assert re.search(r"^  compiled: [\d.]+ with one worker, [\d.]+ with --jobs \d+$", done.stdout, re.M), done.stdout
+
+
+# A mutant switched on inside a compiled process (docs/mutants.md): isrlab refuses the
+# build under ISRLAB_MUTANT, so this child switches the build on first and the mutant
+# after, the order a test of the compiled core itself would use.
+COMPILED_MUTANT_CHILD = """
+import sys
+from pathlib import Path
+from isrlab import compiled
+assert compiled.activate(say=lambda text: print(text, file=sys.stderr))
+from broker_core import mutants
+from scenarios.parse import load_scenario
+from scenarios.runner import run_scenario
+scenario = load_scenario(Path("scenarios/library/leader-crash.yaml"))
+if len(sys.argv) > 2:
+    mutants.activate(sys.argv[2])
+result = run_scenario(scenario, 1, sys.argv[1], judge=False, check_invariants=True)
+print(compiled.in_use(), result.violation and result.violation.invariant)
+"""
+
+
+@pytest.mark.slow
+def test_a_mutant_switched_on_in_a_compiled_process_breaks_the_compiled_core(compiled_build, tmp_path):
+    # mutants.py is compiled with the core: its flags are module globals that the
+    # compiled callers look up at each use, so activate() reaches them too
+    real = child(compiled_build, "-c", COMPILED_MUTANT_CHILD, str(tmp_path / "real"))
+    mutated = child(compiled_build, "-c", COMPILED_MUTANT_CHILD, str(tmp_path / "mutant"), "hw-before-isr")
+    assert real.returncode == 0 and mutated.returncode == 0, real.stderr + mutated.stderr
+    assert real.stdout.split() == ["True", "None"]
+    assert mutated.stdout.split() == ["True", "StrongIsr"], mutated.stdout
