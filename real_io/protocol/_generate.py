@@ -1,8 +1,14 @@
-"""Writes ``schemas.py`` from Kafka's message definitions (the spec), at a tag.
+"""Writes ``schemas.py`` and ``group_schemas.py`` from Kafka's message definitions (the
+spec), at a tag.
 
-Run by hand when the supported messages change:
+Run by hand when the supported messages change (the module name defaults to schemas):
 
-    python -m real_io.protocol._generate /work/.mirror/apache+kafka/repo 2.7.0
+    python -m real_io.protocol._generate /work/.mirror/apache+kafka/repo 2.7.0 > real_io/protocol/schemas.py
+    python -m real_io.protocol._generate /work/.mirror/apache+kafka/repo 2.7.0 group_schemas \
+        > real_io/protocol/group_schemas.py
+
+The consumer-group messages have a module of their own so that neither module grows past
+a readable size and adding them left ``schemas.py`` byte for byte as it was.
 
 It reads clients/src/main/resources/common/message/<Name>.json through ``git show`` and
 keeps only what the codec needs (names, types, version ranges, nullability, tags and
@@ -20,6 +26,9 @@ MESSAGES = ("ApiVersions", "Metadata", "Produce", "Fetch", "ListOffset", "Create
             "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterIsr",
             "AlterConfigs", "IncrementalAlterConfigs", "CreatePartitions", "DescribeClientQuotas", "AlterClientQuotas",
             "AlterPartitionReassignments", "ListPartitionReassignments")
+GROUP_MESSAGES = ("JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "OffsetCommit", "OffsetFetch",
+                  "DescribeGroups", "ListGroups", "DeleteGroups", "OffsetDelete")
+MODULES = {"schemas": MESSAGES, "group_schemas": GROUP_MESSAGES}
 
 
 def _snake(name: str) -> str:
@@ -52,7 +61,7 @@ def _field(spec: dict, structs: dict, indent: str) -> str:
     if "tag" in spec:
         extra.append(f"tag={spec['tag']}")
     if "flexibleVersions" in spec:
-        extra.append(f"flexible={_range(spec['flexibleVersions'])}")
+        extra.append(f"flexible={_range(spec.get('flexibleVersions'))}")
     if "default" in spec:
         default = spec["default"]
         text = str(default).lower() if isinstance(default, bool) else str(default)
@@ -69,20 +78,21 @@ def _load(repo: str, tag: str, name: str) -> dict:
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
 
 
-def main(repo: str, tag: str) -> None:
-    out = [f'"""Kafka\'s message schemas at {tag}, as tables; written by _generate.py from',
+def main(repo: str, tag: str, module: str = "schemas") -> None:
+    what = "consumer-group message schemas" if module == "group_schemas" else "message schemas"
+    out = [f'"""Kafka\'s {what} at {tag}, as tables; written by _generate.py from',
            "clients/src/main/resources/common/message/*.json. Do not edit by hand.\"\"\"",
            "from real_io.protocol.schema import F, Message", "", "MESSAGES = {"]
-    for base in MESSAGES:
+    for base in MODULES[module]:
         for kind in ("Request", "Response"):
             spec = _load(repo, tag, base + kind)
             structs = {s["name"]: s for s in spec.get("commonStructs", ())}
             fields = ",\n".join(_field(f, structs, "        ") for f in spec["fields"])
             out.append(f"    ({spec['apiKey']}, {kind == 'Response'}): Message({spec['apiKey']}, {spec['name']!r}, "
-                       f"{_range(spec['validVersions'])}, {_range(spec['flexibleVersions'])}, (\n{fields},\n    )),")
+                       f"{_range(spec['validVersions'])}, {_range(spec.get('flexibleVersions'))}, (\n{fields},\n    )),")
     out.append("}")
     print("\n".join(out))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])

@@ -21,6 +21,17 @@ from it (``api_versions_response``). The ranges, and why:
   v0), which nothing sends since Kafka 0.10; it is not offered, so it closes the
   connection like any unsupported version.
 
+``GROUP_APIS`` holds the consumer-group APIs' versions (issue 24): the codec reads and
+writes them (``group_schemas.py``), but no handler exists yet, so they are kept out of
+SUPPORTED: ApiVersions does not advertise them and a request for one is refused like any
+unknown API. The coordinator's wiring merges GROUP_APIS into SUPPORTED. The ranges are
+every version of 2.7.0's definitions: JoinGroup 0-7, Heartbeat 0-4, LeaveGroup 0-4,
+SyncGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-7, DescribeGroups 0-5, ListGroups 0-4,
+DeleteGroups 0-2, OffsetDelete 0. Both clients pick the newest version both sides speak:
+kafka-python 3.x's newer tables reach past them (JoinGroup 9, OffsetCommit 10, OffsetFetch
+10, ...) and so use 2.7.0's newest; librdkafka 2.x stops below some (JoinGroup 5,
+SyncGroup 3, Heartbeat 3, LeaveGroup 1: src/rdkafka_request.c), which lie inside them.
+
 Headers (RequestHeader.json / ResponseHeader.json): request header v1 (api key, version,
 correlation id, nullable client id) for non-flexible API versions and v2 (v1 + tagged
 fields) for flexible ones; the client id stays a classic int16 string even in v2.
@@ -30,6 +41,7 @@ are flexible before it has the answer. Frames are an int32 size and that many by
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -37,7 +49,10 @@ from real_io.protocol import produce_codec
 from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
 from real_io.protocol.primitives import Reader, Writer
 from real_io.protocol.schema import Message
-from real_io.protocol.schemas import MESSAGES
+from real_io.protocol.group_schemas import MESSAGES as GROUP_MESSAGES
+from real_io.protocol.schemas import MESSAGES as CORE_MESSAGES
+
+MESSAGES = {**CORE_MESSAGES, **GROUP_MESSAGES}
 
 
 class ApiKey(IntEnum):
@@ -64,6 +79,17 @@ class ApiKey(IntEnum):
     UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
     ALTER_ISR = 56
+    # The consumer-group APIs: in GROUP_APIS, not (yet) in SUPPORTED.
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
 
 
 # Keyed by ApiKey; typed by int (ApiKey is an IntEnum) as it is looked up by the frame's plain int.
@@ -93,6 +119,22 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_ISR: (0, 0),
 }
 
+# Codec only: ApiVersions must not offer these before a handler answers them. The group
+# coordinator's wiring merges this table into SUPPORTED (and then nothing else changes:
+# the codec already reads and writes every version listed here).
+GROUP_APIS: dict[int, tuple[int, int]] = {
+    ApiKey.OFFSET_COMMIT: (0, 8),
+    ApiKey.OFFSET_FETCH: (0, 7),
+    ApiKey.JOIN_GROUP: (0, 7),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 4),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
+}
+
 UNSUPPORTED_VERSION = 35  # Kafka's Errors.UNSUPPORTED_VERSION
 DEFAULT_MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes
 
@@ -105,8 +147,8 @@ def response_schema(api_key: int) -> Message:
     return MESSAGES[(api_key, True)]
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
-    versions = SUPPORTED.get(api_key)
+def is_supported(api_key: int, api_version: int, offered: Mapping[int, tuple[int, int]] | None = None) -> bool:
+    versions = (SUPPORTED if offered is None else offered).get(api_key)
     return versions is not None and versions[0] <= api_version <= versions[1]
 
 
@@ -134,13 +176,16 @@ class Request:
     body: dict
 
 
-def decode_request(payload: bytes | bytearray | memoryview) -> Request:
+def decode_request(payload: bytes | bytearray | memoryview,
+                   offered: Mapping[int, tuple[int, int]] | None = None) -> Request:
     """A request from a frame's payload (the bytes after the size). An unknown API key
     or an unsupported version raises UnsupportedVersionError (with the correlation id,
-    for ``unsupported_api_versions_response``); anything malformed raises ProtocolError."""
+    for ``unsupported_api_versions_response``); anything malformed raises ProtocolError.
+    ``offered`` replaces SUPPORTED as the versions accepted (a codec-only table such as
+    GROUP_APIS, which the broker does not serve yet)."""
     reader = Reader(payload)
     api_key, api_version, correlation_id = reader.int16(), reader.int16(), reader.int32()
-    if not is_supported(api_key, api_version):
+    if not is_supported(api_key, api_version, offered):
         raise UnsupportedVersionError(f"API key {api_key} version {api_version} is not supported",
                                       api_key, api_version, correlation_id)
     client_id = reader.string(nullable=True)
@@ -196,9 +241,11 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     return [p for p in parts if not isinstance(p, bytes) or p]
 
 
-def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> tuple[int, dict]:
-    """(correlation id, body) from a response frame's payload, as a client reads it."""
-    if not is_supported(api_key, api_version):
+def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview,
+                    offered: Mapping[int, tuple[int, int]] | None = None) -> tuple[int, dict]:
+    """(correlation id, body) from a response frame's payload, as a client reads it
+    (``offered`` as for decode_request)."""
+    if not is_supported(api_key, api_version, offered):
         raise ProtocolError(f"API key {api_key} version {api_version} is not supported")
     reader = Reader(payload)
     correlation_id = reader.int32()
@@ -239,7 +286,7 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
 
 
 def _check_table() -> None:
-    for key, (lo, hi) in SUPPORTED.items():
+    for key, (lo, hi) in [*SUPPORTED.items(), *GROUP_APIS.items()]:
         for schema in (request_schema(key), response_schema(key)):
             if not (schema.valid[0] <= lo and (schema.valid[1] is None or hi <= schema.valid[1])):
                 raise AssertionError(f"{schema.name} does not define versions {lo}-{hi}")
