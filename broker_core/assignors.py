@@ -48,14 +48,16 @@ def assign(strategy: str, subscriptions: Mapping[str, Subscription],
 
     ``partitions_per_topic`` is the leader's metadata; as AbstractPartitionAssignor.assign
     does, topics nobody subscribes to and topics with no partitions (unknown to the
-    metadata) are left out. Raises UnknownAssignor for a name not in STRATEGIES."""
+    metadata) are left out. Members come in member_order. Raises UnknownAssignor for a
+    name not in STRATEGIES."""
     counts = _subscribed_counts(subscriptions, partitions_per_topic)
     if strategy == RANGE:
         return range_assign(subscriptions, counts)
     if strategy == ROUND_ROBIN:
         return round_robin_assign(subscriptions, counts)
     if strategy == STICKY:
-        return sticky_assign(subscriptions, counts)
+        result = sticky_assign(subscriptions, counts)
+        return {member: result[member] for member in member_order(subscriptions)}
     raise UnknownAssignor(strategy)
 
 
