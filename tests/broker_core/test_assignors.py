@@ -190,3 +190,17 @@ def test_sticky_general_case_does_not_give_a_partition_back_to_a_member_that_uns
     assert result["C1"] == tps("t0p0")
     assert TopicPartition("t1", 0) in result["C2"]
     assert sorted(tp for owned in result.values() for tp in owned) == tps("t0p0 t1p0 t1p1 t1p2")
+
+
+def test_sticky_moves_back_the_partition_that_moved_rather_than_swap_two():
+    """AbstractStickyAssignor.PartitionMovements.getTheActualPartitionToBeMoved: while
+    balancing, a partition of topic c moves from C2 to C0 and later one of c's must go
+    from C0 to C2; the one that goes is the one that came, not another, so C2 keeps both
+    of its prior c partitions (without the rule c3 and c0 swap owners and C2 loses c3).
+    Found by comparing the assignor with and without the rule over random groups."""
+    subs = {"C0": Subscription.of(["c"], (), 1), "C1": Subscription.of(["b"], (), 1),
+            "C2": Subscription.of(["a", "d", "b", "c"], tps("bp3 cp3 cp4 dp0"), 1),
+            "C3": Subscription.of(["b"], (), 1), "C4": Subscription.of(["d"], (), 1)}
+    result = assign(STICKY, subs, {"a": 2, "b": 4, "c": 6, "d": 1})
+    assert result == {"C0": tps("cp0 cp1 cp2 cp5"), "C1": tps("bp0 bp2"), "C2": tps("cp4 ap0 ap1 cp3"),
+                      "C3": tps("bp1 bp3"), "C4": tps("dp0")}
