@@ -17,6 +17,10 @@ Where this differs from the Java text, and why (docs/groups.md, "Assignors"):
   the same generation (dropped from both, as 3.1.0's allSubscriptionsEqual does). A
   prior owner that no longer subscribes to the partition's topic is not given it back
   by performReassignments (2.7.0 would, or fail on a member left out as fixed).
+- A member that subscribes to no topic makes the subscriptions unequal: 2.7.0's
+  allSubscriptionsEqual starts its comparison again after an empty subscription, so
+  members [], [], [t] counted as equal and constrainedAssign gave t's partitions to
+  members that do not subscribe to t.
 """
 from __future__ import annotations
 
@@ -69,15 +73,15 @@ def _all_subscriptions_equal(members: list[str], subscriptions: Mapping[str, Sub
     """allSubscriptionsEqual: whether every member subscribes to the same topics, and each
     member's owned partitions that count: only members of the highest generation keep
     theirs (members that sent no generation keep theirs only if nobody sent one)."""
-    topics: set[str] = set()
+    topics: set[str] | None = None
     consumer_to_owned: dict[str, list[TopicPartition]] = {}
     old_generation: set[str] = set()
     highest: set[str] = set()
     max_generation = DEFAULT_GENERATION
     for member in members:
         sub = subscriptions[member]
-        if not topics:
-            topics.update(sub.topics)
+        if topics is None:
+            topics = set(sub.topics)
         elif not (len(sub.topics) == len(topics) and topics.issuperset(sub.topics)):
             return False, {}
         kept: list[TopicPartition] = []

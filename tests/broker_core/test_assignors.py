@@ -204,3 +204,11 @@ def test_sticky_moves_back_the_partition_that_moved_rather_than_swap_two():
     result = assign(STICKY, subs, {"a": 2, "b": 4, "c": 6, "d": 1})
     assert result == {"C0": tps("cp0 cp1 cp2 cp5"), "C1": tps("bp0 bp2"), "C2": tps("cp4 ap0 ap1 cp3"),
                       "C3": tps("bp1 bp3"), "C4": tps("dp0")}
+
+
+def test_sticky_members_without_topics_do_not_make_subscriptions_look_equal():
+    """2.7.0's allSubscriptionsEqual restarts its comparison after an empty subscription,
+    so C0 [], C1 [], C2 [t] counted as equal and constrainedAssign handed t's partition
+    to C0, which does not subscribe to t (found by the property tests)."""
+    subs = {"C0": Subscription.of([]), "C1": Subscription.of([]), "C2": Subscription.of(["t"])}
+    assert assign(STICKY, subs, {"t": 1}) == {"C0": [], "C1": [], "C2": tps("tp0")}

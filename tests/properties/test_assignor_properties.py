@@ -162,3 +162,20 @@ def test_range_and_round_robin_depend_only_on_the_members_string_order(group, st
     rename = {m: f"M{i:02d}" for i, m in enumerate(ranked)}
     renamed = assign(strategy, {rename[m]: s for m, s in subscriptions.items()}, partitions_per_topic)
     assert renamed == {rename[m]: tps for m, tps in assign(strategy, subscriptions, partitions_per_topic).items()}
+
+
+garbage_partitions = st.lists(st.builds(TopicPartition, st.sampled_from(TOPICS + ["gone"]), st.integers(-2, 9)),
+                              max_size=8)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(member_ids.flatmap(lambda ms: st.fixed_dictionaries({m: st.builds(
+    Subscription.of, st.lists(st.sampled_from(TOPICS), max_size=5), garbage_partitions,
+    st.none() | st.integers(-3, 3)) for m in ms})), counts)
+def test_any_prior_assignment_or_repeated_topic_still_gives_one_owner_each(subscriptions, partitions_per_topic):
+    """A member's subscription and user data come from its own bytes: repeated topics,
+    priors that name partitions that do not exist, that others claim too, or come from
+    any generation never give a partition two owners or none, nor raise."""
+    for strategy in STRATEGIES:
+        check_exclusive_and_complete(subscriptions, partitions_per_topic,
+                                     assign(strategy, subscriptions, partitions_per_topic))
