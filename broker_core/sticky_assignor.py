@@ -17,10 +17,11 @@ Where this differs from the Java text, and why (docs/groups.md, "Assignors"):
   the same generation (dropped from both, as 3.1.0's allSubscriptionsEqual does). A
   prior owner that no longer subscribes to the partition's topic is not given it back
   by performReassignments (2.7.0 would, or fail on a member left out as fixed).
-- A member that subscribes to no topic makes the subscriptions unequal: 2.7.0's
-  allSubscriptionsEqual starts its comparison again after an empty subscription, so
-  members [], [], [t] counted as equal and constrainedAssign gave t's partitions to
-  members that do not subscribe to t.
+- Subscriptions are equal when their sets of topics are. 2.7.0's allSubscriptionsEqual
+  starts its comparison again after an empty subscription (members [], [], [t] counted
+  as equal) and compares list lengths with containment ([t0, t1] and [t1, t1] counted
+  as equal); either way constrainedAssign gave partitions to members that do not
+  subscribe to their topic.
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def _all_subscriptions_equal(members: list[str], subscriptions: Mapping[str, Sub
         sub = subscriptions[member]
         if topics is None:
             topics = set(sub.topics)
-        elif not (len(sub.topics) == len(topics) and topics.issuperset(sub.topics)):
+        elif set(sub.topics) != topics:
             return False, {}
         kept: list[TopicPartition] = []
         consumer_to_owned[member] = kept
@@ -165,10 +166,13 @@ class _GeneralAssign:
         self.current: Assignment = {}
         self.previous: dict[TopicPartition, str] = {}
         self._prepopulate(members, subscriptions, owned)
-        self.partition_consumers: dict[TopicPartition, list[str]] = {tp: [] for tp in _all_partitions(partitions_per_topic)}
+        # partition2AllPotentialConsumers and consumer2AllPotentialPartitions
+        self.partition_consumers: dict[TopicPartition, list[str]] = {
+            tp: [] for tp in _all_partitions(partitions_per_topic)}
         self.consumer_partitions: dict[str, set[TopicPartition]] = {}
         for member in members:
-            mine = {TopicPartition(t, p) for t in subscriptions[member].topics for p in range(partitions_per_topic.get(t, 0))}
+            mine = {TopicPartition(t, p) for t in subscriptions[member].topics
+                    for p in range(partitions_per_topic.get(t, 0))}
             self.consumer_partitions[member] = mine
             for tp in sorted(mine, key=partition_order):
                 self.partition_consumers[tp].append(member)

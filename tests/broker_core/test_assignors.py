@@ -212,3 +212,11 @@ def test_sticky_members_without_topics_do_not_make_subscriptions_look_equal():
     to C0, which does not subscribe to t (found by the property tests)."""
     subs = {"C0": Subscription.of([]), "C1": Subscription.of([]), "C2": Subscription.of(["t"])}
     assert assign(STICKY, subs, {"t": 1}) == {"C0": [], "C1": [], "C2": tps("tp0")}
+
+
+def test_sticky_compares_subscriptions_as_sets_of_topics():
+    """2.7.0's allSubscriptionsEqual compares list lengths and containment, so C0 [t0, t1]
+    and C1 [t1, t1] (a repeated topic, from a member's own bytes) counted as equal and C1
+    got a partition of t0 (found by the property tests)."""
+    subs = {"C0": Subscription.of(["t0", "t1"]), "C1": Subscription.of(["t1", "t1"])}
+    assert assign(STICKY, subs, {"t0": 2}) == {"C0": tps("t0p0 t0p1"), "C1": []}

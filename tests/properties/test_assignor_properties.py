@@ -56,7 +56,8 @@ def sizes(result) -> list[int]:
 @given(groups(), st.sampled_from(STRATEGIES))
 def test_every_subscribed_partition_has_exactly_one_owner_that_subscribes(group, strategy):
     subscriptions, partitions_per_topic = group
-    check_exclusive_and_complete(subscriptions, partitions_per_topic, assign(strategy, subscriptions, partitions_per_topic))
+    result = assign(strategy, subscriptions, partitions_per_topic)
+    check_exclusive_and_complete(subscriptions, partitions_per_topic, result)
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -179,3 +180,18 @@ def test_any_prior_assignment_or_repeated_topic_still_gives_one_owner_each(subsc
     for strategy in STRATEGIES:
         check_exclusive_and_complete(subscriptions, partitions_per_topic,
                                      assign(strategy, subscriptions, partitions_per_topic))
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(groups(), groups(equal=False))
+def test_sticky_after_subscriptions_change_is_still_as_balanced_as_possible(before, after):
+    """The group's next generation subscribes differently (members join, leave, change
+    topics); each returning member brings its last sticky assignment. The result is
+    still complete, exclusive and as balanced as possible (generalAssign and balance)."""
+    first = assign(STICKY, *before)
+    subscriptions, partitions_per_topic = after
+    rejoined = {m: Subscription.of(s.topics, first.get(m, ()), 1 if m in first else None)
+                for m, s in subscriptions.items()}
+    result = assign(STICKY, rejoined, partitions_per_topic)
+    check_exclusive_and_complete(rejoined, partitions_per_topic, result)
+    assert as_balanced_as_possible(rejoined, partitions_per_topic, result)
