@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
+from broker_core.api_version import LATEST_2_7, UnknownApiVersion, api_version
 from broker_core.errors import ConfigError
 from broker_core.throttled_replicas import parse_throttled_replicas
 
@@ -285,6 +286,27 @@ class BrokerConfig:
     # it lets other work run (broker_core/log_cleaner.py); Kafka's thread runs on its own.
     log_cleaner_step_records: int = 1000
     # -- end of log compaction
+    # -- consumer groups (issue 24): Kafka 2.7.0's offsets.* and group.* keys with their
+    # defaults (KafkaConfig's Defaults), read by the group coordinator (the partition of a
+    # group: broker_core/group_records.partition_for) and its __consumer_offsets topic.
+    # Their checks are KafkaConfig's: atLeast(1) (_AT_LEAST_ONE below) and
+    # validateValues' -1 <= offsets.commit.required.acks <= offsets.topic.replication.factor.
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 104857600
+    offsets_retention_minutes: int = 10080  # seven days
+    offsets_retention_check_interval_ms: int = 600000
+    offsets_commit_required_acks: int = -1
+    offsets_commit_timeout_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = 2147483647
+    # Which record versions a broker writes where older brokers must read them (the
+    # values of __consumer_offsets: group_records.py), as ApiVersion names it.
+    inter_broker_protocol_version: str = LATEST_2_7
+    # -- end of consumer groups
 
     def validate(self) -> "BrokerConfig":
         for f in fields(self):
@@ -296,17 +318,22 @@ class BrokerConfig:
                 validate_cleaner_value(f.name, value)
             elif f.name in _THROTTLED_REPLICAS_ATTRIBUTES:
                 validate_throttled_replicas(kafka_name(f.name), value)
+            elif f.name == "inter_broker_protocol_version":
+                validate_inter_broker_protocol(value)
             elif f.name in BOOL_KEYS:
                 if not isinstance(value, bool):
                     raise ConfigError(kafka_name(f.name), "must be true or false")
             elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ConfigError(kafka_name(f.name), "must be an integer")
-            elif value is not None and value < 0 and not (f.name in MINUS_ONE_MEANS_NONE and value == -1):
+            elif value is not None and value < 0 and not (f.name in MINUS_ONE_ALLOWED and value == -1):
                 raise ConfigError(kafka_name(f.name), "must not be negative")
         for name in _AT_LEAST_ONE:
             if getattr(self, name) < 1:
                 raise ConfigError(kafka_name(name), _AT_LEAST_ONE[name])
         validate_compaction_lags(self.log_cleaner_min_compaction_lag_ms, self.log_cleaner_max_compaction_lag_ms)
+        if self.offsets_commit_required_acks > self.offsets_topic_replication_factor:
+            raise ConfigError("offsets.commit.required.acks", "must be greater or equal -1 and less or equal to "
+                                                              "offsets.topic.replication.factor")
         return self
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> "BrokerConfig":
@@ -331,6 +358,12 @@ RETENTION_TOPIC_KEYS = {
 }
 MINUS_ONE_MEANS_NONE = frozenset({"log_retention_ms", "log_retention_minutes", "log_retention_hours",
                                   "log_retention_bytes"})
+# offsets.commit.required.acks: -1 is "all in-sync replicas", as a producer's acks.
+MINUS_ONE_ALLOWED = MINUS_ONE_MEANS_NONE | {"offsets_commit_required_acks"}
+_AT_LEAST_ONE.update({name: "must be at least 1 (KafkaConfig: atLeast(1))" for name in (
+    "offsets_topic_num_partitions", "offsets_topic_replication_factor", "offsets_topic_segment_bytes",
+    "offsets_retention_minutes", "offsets_retention_check_interval_ms", "offsets_commit_timeout_ms",
+    "group_max_size")})
 _AT_LEAST_ONE["log_cleaner_step_records"] = "must be at least 1 (a cleaner step must make progress)"
 _AT_LEAST_ONE["log_retention_check_interval_ms"] = "must be at least 1 (Kafka's scheduler refuses a period of 0)"
 
@@ -359,6 +392,16 @@ _THROTTLED_REPLICAS_ATTRIBUTES = frozenset(key.replace(".", "_") for key in THRO
 TOPIC_KEYS.update({key: key.replace(".", "_") for key in THROTTLED_REPLICAS_KEYS})
 
 
+def validate_inter_broker_protocol(value: Any) -> None:
+    """ApiVersion.apply: a version it knows ("2.7-IV2", "2.7", "2.7.0", "0.10.1-IV0")."""
+    if not isinstance(value, str):
+        raise ConfigError("inter.broker.protocol.version", f"must be a string, not {value!r}")
+    try:
+        api_version(value)
+    except UnknownApiVersion as error:
+        raise ConfigError("inter.broker.protocol.version", str(error)) from None
+
+
 def validate_throttled_replicas(key: str, value: Any) -> None:
     """2.7.0 ThrottledReplicaListValidator: "*" or <partition>:<broker>,..."""
     if not isinstance(value, str):
@@ -366,7 +409,7 @@ def validate_throttled_replicas(key: str, value: Any) -> None:
     parse_throttled_replicas(key, value, -1)
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "kafka-3.0": {"truncation": "diverging_epoch"},
+    "kafka-3.0": {"truncation": "diverging_epoch", "inter_broker_protocol_version": "3.0-IV1"},
     "kafka-2.7": {},
     "kafka-0.8": {
         "replica_lag_time_max_ms": 10000,
@@ -389,6 +432,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "stop_replica_leader_epoch": False,
         "unclean_enable_triggers_election": False,
         "delete_topic_enable": False,
+        "inter_broker_protocol_version": "0.8.2",
     },
 }
 
