@@ -19,7 +19,9 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from broker_core import schema_types
 from broker_core.assignors import STICKY, Subscription
+from broker_core.schema_types import StructReader
 from broker_core.types import TopicPartition
 
 HIGHEST_VERSION = 1  # of both ConsumerProtocolSubscription and ConsumerProtocolAssignment in 2.7.0
@@ -58,43 +60,12 @@ class StickyUserData:
     generation: int | None
 
 
-class _Reader:
-    """Big-endian reads over bytes; running past the end is a ConsumerProtocolError."""
+class _Reader(StructReader):
+    """Kafka's primitive types (schema_types.StructReader) raising ConsumerProtocolError,
+    and the protocol's []TopicPartition."""
 
     def __init__(self, data: bytes) -> None:
-        self.data = bytes(data)
-        self.position = 0
-
-    def _take(self, size: int) -> bytes:
-        if size < 0 or self.position + size > len(self.data):
-            raise ConsumerProtocolError(f"need {size} bytes at {self.position}, {len(self.data) - self.position} left")
-        chunk = self.data[self.position:self.position + size]
-        self.position += size
-        return chunk
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
-
-    def string(self) -> str:
-        length = self.int16()
-        if length < 0:
-            raise ConsumerProtocolError("a non-nullable string was serialized as null")
-        return self._take(length).decode("utf-8", "replace")  # Java's decoder replaces bad UTF-8 too
-
-    def nullable_bytes(self) -> bytes | None:
-        length = self.int32()
-        return None if length == -1 else self._take(length)
-
-    def count(self) -> int:
-        """An array's length; the loops that use it stop at the data's end, so a huge
-        count costs no more than the bytes there are."""
-        length = self.int32()
-        if length < 0:
-            raise ConsumerProtocolError("a non-nullable array was serialized as null")
-        return length
+        super().__init__(data, ConsumerProtocolError)
 
     def topic_partitions(self) -> tuple[TopicPartition, ...]:
         """[]TopicPartition: (topic, []int32) pairs, flattened in their order."""
@@ -105,15 +76,6 @@ class _Reader:
         return tuple(result)
 
 
-def _string(text: str) -> bytes:
-    encoded = text.encode("utf-8")
-    return struct.pack(">h", len(encoded)) + encoded
-
-
-def _nullable_bytes(data: bytes | None) -> bytes:
-    return struct.pack(">i", -1) if data is None else struct.pack(">i", len(data)) + bytes(data)
-
-
 def _topic_partitions(partitions: Iterable[TopicPartition]) -> bytes:
     """Grouped by topic as CollectionUtils.groupPartitionsByTopic does (topics in the
     order they first appear here, partitions in their order)."""
@@ -122,7 +84,7 @@ def _topic_partitions(partitions: Iterable[TopicPartition]) -> bytes:
         grouped.setdefault(tp.topic, []).append(tp.partition)
     out = [struct.pack(">i", len(grouped))]
     for topic, numbers in grouped.items():
-        out.append(_string(topic) + struct.pack(f">i{len(numbers)}i", len(numbers), *numbers))
+        out.append(schema_types.string(topic) + struct.pack(f">i{len(numbers)}i", len(numbers), *numbers))
     return b"".join(out)
 
 
@@ -143,8 +105,8 @@ def encode_subscription(topics: Iterable[str], user_data: bytes | None = None,
                         owned_partitions: Iterable[TopicPartition] = (), version: int = HIGHEST_VERSION) -> bytes:
     """ConsumerProtocol.serializeSubscription; version 0 has no owned partitions."""
     topic_list = list(topics)
-    body = [_encode_version(version), struct.pack(">i", len(topic_list)), *map(_string, topic_list),
-            _nullable_bytes(user_data)]
+    body = [_encode_version(version), struct.pack(">i", len(topic_list)), *map(schema_types.string, topic_list),
+            schema_types.nullable_bytes(user_data)]
     if version >= 1:
         body.append(_topic_partitions(owned_partitions))
     return b"".join(body)
@@ -163,7 +125,7 @@ def decode_subscription(data: bytes) -> ProtocolSubscription:
 def encode_assignment(partitions: Iterable[TopicPartition], user_data: bytes | None = None,
                       version: int = HIGHEST_VERSION) -> bytes:
     """ConsumerProtocol.serializeAssignment (versions 0 and 1 have the same fields)."""
-    return _encode_version(version) + _topic_partitions(partitions) + _nullable_bytes(user_data)
+    return _encode_version(version) + _topic_partitions(partitions) + schema_types.nullable_bytes(user_data)
 
 
 def decode_assignment(data: bytes) -> ProtocolAssignment:

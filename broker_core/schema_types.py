@@ -56,6 +56,10 @@ class StructReader:
             raise self.error(f"Bytes size {length} cannot be negative")
         return self._take(length)
 
+    def nullable_bytes(self) -> bytes | None:
+        length = self.int32()
+        return None if length == -1 else self._take(length)  # other negative sizes fail in _take
+
     def count(self) -> int:
         """A non-nullable array's length. Loops over it stop at the data's end (each
         element reads at least one byte), so a huge count costs no more than the bytes
@@ -92,3 +96,7 @@ def nullable_string(text: str | None) -> bytes:
 
 def bytes_(data: bytes) -> bytes:
     return int32(len(data)) + bytes(data)
+
+
+def nullable_bytes(data: bytes | None) -> bytes:
+    return int32(-1) if data is None else bytes_(data)
