@@ -12,11 +12,13 @@ a DelayedHeartbeat early when its member needs none, and checks again at expiry;
 scheduling one for a member that needs none cancels the timer, and expiry checks again:
 the same members are removed at the same times.
 
-Two places where Kafka leaves a held request unanswered until the client gives up
-answer it here, so that no request waits forever: a member removed while its SyncGroup
-waits is told UNKNOWN_MEMBER_ID; and a pending member id or a LeaveGroup that Kafka
-meets with an IllegalStateException (a static member under a pending member id) gets
-UNKNOWN_SERVER_ERROR, the code Kafka's request handler turns that exception into.
+Where Kafka leaves a held request unanswered until the client gives up, it is
+answered here, so that every request is answered once: a member removed while its
+SyncGroup waits is told UNKNOWN_MEMBER_ID; a JoinGroup or SyncGroup replaced by the
+same member's next one (from another connection) REBALANCE_IN_PROGRESS. A JoinGroup
+or LeaveGroup that Kafka meets with an IllegalStateException (a static member under a
+pending member id) gets UNKNOWN_SERVER_ERROR, the code Kafka's request handler turns
+that exception into.
 """
 from __future__ import annotations
 
@@ -182,8 +184,7 @@ class Rebalancer:
 
     def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
                                      protocols: tuple[JoinGroupProtocol, ...], waiter: Waiter) -> None:
-        member.protocols = protocols
-        member.awaiting_join = waiter
+        self._set_protocols(member, protocols, waiter)
         self.maybe_prepare_rebalance(group)
 
     def _replace_group_instance(self, group: GroupMetadata, old_id: str, new_id: str, instance_id: str) -> MemberMetadata:
@@ -234,10 +235,18 @@ class Rebalancer:
         elif group.state in (S.EMPTY, S.DEAD):
             raise CoreError(f"group {group.group_id}: static member {instance_id} in state {group.state.value}")
 
-    @staticmethod
-    def _set_protocols(member: MemberMetadata, protocols: tuple[JoinGroupProtocol, ...], waiter: Waiter | None) -> None:
+    def _set_protocols(self, member: MemberMetadata, protocols: tuple[JoinGroupProtocol, ...],
+                       waiter: Waiter | None) -> None:
+        """GroupMetadata.updateMember. A JoinGroup still held for the member (sent again
+        on another connection) is answered REBALANCE_IN_PROGRESS rather than dropped."""
         member.protocols = protocols
+        if waiter is not None:
+            self._supersede(member.awaiting_join)
         member.awaiting_join = waiter
+
+    def _supersede(self, old: Waiter | None) -> None:
+        if old is not None:
+            self.ctx.reply(old, JoinGroupResponse(old.correlation_id, ErrorCode.REBALANCE_IN_PROGRESS))
 
     # -- the delayed join --------------------------------------------------------------
     def maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
@@ -322,6 +331,9 @@ class Rebalancer:
             self.ctx.reply(waiter, SyncGroupResponse(waiter.correlation_id, ErrorCode.NONE, group.protocol_type,
                                                      group.protocol_name, member.assignment))
             return self.schedule_heartbeat(group, member)
+        if member.awaiting_sync is not None:  # sent again: the older one is answered, not dropped
+            old = member.awaiting_sync
+            self.ctx.reply(old, SyncGroupResponse(old.correlation_id, ErrorCode.REBALANCE_IN_PROGRESS))
         member.awaiting_sync = waiter  # CompletingRebalance: wait for the leader's assignment
         if not group.is_leader(req.member_id):
             return  # a follower's assignments, if any, are ignored

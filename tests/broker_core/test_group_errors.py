@@ -180,3 +180,31 @@ def test_a_group_this_coordinator_does_not_own_or_still_loads(status):
     assert errors(d.sync("c1", "m", 1)) == {"c1": "REBALANCE_IN_PROGRESS" if loading else status.name}
     assert errors(d.leave("c1", ("m", None))) == {"c1": status.name}
     assert d.fetch("c1", [("t", 0)])["c1"].error_code is status
+
+
+def test_a_join_or_sync_sent_again_answers_the_older_one():
+    """GroupMetadata.updateMember and doSyncGroup replace the held callback, leaving
+    the older request unanswered; here it is answered REBALANCE_IN_PROGRESS (the
+    client rejoins) and the newer one waits, so every request gets one answer."""
+    d = Driver()
+    ids = d.stable_group("c1", "c2")
+    assert d.join("c1", member_id=ids["c1"]) == {}
+    assert errors(d.join("c1-again", member_id=ids["c1"])) == {"c1": "REBALANCE_IN_PROGRESS"}
+    answers = d.join("c2", member_id=ids["c2"])
+    assert set(answers) == {"c1-again", "c2"}
+    assert d.sync("c2", ids["c2"], 2) == {}
+    assert errors(d.sync("c2-again", ids["c2"], 2)) == {"c2": "REBALANCE_IN_PROGRESS"}
+    assert set(d.sync("c1-again", ids["c1"], 2, {})) == {"c1-again", "c2-again"}
+
+
+def test_a_member_removed_while_its_sync_waits_is_answered():
+    """removeMemberAndUpdateGroup: a LeaveGroup (from another connection) of a member
+    whose SyncGroup waits answers that SyncGroup UNKNOWN_MEMBER_ID; the rest rebalance."""
+    d = Driver()
+    ids = d.stable_group("c1", "c2")
+    d.join("c1", member_id=ids["c1"])
+    d.join("c2", member_id=ids["c2"])
+    assert d.sync("c2", ids["c2"], 2) == {}
+    answers = d.leave("admin", (ids["c2"], None))
+    assert errors(answers) == {"c2": "UNKNOWN_MEMBER_ID", "admin": "NONE"}
+    assert d.group.state.value == "PreparingRebalance"
