@@ -219,21 +219,35 @@ class Rebalancer:
             if group.protocol_name != group.select_protocol():
                 return self.maybe_prepare_rebalance(group)
 
+            generation = group.generation_id
+
             def stored(error: ErrorCode) -> None:
-                if error is not ErrorCode.NONE:  # undo: the old member id is the instance's again
-                    self._set_protocols(member, old_protocols, None)
-                    old = self._replace_group_instance(group, new_id, old_id, instance_id)
-                    self.schedule_heartbeat(group, old)
-                    self.ctx.reply(waiter, self._join_result(group, waiter, UNKNOWN_MEMBER_ID, False,
-                                                             current_leader, error))
-                else:
-                    self._invoke_join(member, self._join_result(group, waiter, new_id, False, current_leader))
-            self.ctx.store(group.group_id, group.generation_id, stored,
+                # Kafka reverts or answers whatever happened meanwhile, and throws when the
+                # new member is gone; here a group that moved on (a rebalance, another
+                # restart of the instance) has answered the member already.
+                if group.is_(S.STABLE) and group.generation_id == generation \
+                        and group.static_members.get(instance_id) == new_id:
+                    self._static_member_stored(group, member, waiter, old_id, old_protocols, current_leader, error)
+            self.ctx.store(group.group_id, generation, stored,
                            assignment={m.member_id: m.assignment for m in group.members.values()})
         elif group.is_(S.COMPLETING_REBALANCE):
             self.prepare_rebalance(group)
         elif group.state in (S.EMPTY, S.DEAD):
             raise CoreError(f"group {group.group_id}: static member {instance_id} in state {group.state.value}")
+
+    def _static_member_stored(self, group: GroupMetadata, member: MemberMetadata, waiter: Waiter, old_id: str,
+                              old_protocols: tuple[JoinGroupProtocol, ...], current_leader: str,
+                              error: ErrorCode) -> None:
+        """storeGroup's callback in updateStaticMemberAndRebalance: the new member id is
+        answered; if the write failed, the old member id is the instance's again."""
+        new_id, instance_id = member.member_id, member.group_instance_id
+        assert instance_id is not None
+        if error is ErrorCode.NONE:
+            return self._invoke_join(member, self._join_result(group, waiter, new_id, False, current_leader))
+        self._set_protocols(member, old_protocols, None)
+        old = self._replace_group_instance(group, new_id, old_id, instance_id)
+        self.schedule_heartbeat(group, old)
+        self.ctx.reply(waiter, self._join_result(group, waiter, UNKNOWN_MEMBER_ID, False, current_leader, error))
 
     def _set_protocols(self, member: MemberMetadata, protocols: tuple[JoinGroupProtocol, ...],
                        waiter: Waiter | None) -> None:

@@ -2,6 +2,7 @@
 that restarts with the same instance id takes its old place without a rebalance; the
 instance's old member id is fenced. Rules from Kafka 2.7.0's
 core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala and GroupMetadata.scala."""
+from broker_core.errors import ErrorCode
 from broker_core.group_messages import JoinGroupProtocol
 from tests.broker_core.groups import REBALANCE, Driver, errors
 
@@ -122,3 +123,46 @@ def test_a_known_member_id_with_an_unknown_instance_id_is_unknown():
     d = Driver()
     ids = static_group(d)
     assert errors(d.join("c2", member_id=ids["c2"], instance="i9")) == {"c2": "UNKNOWN_MEMBER_ID"}
+
+
+def test_a_static_rejoin_whose_write_fails_gives_the_instance_back_to_its_old_member_id():
+    """updateStaticMemberAndRebalance's storeGroup callback: the write failed, so the
+    old member id is the instance's again and the new one is told the error."""
+    d = Driver(deferred_writes=True)
+    ids = static_group_deferred(d)
+    assert d.join("s1b", instance="i1") == {}  # waits for the group's write
+    (write,) = d.coord.take_writes()
+    answers = d._by_dst(d.coord.write_completed(write.token, ErrorCode.NOT_ENOUGH_REPLICAS, d.now))
+    assert errors(answers) == {"s1b": "COORDINATOR_NOT_AVAILABLE"} and answers["s1b"].member_id == ""
+    assert d.group.static_members["i1"] == ids["s1"] and ids["s1"] in d.group.members
+    assert errors(d.heartbeat("s1", ids["s1"], 1, instance="i1")) == {"s1": "NONE"}
+
+
+def test_a_static_rejoin_write_completing_after_the_group_moved_on_changes_nothing():
+    """Kafka would revert on a group that no longer matches (and throw when the new
+    member id is gone); here a write that completes after a rebalance, or after the
+    member left, changes nothing and answers nobody."""
+    for error in (ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS):
+        d = Driver(deferred_writes=True)
+        ids = static_group_deferred(d)
+        d.join("s1b", instance="i1")
+        (write,) = d.coord.take_writes()
+        answers = d.leave("c2", (ids["c2"], None))  # c2 leaves: the group rebalances at once
+        new_id = d.group.static_members["i1"]
+        assert answers["s1b"].generation_id == 2 and answers["s1b"].member_id == new_id
+        d.leave("s1b", (new_id, "i1"))  # and the instance leaves too
+        assert d._by_dst(d.coord.write_completed(write.token, error, d.now)) == {}
+        assert d.group.members == {} and d.group.static_members == {}
+
+
+def static_group_deferred(d: Driver) -> dict[str, str]:
+    """static_group, its writes completed as they come."""
+    d.join("s1", instance="i1")
+    c2, _ = d.join_with_id("c2")
+    ids = {"s1": d.at(d.now)["s1"].member_id, "c2": c2}
+    d.sync("c2", c2, 1)
+    d.sync("s1", ids["s1"], 1, {ids["s1"]: b"A", c2: b"B"})
+    for write in d.coord.take_writes():
+        d.coord.write_completed(write.token, ErrorCode.NONE, d.now)
+    assert d.group.state.value == "Stable"
+    return ids

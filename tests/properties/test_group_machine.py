@@ -29,7 +29,8 @@ from broker_core.group_context import GroupConfig
 from broker_core.group_coordinator import GroupCoordinator
 from broker_core.group_messages import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupProtocol, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    MemberIdentity, SyncGroupAssignment, SyncGroupRequest, SyncGroupResponse)
+    MemberIdentity, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
+    OffsetFetchRequest, SyncGroupAssignment, SyncGroupRequest, SyncGroupResponse)
 from tests.properties.depth import machine_settings
 
 TOPICS = {"a": 3, "b": 2}
@@ -57,6 +58,7 @@ class Consumer:
     paused: bool = False
     crashed: bool = False
     cid: int = 0
+    expected: int = -1  # the correlation id of the JoinGroup or SyncGroup in flight
     seen_generations: list[int] = field(default_factory=list)
 
     @property
@@ -88,6 +90,8 @@ class GroupMachine(RuleBasedStateMachine):
         self.owned: dict[int, dict[str, str]] = {}  # generation -> partition -> identity (from SyncGroup answers)
         self.synced: set[tuple[int, str]] = set()  # (generation, member id) given its assignment
         self.last_generation = 0
+        self.commits: dict[tuple[str, int], dict[str, int]] = {}  # (src, correlation id) -> partition -> offset
+        self.committed: dict[str, int] = {}  # partition -> offset, from commits answered NONE
 
     # -- the consumers' protocol ---------------------------------------------------------
     def send(self, consumer: Consumer, request) -> None:
@@ -102,6 +106,8 @@ class GroupMachine(RuleBasedStateMachine):
     def deliver(self, out, queue) -> None:
         live = {c.src: c for c in self.consumers.values() if not c.crashed}
         for dst, response in out:
+            if isinstance(response, OffsetCommitResponse):  # applied, whether or not its consumer reads it
+                self.on_commit_answer(dst, response)
             consumer = live.get(dst)
             if consumer is None or consumer.paused:
                 continue  # a closed connection, or a process that will never read it
@@ -111,11 +117,14 @@ class GroupMachine(RuleBasedStateMachine):
 
     def join_request(self, c: Consumer) -> JoinGroupRequest:
         c.joining = True
+        c.expected = c.next_cid()
         protocols = (JoinGroupProtocol("roundrobin", ",".join(sorted(TOPICS)).encode()),)
-        return JoinGroupRequest(c.next_cid(), "g", SESSION, c.member_id, "consumer", protocols, REBALANCE,
+        return JoinGroupRequest(c.expected, "g", SESSION, c.member_id, "consumer", protocols, REBALANCE,
                                 c.instance, 7, client_id=c.name)
 
     def on_response(self, c: Consumer, r):
+        if isinstance(r, (JoinGroupResponse, SyncGroupResponse)) and r.correlation_id != c.expected:
+            return None  # the answer to a request the consumer gave up on (a pause): ignored, as by correlation id
         if isinstance(r, JoinGroupResponse):
             return self.on_join(c, r)
         if isinstance(r, SyncGroupResponse):
@@ -146,7 +155,8 @@ class GroupMachine(RuleBasedStateMachine):
         elif r.leader != r.member_id and r.members == () and c.name == "c1":
             # a follower that sends assignments anyway: the coordinator must ignore them
             assignments = (SyncGroupAssignment(c.member_id, ",".join(PARTITIONS).encode()),)
-        return SyncGroupRequest(c.next_cid(), "g", c.generation, c.member_id, assignments, c.instance)
+        c.expected = c.next_cid()
+        return SyncGroupRequest(c.expected, "g", c.generation, c.member_id, assignments, c.instance)
 
     def on_sync(self, c: Consumer, r: SyncGroupResponse):
         if r.error_code is ErrorCode.REBALANCE_IN_PROGRESS:
@@ -163,6 +173,13 @@ class GroupMachine(RuleBasedStateMachine):
                 f"generation {c.generation}: {c.identity} given {partition}, not the leader's assignment"
         self.synced.add((c.generation, c.member_id))
         return None
+
+    def on_commit_answer(self, dst: str, r: OffsetCommitResponse) -> None:
+        offsets = self.commits.pop((dst, r.correlation_id))
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code is ErrorCode.NONE:
+                    self.committed[f"{t.name}-{p.partition_index}"] = offsets[f"{t.name}-{p.partition_index}"]
 
     @staticmethod
     def reset(c: Consumer) -> None:
@@ -191,6 +208,19 @@ class GroupMachine(RuleBasedStateMachine):
         if c is not None and c.member_id:
             self.send(c, LeaveGroupRequest(c.next_cid(), "g", (MemberIdentity(c.member_id, c.instance),)))
             self.reset(c)
+
+    @rule(name=st.sampled_from(NAMES), partition=st.sampled_from(PARTITIONS), offset=st.integers(0, 100))
+    def commit(self, name: str, partition: str, offset: int) -> None:
+        """A commit in the consumer's generation (or -1 outside the group): fenced when
+        that generation is stale, taken otherwise."""
+        c = self.active(name)
+        if c is None:
+            return
+        topic, index = partition.split("-")
+        request = OffsetCommitRequest(c.next_cid(), "g", (OffsetCommitTopic(topic, (
+            OffsetCommitPartition(int(index), offset),)),), c.generation, c.member_id, c.instance)
+        self.commits[(c.src, request.correlation_id)] = {partition: offset}
+        self.send(c, request)
 
     @rule(name=st.sampled_from(NAMES))
     def crash(self, name: str) -> None:
@@ -249,6 +279,15 @@ class GroupMachine(RuleBasedStateMachine):
             assert c.seen_generations == sorted(c.seen_generations)
 
     @invariant()
+    def the_committed_offsets_are_the_last_commits_answered(self) -> None:
+        """OffsetFetch gives, per partition, the offset of the last commit answered
+        NONE; a fenced or failed commit changed nothing."""
+        out = self.coord.handle("checker", OffsetFetchRequest(0, "g", None), self.now)
+        (_, response), = out
+        fetched = {f"{t.name}-{p.partition_index}": p.committed_offset for t in response.topics for p in t.partitions}
+        assert fetched == self.committed
+
+    @invariant()
     def a_stable_synced_group_owns_every_partition(self) -> None:
         group = self.coord.groups.get("g")
         if group is None or group.state.value != "Stable" or not group.members:
@@ -257,5 +296,28 @@ class GroupMachine(RuleBasedStateMachine):
             assert sorted(self.owned.get(group.generation_id, {})) == PARTITIONS
 
 
+class DeferredWritesMachine(GroupMachine):
+    """The same with the seam to __consumer_offsets open: group and offset writes wait
+    until a rule completes them, in order, with success or an append error, while the
+    group goes on (a write completing after the group moved on must change nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.coord = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=1000), deferred_writes=True)
+        self.writes: list = []
+
+    @rule(error=st.sampled_from([ErrorCode.NONE, ErrorCode.NONE, ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT,
+                                 ErrorCode.NOT_ENOUGH_REPLICAS]))
+    def complete_a_write(self, error: ErrorCode) -> None:
+        self.writes.extend(self.coord.take_writes())
+        if self.writes:
+            queue: list = []
+            self.deliver(self.coord.write_completed(self.writes.pop(0).token, error, self.now), queue)
+            for src, request in queue:
+                self.send(next(c for c in self.consumers.values() if c.src == src), request)
+
+
 TestGroupMachine = GroupMachine.TestCase
 TestGroupMachine.settings = machine_settings(60, 60)
+TestDeferredWritesMachine = DeferredWritesMachine.TestCase
+TestDeferredWritesMachine.settings = machine_settings(40, 60)
