@@ -15,7 +15,10 @@ Invariants (Kafka 2.7.0 GroupCoordinator.scala's guarantees to its clients):
   leader's assignment for it;
 - generation ids only grow (the group's, and those each consumer is told);
 - once the group is Stable and every member has its assignment of the current
-  generation, every subscribed partition is owned.
+  generation, every subscribed partition is owned;
+- OffsetFetch gives, per partition, the last commit answered NONE.
+DeferredWritesMachine runs the same with the writes to __consumer_offsets held until a
+rule completes them, with success or an append error.
 """
 from __future__ import annotations
 
