@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable, Iterable
 
 from broker_core.effects import CancelTimer, SetTimer
-from broker_core.errors import CoreError, ErrorCode
+from broker_core.errors import CoreError, ErrorCode, InvariantViolation
 from broker_core import group_offsets
 from broker_core.group_context import GroupConfig, GroupContext, GroupWrite, client_error
 from broker_core.group_messages import (
@@ -158,8 +158,12 @@ class GroupCoordinator:
         """Fire every timer due by ``now_ms``, earliest first, each at its own deadline
         (a timer one sets that is already due fires too)."""
         out: list[tuple[Hashable, Any]] = []
+        fired: dict[tuple, int] = {}  # (key, deadline) -> times fired
         while (key := self.ctx.due(now_ms)) is not None:
-            self.ctx.now_ms = self.ctx.timers[key]
+            at_ms = self.ctx.now_ms = self.ctx.timers[key]
+            fired[(key, at_ms)] = fired.get((key, at_ms), 0) + 1
+            if fired[(key, at_ms)] > 3:  # an InitialDelayedJoin of delay 0 may re-arm once
+                raise InvariantViolation(f"group timer {key!r} keeps firing at {at_ms} ms")
             self._fire(key)
             out.extend(self.ctx.take_out())
         self.ctx.now_ms = now_ms

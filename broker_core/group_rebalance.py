@@ -317,9 +317,13 @@ class Rebalancer:
         if group.is_(S.DEAD):
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
-            # Nobody rejoined: wait another rebalance timeout for the session timeouts.
+            # Nobody rejoined (static members only): wait another rebalance timeout for
+            # the session timeouts to remove them. Kafka waits the rebalance timeout
+            # alone, which a client may send as 0 or -1: the join would expire again at
+            # once, forever; here it waits at least the shortest session timeout.
             group.join_op = JoinOp(False)
-            self.ctx.set_timer(join_key(group), group.rebalance_timeout_ms)
+            shortest_session = min(m.session_timeout_ms for m in group.members.values())
+            self.ctx.set_timer(join_key(group), max(group.rebalance_timeout_ms, shortest_session))
             return self._try_complete_join(group)
         group.init_next_generation(self.ctx.now_ms)
         if group.is_(S.EMPTY):

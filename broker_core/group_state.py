@@ -197,10 +197,13 @@ class GroupMetadata:
 
     # -- protocols -----------------------------------------------------------------
     def _support_counts(self) -> dict[str, int]:
+        """How many members support each protocol. A member that lists a protocol twice
+        counts once: Kafka counts it twice, and then finds no protocol every member
+        supports and fails the rebalance with an exception."""
         counts: dict[str, int] = {}
         for member in self.members.values():
-            for p in member.protocols:
-                counts[p.name] = counts.get(p.name, 0) + 1
+            for name in dict.fromkeys(p.name for p in member.protocols):
+                counts[name] = counts.get(name, 0) + 1
         return counts
 
     def supports_protocols(self, protocol_type: str, protocols: tuple[JoinGroupProtocol, ...]) -> bool:

@@ -166,3 +166,23 @@ def static_group_deferred(d: Driver) -> dict[str, str]:
         d.coord.write_completed(write.token, ErrorCode.NONE, d.now)
     assert d.group.state.value == "Stable"
     return ids
+
+
+def test_static_members_that_all_miss_a_rebalance_with_a_zero_timeout_do_not_spin():
+    """onCompleteJoin when no member rejoined schedules another DelayedJoin of the
+    rebalance timeout; a client may send 0, which would expire at once, forever. Here
+    the wait is at least the shortest session timeout, after which the silent static
+    members are gone and the group is Empty."""
+    d = Driver()
+    d.join("s1", instance="i1", rebalance=0)
+    d.join("s2", instance="i2", rebalance=0)
+    joined = d.at(d.now)
+    s1, s2 = joined["s1"].member_id, joined["s2"].member_id
+    d.sync("s2", s2, 1)
+    d.sync("s1", s1, 1, {s1: b"A", s2: b"B"})
+    m3, _ = d.join_with_id("c3", rebalance=0)  # a rebalance the static members miss
+    assert errors(d.leave("admin", (m3, None))) == {"c3": "UNKNOWN_MEMBER_ID", "admin": "NONE"}
+    assert d.at(d.now) == {}  # the DelayedJoin expired: nobody rejoined
+    assert d.group.state.value == "PreparingRebalance" and d.coord.next_deadline() == d.now + 10000
+    d.at(d.now + 10000)  # their sessions end: the group empties
+    assert (d.group.state.value, d.group.generation_id, d.group.members) == ("Empty", 2, {})
