@@ -7,7 +7,7 @@ answer, and after every group is unloaded (onResignation answers what is held) e
 got exactly one."""
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker_core.group_context import GroupConfig
@@ -61,6 +61,7 @@ def request(draw, known: list[str], cid: int):
     return ListGroupsRequest(cid, tuple(draw(st.lists(st.sampled_from(["Empty", "Stable", "Dead"]), max_size=2))))
 
 
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_any_requests_get_error_codes_and_one_answer_each(data):
     coord = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=500))
@@ -87,8 +88,3 @@ def test_any_requests_get_error_codes_and_one_answer_each(data):
         record(coord.advance(now))
     record(coord.unload(list(coord.groups), now))
     assert sorted(answered) == sorted(sent), f"never answered: {sorted(sent - set(answered))}"
-
-
-test_any_requests_get_error_codes_and_one_answer_each = \
-    __import__("hypothesis").settings(max_examples=examples(200), deadline=None)(
-        test_any_requests_get_error_codes_and_one_answer_each)
