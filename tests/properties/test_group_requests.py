@@ -61,7 +61,7 @@ def request(draw, known: list[str], cid: int):
     return ListGroupsRequest(cid, tuple(draw(st.lists(st.sampled_from(["Empty", "Stable", "Dead"]), max_size=2))))
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.data())
 def test_any_requests_get_error_codes_and_one_answer_each(data):
     coord = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=500))
