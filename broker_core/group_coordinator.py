@@ -18,7 +18,7 @@ Interface (docs/groups.md, "The group coordinator"):
   partition this broker no longer leads (onResignation).
 
 It does not know about the broker or the internal topic: which partition a group maps
-to is ``partition_for``, and BrokerNode, not this module, decides whether it leads it.
+to is ``group_records.partition_for``, and BrokerNode, not this module, decides whether it leads it.
 """
 from __future__ import annotations
 
@@ -36,22 +36,6 @@ from broker_core.group_rebalance import Rebalancer
 from broker_core.group_state import GroupMetadata, GroupState, Waiter
 
 Ownership = Callable[[str], ErrorCode]
-
-
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """GroupMetadataManager.partitionFor: Utils.abs(groupId.hashCode) % partitions
-    (Utils.abs maps Integer.MIN_VALUE to 0)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
 
 
 def _always_ours(group_id: str) -> ErrorCode:

@@ -7,7 +7,6 @@ import pytest
 
 from broker_core.errors import ErrorCode
 from broker_core.group_context import GroupConfig
-from broker_core.group_coordinator import java_string_hash, partition_for
 from broker_core.group_messages import DescribeGroupsRequest, ListGroupsRequest
 from tests.broker_core.groups import Driver, errors, fetched, partition_errors
 
@@ -168,12 +167,3 @@ def test_list_groups_with_and_without_a_state_filter():
     assert [g.group_id for g in only_empty.groups] == ["offsets-only"]
 
 
-def test_partition_for_is_kafkas_hash_of_the_group_id():
-    """GroupMetadataManager.partitionFor: Utils.abs(groupId.hashCode) % partitions;
-    String.hashCode values are Java's ("polygenelubricants" hashes to
-    Integer.MIN_VALUE, which Utils.abs maps to 0)."""
-    assert java_string_hash("hello") == 99162322
-    assert java_string_hash("polygenelubricants") == -(2**31)
-    assert partition_for("hello", 50) == 99162322 % 50
-    assert partition_for("polygenelubricants", 50) == 0
-    assert java_string_hash("é") == 0xE9
