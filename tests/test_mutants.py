@@ -98,7 +98,7 @@ CATCHERS: dict[str, tuple[tuple[str, ...], tuple[Run, ...]]] = {
         (Run("idle-follower-stays-in-sync", "kept"),)),
     "acks-all-below-min-isr": (
         (B + "test_replication.py::test_min_isr_rejects_acks_all_before_the_append_when_the_isr_is_too_small",),
-        ()),
+        (Run("jepsen-2013", "safe"),)),  # MinIsrOnAcknowledge
     "epoch-not-bumped": (
         (B + "test_invariants.py::test_an_election_by_a_controller_that_survives_the_leader_starts_a_new_epoch",),
         ()),
