@@ -9,7 +9,7 @@ machines all call them the same way::
     view = ClusterView(nodes, store)            # nodes: broker id -> BrokerNode (or None: down)
     observer = InvariantObserver()
     violations = observer.observe(view, [broker])   # after each input a broker handled
-    violations = observer.produce_answered(node, request, response)  # acks=all answers
+    violations = observer.produce_answered(node, request, response)  # acks=all answers (MinIsrOnAcknowledge)
     violations = observer.healed(view)          # once the cluster has settled
     violations = check_all(view)                # the memoryless invariants, once
 
@@ -17,18 +17,24 @@ A violation is a value (:class:`Violation`). Where Kafka itself breaks an invari
 under a setting in force (an unsafe profile or setting), the violation names that
 setting in ``allowed_by``: the run still stops, and says it is Kafka's own behaviour,
 not a bug of the model. StaleEpochChangesNothing is checked around each request's
-handling: broker_core.stale_epochs.
+handling: broker_core.stale_epochs; LogStartFollowsLeader around each fetch answer a
+follower handles, MinIsrOnAcknowledge and CaughtUpFollowerStaysInIsr by the observer:
+broker_core.follower_invariants.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from broker_core import coordination as coord
 from broker_core.errors import ErrorCode
+from broker_core.follower_invariants import (
+    CAUGHT_UP_FOLLOWER_STAYS_IN_ISR, LOG_START_FOLLOWS_LEADER, MIN_ISR_ON_ACKNOWLEDGE, caught_up_follower_dropped,
+    min_isr_on_acknowledge)
 from broker_core.messages import LeaderAndIsr, ProduceRequest, ProduceResponse
 from broker_core.partition import Partition, Role
 from broker_core.types import NO_LEADER, TopicPartition
+from broker_core.violation import Violation
 
 if TYPE_CHECKING:  # read only: the invariants never build a node or a store
     from broker_core.broker import BrokerNode
@@ -44,7 +50,8 @@ REPLICAS_AGREE_BELOW_HIGH_WATERMARK = "ReplicasAgreeBelowHighWatermark"
 STALE_EPOCH_CHANGES_NOTHING = "StaleEpochChangesNothing"
 INVARIANTS = (LEADER_IN_ISR, STRONG_ISR, HIGH_WATERMARK_BELOW_LOG_END, LEADER_EPOCHS_GROW,
               NO_TWO_LEADERS_IN_ONE_EPOCH, ACKNOWLEDGED_NEVER_TRUNCATED, REPLICAS_AGREE_BELOW_HIGH_WATERMARK,
-              STALE_EPOCH_CHANGES_NOTHING)
+              STALE_EPOCH_CHANGES_NOTHING, MIN_ISR_ON_ACKNOWLEDGE, CAUGHT_UP_FOLLOWER_STAYS_IN_ISR,
+              LOG_START_FOLLOWS_LEADER)
 
 # The settings under which Kafka itself loses committed data, as (name, test of a
 # topic's config). Power loss is not a setting: the observer is told of it.
@@ -67,35 +74,6 @@ _BROKEN_BY = {
     REPLICAS_AGREE_BELOW_HIGH_WATERMARK: {name for name, _ in UNSAFE_SETTINGS} | {POWER_LOSS},
     ACKNOWLEDGED_NEVER_TRUNCATED: {name for name, _ in UNSAFE_SETTINGS} | {POWER_LOSS},
 }
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One invariant broken: which, where, and what was seen (plain values)."""
-    invariant: str
-    partition: str | None
-    brokers: tuple[int, ...]
-    seen: Mapping[str, Any] = field(default_factory=dict)
-    allowed_by: tuple[str, ...] = ()  # the unsafe settings in force under which Kafka breaks it too
-
-    def __reduce__(self) -> tuple[Any, tuple]:
-        """Pickled by its fields (a run's result crosses from a worker process): compiled
-        by mypyc, a frozen dataclass refuses the attribute writes of plain unpickling."""
-        return Violation, (self.invariant, self.partition, self.brokers, dict(self.seen), self.allowed_by)
-
-    def describe(self) -> str:
-        where = f" {self.partition}" if self.partition else ""
-        brokers = ",".join(str(b) for b in self.brokers)
-        seen = ", ".join(f"{k}={v}" for k, v in self.seen.items())
-        text = f"{self.invariant}{where} at broker(s) {brokers}: {seen}"
-        if self.allowed_by:
-            text += f" (Kafka itself breaks it under: {'; '.join(self.allowed_by)})"
-        return text
-
-    def to_fields(self) -> dict:
-        """The trace's ``invariant_violated`` fields."""
-        return {"invariant": self.invariant, "partition": self.partition, "brokers": list(self.brokers),
-                "seen": dict(self.seen), "allowed_by": list(self.allowed_by)}
 
 
 @dataclass
@@ -277,6 +255,7 @@ class InvariantObserver:
         self._quorum_raw: dict[TopicPartition, bytes | None] = {}
         self._quorum_epochs: dict[TopicPartition, int] = {}
         self._acked: dict[TopicPartition, list[_Acked]] = {}
+        self._pending: dict[tuple[int, TopicPartition], tuple[int, ...] | None] = {}  # the last ISR proposal seen
         self._known: set[TopicPartition] = set()
         self._known_sorted: list[TopicPartition] = []
         self.power_losses: set[int] = set()
@@ -303,11 +282,13 @@ class InvariantObserver:
                 self._processes[broker] = node
                 for key in [k for k in self._epochs if k[0] == broker]:
                     del self._epochs[key]
+                for key in [k for k in self._pending if k[0] == broker]:
+                    del self._pending[key]
             for tp, p in node.replicas.partitions.items():
                 log = p.log
                 entries = log.epochs.entries
                 fingerprint = (p.role, p.leader_epoch, p.isr, log.log_end_offset, log.high_watermark,
-                               log.log_start_offset, entries[-1] if entries else None)
+                               log.log_start_offset, entries[-1] if entries else None, p.pending_isr)
                 if self._fingerprints.get((broker, tp)) != fingerprint:
                     self._fingerprints[(broker, tp)] = fingerprint
                     touched.add(tp)
@@ -335,6 +316,9 @@ class InvariantObserver:
         self._epochs[(broker, tp)] = p.leader_epoch
         if p.role is Role.LEADER:
             out += self._leads(tp, broker, p.leader_epoch, "replica")
+        if p.pending_isr != self._pending.get((broker, tp)):  # a new ISR proposal: judged as it is made
+            self._pending[(broker, tp)] = p.pending_isr
+            out += caught_up_follower_dropped(tp, broker, p)
         return out
 
     def _leads(self, tp: TopicPartition, broker: int, epoch: int, where: str) -> list[Violation]:
@@ -383,6 +367,8 @@ class InvariantObserver:
         for tp, result in sorted(response.partitions.items()):
             p = node.replicas.partitions.get(tp)
             records = request.partitions.get(tp)
+            if p is not None:
+                out += min_isr_on_acknowledge(tp, broker, p, result)
             if result.error is not ErrorCode.NONE or result.base_offset < 0 or p is None or records is None:
                 continue
             if len(p.isr) < p.config.min_insync_replicas:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import simpy
 
 from broker_core.inputs import Input, MessageReceived
+from broker_core.follower_invariants import log_start_followed, log_starts_told
 from broker_core.invariants import ClusterView, InvariantObserver, Violation, appended_by, log_ends
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.stale_epochs import stale_request_changed, stale_request_state
@@ -87,12 +88,14 @@ class CheckedBrokerHost(BrokerHost):
             return
         checks = self.checks
         stale = None
+        told = None
         produce: tuple[Any, ProduceRequest, dict] | None = None
         if isinstance(event, MessageReceived):
             message = event.message
             if type(message) is ProduceRequest and message.acks == -1:
                 produce = (event.src, message, log_ends(node, message))
             stale = stale_request_state(node, message)
+            told = log_starts_told(node, event.src, message)
         effects = node.handle(event, self.now_ms())
         if produce is not None:
             src, request, ends = produce
@@ -101,6 +104,8 @@ class CheckedBrokerHost(BrokerHost):
         now = self._now()
         if stale is not None:
             checks.stop(stale_request_changed(self.node, stale, effects), now)
+        if told is not None:
+            checks.stop(log_start_followed(self.broker_id, self.node, told), now)
         checks.stop(checks.observer.observe(checks.view, (self.broker_id,)), now)
         carry_out_effects(effects, self)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from broker_core.effects import Send
 from broker_core.inputs import MessageReceived
+from broker_core.follower_invariants import log_start_followed, log_starts_told
 from broker_core.invariants import ClusterView, InvariantObserver, Violation, appended_by, log_ends
 from broker_core.messages import ProduceRequest, ProduceResponse
 from broker_core.stale_epochs import stale_request_changed, stale_request_state
@@ -33,10 +34,11 @@ class ObservedCluster(Cluster):
         node = self.nodes.get(broker)
         if node is None:
             return
-        stale = None
+        stale = told = None
         if type(event) is MessageReceived:
             message = event.message
             stale = stale_request_state(node, message)
+            told = log_starts_told(node, event.src, message)
             if stale is not None:
                 self.stale_checked.append(stale.request)
             if type(message) is ProduceRequest and message.acks == -1:
@@ -46,6 +48,8 @@ class ObservedCluster(Cluster):
             self._produces[event.message.correlation_id] = (broker, event.message, appended_by(node, ends))
         if stale is not None:
             self.violations += stale_request_changed(self.nodes.get(broker), stale, effects)
+        if told is not None:
+            self.violations += log_start_followed(broker, self.nodes.get(broker), told)
         self.violations += self.observer.observe(self.view, (broker,))
         for effect in effects:
             if type(effect) is Send and type(effect.message) is ProduceResponse:

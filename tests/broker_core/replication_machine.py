@@ -324,11 +324,17 @@ def machine_settings(examples: int, steps: int, shrink: bool) -> settings:
 def run_replication_machine(profile: str = "kafka-2.7", examples: int | None = None, *,
                             overrides: Mapping[str, Any] | None = None, brokers: int = 3,
                             power_loss: bool = False, tolerated: frozenset[str] = frozenset(),
-                            steps: int | None = None, shrink: bool = True) -> MachineFailure | None:
+                            steps: int | None = None, shrink: bool = True,
+                            follower_rules: bool = False) -> MachineFailure | None:
     """Run the machine on ``profile`` (with broker ``overrides``) for ``examples``
-    examples of up to ``steps`` rules; the shrunk failure, or None if it found none."""
+    examples of up to ``steps`` rules; the shrunk failure, or None if it found none.
+    ``follower_rules`` adds tests/broker_core/follower_rules.py's rules (idle, burst)."""
     setup = MachineSetup(profile, tuple(sorted((overrides or {}).items())), brokers, power_loss, tolerated)
-    machine = type("ReplicationMachine", (ReplicationMachine,), {"setup": setup})
+    base: type[ReplicationMachine] = ReplicationMachine
+    if follower_rules:
+        from tests.broker_core.follower_rules import FollowerRulesMachine  # it extends this module's class
+        base = FollowerRulesMachine
+    machine = type("ReplicationMachine", (base,), {"setup": setup})
     lines: list[object] = []
     start = time.perf_counter()
     try:
