@@ -31,7 +31,8 @@ from broker_core.messages import (
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
     UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest, AlterConfigsRequest, CreatePartitionsRequest,
-    DeleteTopicsRequest)
+    DeleteTopicsRequest, FindCoordinatorRequest)
+from broker_core.group_partitions import LOAD_TIMER, GroupPartitions
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
 from broker_core.replica_manager import ReplicaManager
@@ -68,6 +69,10 @@ class BrokerNode:
         self.cleaner = LogCleaner(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata,
                                    lambda: self.config_layers)
+        # where groups live (FindCoordinator, __consumer_offsets' loads and appends)
+        self.groups = GroupPartitions(self.ctx, self.replicas, self.topics, lambda: self.metadata,
+                                      lambda: self.metadata_live)
+        self.replicas.leadership_changed = self.groups.leadership_changed
         self.config_listener = TopicConfigListener(
             self.ctx, lambda topic, configs: config_handlers.topic_config_read(self, topic, configs),
             lambda entity, configs: config_handlers.broker_config_read(self, entity, configs),
@@ -309,6 +314,8 @@ class BrokerNode:
             self.quota_admin.handle(src, message)
         elif kind is CreateTopicsRequest:
             self.topics.handle_create_topics(src, message)
+        elif kind is FindCoordinatorRequest:
+            self.groups.handle_find_coordinator(src, message)
         elif kind is DeleteTopicsRequest:
             topic_deletion.handle_delete_topics(self.topics, self.controller, {tp.topic for tp in self.metadata},
                                                 src, message)
@@ -446,6 +453,8 @@ class BrokerNode:
             self.cleaner.timer_fired(self._all_logs())
         elif kind == "create-topics":
             self.topics.timed_out(key[1])
+        elif kind == LOAD_TIMER:
+            self.groups.load_timer_fired(key[1])
         elif kind == "shutdown-retry":
             self._attempt_controlled_shutdown()
         elif kind == "flush-check":
