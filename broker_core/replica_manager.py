@@ -14,6 +14,7 @@ from broker_core.delayed import DelayedFetch, DelayedProduce, HeldProduce, Purga
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.effects import CloseConnection, DeleteFile
 from broker_core.errors import ErrorCode
+from broker_core.group_records import OFFSETS_TOPIC
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.storage import LogStorage, StoredBatch
@@ -29,7 +30,7 @@ from broker_core.types import TopicPartition
 # Kafka's internal topics (Topic.isInternal, 2.7.0): only the broker itself appends to
 # them (ReplicaManager.appendToLocalLog refuses a client's append with
 # InvalidTopicException). isrlab has the group coordinator's topic only.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
 
 
 class InternalAppend:
