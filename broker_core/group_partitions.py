@@ -175,7 +175,7 @@ class GroupPartitions:
             return
         log = partition.log
         try:
-            groups = load_groups(_group_records(log.load(log.log_start_offset)))
+            groups = load_groups(stored_group_records(log.load(log.log_start_offset)))
         except (GroupRecordError, UnicodeEncodeError) as failure:
             self.ctx.trace("group_load_failed", partition=number, reason=str(failure))
             groups = LoadedGroups()
@@ -227,8 +227,10 @@ class GroupPartitions:
         tp = TopicPartition(OFFSETS_TOPIC, self.partition_of(group_id))
         errors = GROUP_STORE_ERRORS if kind == GROUP else OFFSET_COMMIT_ERRORS
         now = self.ctx.now_ms
-        batch = Records([_text(value) for _, value in records], [_text(key) for key, _ in records],
-                        timestamps=[now] * len(records))  # CREATE_TIME, as storeOffsets sets it
+        rows = Records([_text(value) for _, value in records], [_text(key) for key, _ in records],
+                       timestamps=[now] * len(records))  # CREATE_TIME, as storeOffsets sets it
+        storage = self._replicas.storage  # the binding's batch format (the real one: record batch v2)
+        batch = rows if storage is None else storage.own_batch(rows)
 
         def appended(results: Mapping[TopicPartition, ProducePartitionResult]) -> None:
             error = results[tp].error
@@ -248,7 +250,7 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("latin-1")
 
 
-def _group_records(batches: Sequence) -> list[tuple[bytes | None, bytes | None]]:
+def stored_group_records(batches: Sequence) -> list[tuple[bytes | None, bytes | None]]:
     """The (key, value) bytes of a partition's stored batches, skipping transactional and
     control batches (not modelled, see group_loader)."""
     out: list[tuple[bytes | None, bytes | None]] = []

@@ -9,11 +9,18 @@ import time
 
 import pytest
 
+from broker_core.effects import Fsync
 from broker_core.errors import ErrorCode
+from broker_core.group_loader import load_groups
+from broker_core.group_partitions import stored_group_records
+from broker_core.group_records import CommittedOffset, offset_commit_record
+from broker_core.log import PartitionLog
 from broker_core.messages import FindCoordinatorResponse, MetadataResponse, PartitionMetadata
+from broker_core.records import Records
 from broker_core.types import TopicPartition
 from real_io import kafka_api, server
-from real_io.protocol import apis
+from real_io.files import DataDir
+from real_io.protocol import apis, record_batch
 from real_io.protocol.apis import ApiKey
 from real_io.serve import ServeOptions, serve
 
@@ -21,7 +28,8 @@ ENDPOINTS = {1: ("127.0.0.1", 9092), 2: ("127.0.0.1", 9093)}
 
 
 def test_requests_of_every_version_map_to_the_core_message():
-    """FindCoordinatorRequest.json (2.7.0): v0 has only the key (a group); v1+ the key type."""
+    """clients/src/main/resources/common/message/FindCoordinatorRequest.json (2.7.0): v0
+    has only the key (a group); v1+ the key type."""
     assert kafka_api.find_coordinator_request(5, {"key": "g"}).key_type == 0
     request = kafka_api.find_coordinator_request(5, {"key": "tx", "key_type": 1})
     assert (request.correlation_id, request.key, request.key_type) == (5, "tx", 1)
@@ -107,3 +115,27 @@ def test_metadata_marks_the_offsets_topic_internal():
                   for t in ("__consumer_offsets", "orders")}
     body = kafka_api.metadata_response(MetadataResponse(1, (1,), 1, partitions), ENDPOINTS)
     assert {t["name"]: t["is_internal"] for t in body["topics"]} == {"__consumer_offsets": True, "orders": False}
+
+
+def test_the_coordinators_own_batches_are_stored_as_record_batch_v2_and_load_back(tmp_path):
+    """The group coordinator's appends (GroupPartitions.store) go through the storage
+    port's own_batch: in the real binding a v2 batch, so that the segment holds Kafka's
+    format (2.7.0 GroupMetadataManager.storeOffsets builds MemoryRecords), with its CRC
+    valid after the leader stamps offset and epoch; reading it back gives the record
+    bytes exactly (keys and values are not UTF-8 text), as a load reads them."""
+    storage = DataDir(tmp_path)
+    log = PartitionLog(TopicPartition("__consumer_offsets", 0), 1 << 30, storage)
+    pairs = [offset_commit_record("g", TopicPartition("orders", p), CommittedOffset(1000 + p, 2, "", 7)) for p in (0, 1)]
+    for base in (0, 2):
+        rows = Records([v.decode("latin-1") for _, v in pairs], [k.decode("latin-1") for k, _ in pairs],
+                       timestamps=[7, 7])
+        _, effects = log.append_as_leader(storage.own_batch(rows), 4)
+        for effect in effects:
+            storage.fsync(effect.path) if isinstance(effect, Fsync) else storage.carry_out(effect)
+    segment = (tmp_path / "__consumer_offsets-0" / f"{0:020d}.log").read_bytes()
+    first, end = record_batch.decode_batch(segment, 0)  # checks the CRC-32C
+    second, _ = record_batch.decode_batch(segment, end)
+    assert (first.base_offset, second.base_offset, second.leader_epoch) == (0, 2, 4)
+    records = stored_group_records(log.load(0))
+    assert records == pairs + pairs
+    assert load_groups(records).offsets["g"][TopicPartition("orders", 1)].offset == 1001
