@@ -35,7 +35,7 @@ from broker_core.messages import (
 from broker_core.group_partitions import LOAD_TIMER, GroupPartitions
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
-from broker_core.replica_manager import ReplicaManager
+from broker_core.replica_manager import INTERNAL_TOPICS, ReplicaManager
 from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
 from broker_core.types import NO_LEADER, TopicPartition
 
@@ -406,14 +406,18 @@ class BrokerNode:
 
     def _unknown_topic_errors(self, request: MetadataRequest) -> dict[str, ErrorCode]:
         """KafkaApis.getTopicMetadata (2.7.0): a requested topic this broker does not
-        know is created when the request allows it and auto.create.topics.enable."""
+        know is created when the request allows it and auto.create.topics.enable (an
+        internal topic always, broker_core/group_partitions.py)."""
         if request.topics is None:
             return {}
         known = {tp.topic for tp in self.metadata}
         auto = request.allow_auto_topic_creation and self.config.auto_create_topics_enable
         errors = {}
         for topic in sorted(set(request.topics) - known):
-            errors[topic] = self.topics.auto_create(topic) if auto else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic in INTERNAL_TOPICS:  # created whatever auto-creation says
+                errors[topic] = self.groups.metadata_for_missing_topic()
+            else:
+                errors[topic] = self.topics.auto_create(topic) if auto else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return errors
 
     # -- timers and disk -------------------------------------------------------------

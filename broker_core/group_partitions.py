@@ -124,7 +124,15 @@ class GroupPartitions:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
         return ErrorCode.NONE, leader
 
-    def _create_offsets_topic(self) -> None:
+    def metadata_for_missing_topic(self) -> ErrorCode:
+        """KafkaApis.getTopicMetadata (2.7.0): a Metadata request naming __consumer_offsets
+        while it does not exist creates it whatever auto.create.topics.enable says
+        (LEADER_NOT_AVAILABLE meanwhile); too few brokers (createInternalTopic's
+        COORDINATOR_NOT_AVAILABLE) is answered INVALID_REPLICATION_FACTOR."""
+        created = self._create_offsets_topic()
+        return ErrorCode.LEADER_NOT_AVAILABLE if created else ErrorCode.INVALID_REPLICATION_FACTOR
+
+    def _create_offsets_topic(self) -> bool:
         """KafkaApis.createInternalTopic (2.7.0): refused while fewer brokers are alive
         than offsets.topic.replication.factor (Kafka logs "This error can be ignored if
         the cluster is starting up"; the client retries), else created with
@@ -134,11 +142,12 @@ class GroupPartitions:
         if alive < config.offsets_topic_replication_factor:
             self.ctx.trace("offsets_topic_not_created", alive_brokers=alive,
                            replication_factor=config.offsets_topic_replication_factor)
-            return
+            return False
         self._topics.create_in_background(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
                                           config.offsets_topic_replication_factor,
                                           offsets_topic_configs(config.offsets_topic_segment_bytes),
-                                          by="find_coordinator")
+                                          by="internal_topic")
+        return True
 
     # -- leadership: loading and unloading -----------------------------------------------
     def leadership_changed(self, partition: Partition, leading: bool) -> None:

@@ -11,8 +11,8 @@ from broker_core.group_records import (
     OFFSETS_TOPIC, CommittedOffset, GroupRecord, group_metadata_record, offset_commit_record, partition_for)
 from broker_core.inputs import TimerFired
 from broker_core.messages import (
-    COORDINATOR_TRANSACTION, NO_NODE, FindCoordinatorRequest, LeaderAndIsr, LeaderAndIsrRequest, PartitionState,
-    ProduceRequest)
+    COORDINATOR_TRANSACTION, NO_NODE, FindCoordinatorRequest, LeaderAndIsr, LeaderAndIsrRequest, MetadataRequest,
+    PartitionState, ProduceRequest)
 from broker_core.records import Record
 from broker_core.types import NO_LEADER, TopicPartition
 from tests.harness import Cluster
@@ -102,7 +102,7 @@ def test_find_coordinator_creates_the_offsets_topic_and_answers_not_available_me
     assert all(len(replicas) == 3 for replicas in assignment.values())
     config = coord.decode_data(cluster.store.znodes[f"/config/topics/{OFFSETS_TOPIC}"].data)["config"]
     assert config == offsets_topic_configs(104857600) and config["cleanup.policy"] == "compact"
-    assert [f["by"] for _, _, f in cluster.traced("topic_created", topic=OFFSETS_TOPIC)] == ["find_coordinator"]
+    assert [f["by"] for _, _, f in cluster.traced("topic_created", topic=OFFSETS_TOPIC)] == ["internal_topic"]
 
 
 def test_find_coordinator_answers_the_leader_of_the_groups_partition_at_every_broker():
@@ -137,6 +137,21 @@ def test_fewer_live_brokers_than_the_replication_factor_creates_nothing():
     assert cluster.wait_for(lambda: len(cluster.nodes[1].live_brokers()) == 3, 10000)
     assert find(cluster, 1, "g").error is ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert cluster.wait_for(lambda: find(cluster, 1, "g").error is ErrorCode.NONE, 10000)
+
+
+def test_metadata_naming_the_offsets_topic_creates_it_whatever_auto_creation_says():
+    """2.7.0 KafkaApis.getTopicMetadata: an unknown internal topic goes to
+    createInternalTopic even with auto.create.topics.enable false and the request not
+    allowing it: LEADER_NOT_AVAILABLE while it is created, INVALID_REPLICATION_FACTOR
+    (its COORDINATOR_NOT_AVAILABLE) while too few brokers are alive."""
+    few = started(start=(1, 2), config={"auto.create.topics.enable": False})
+    answer = few.request_and_wait(1, lambda cid: MetadataRequest(cid, (OFFSETS_TOPIC,)), 1000)
+    assert answer.topic_errors == {OFFSETS_TOPIC: ErrorCode.INVALID_REPLICATION_FACTOR}
+    cluster = started(config={"auto.create.topics.enable": False})
+    answer = cluster.request_and_wait(1, lambda cid: MetadataRequest(cid, (OFFSETS_TOPIC,)), 1000)
+    assert answer.topic_errors == {OFFSETS_TOPIC: ErrorCode.LEADER_NOT_AVAILABLE}
+    assert cluster.wait_for(lambda: offsets_leader(cluster, 0) is not None, 10000)
+    assert find(cluster, 1, "g").error is ErrorCode.NONE
 
 
 def test_other_key_types_keep_their_answers():
