@@ -13,7 +13,8 @@ from broker_core.inputs import TimerFired
 from broker_core.messages import (
     COORDINATOR_TRANSACTION, NO_NODE, FindCoordinatorRequest, LeaderAndIsr, LeaderAndIsrRequest, MetadataRequest,
     PartitionState, ProduceRequest)
-from broker_core.records import Record
+from broker_core.records import Record, Records
+from broker_core.replica_manager import InternalAppend
 from broker_core.types import NO_LEADER, TopicPartition
 from tests.harness import Cluster
 
@@ -306,14 +307,45 @@ def test_a_deposed_coordinator_answers_not_coordinator_also_to_a_store_in_flight
     answers = commit(cluster, leader, group, 3)
     cluster.run_for(100)
     assert answers == []
-    state = offsets_partition(cluster, leader, number)
-    controller_epoch = cluster.nodes[leader].replicas.controller_epoch
-    moved = LeaderAndIsr(other, state.leader_epoch + 1, tuple(sorted(state.isr)), controller_epoch)
-    cluster.request_and_wait(leader, lambda cid: LeaderAndIsrRequest(
-        cid, cluster.controller() or NO_LEADER, controller_epoch,
-        {TopicPartition(OFFSETS_TOPIC, number): PartitionState(moved, state.replicas)}, (other,)), 100)
+    move_leadership(cluster, leader, number, other)
     assert answers == [ErrorCode.NOT_COORDINATOR]
     assert cluster.nodes[leader].groups.status(group) is ErrorCode.NOT_COORDINATOR
     assert cluster.nodes[leader].groups.committed_offsets(group) == (ErrorCode.NOT_COORDINATOR, {})
     assert commit(cluster, leader, group, 4) == [ErrorCode.NOT_COORDINATOR]
     assert cluster.traced("group_partition_unloaded", partition=number)
+
+
+def move_leadership(cluster: Cluster, broker: int, number: int, new_leader: int) -> None:
+    """Tell ``broker`` that ``new_leader`` leads the partition at the next epoch, as a
+    LeaderAndIsr of the current controller epoch would (only ``broker`` hears it)."""
+    state = offsets_partition(cluster, broker, number)
+    controller_epoch = cluster.nodes[broker].replicas.controller_epoch
+    moved = LeaderAndIsr(new_leader, state.leader_epoch + 1, tuple(sorted(state.isr)), controller_epoch)
+    cluster.request_and_wait(broker, lambda cid: LeaderAndIsrRequest(
+        cid, cluster.controller() or NO_LEADER, controller_epoch,
+        {TopicPartition(OFFSETS_TOPIC, number): PartitionState(moved, state.replicas)}, (new_leader,)), 100)
+
+
+def test_a_malformed_record_fails_the_load_and_the_broker_goes_on():
+    """2.7.0 GroupMetadataManager.loadGroupsAndOffsets catches what doLoadGroupsAndOffsets
+    throws (readMessageKey's SchemaException, "unknown version"), logs it and still owns
+    the partition, with nothing loaded: the broker goes on serving. Records only the
+    broker itself appended can be there (clients cannot produce to the topic), so the
+    bad one is appended by the broker's own path here."""
+    cluster = with_offsets_topic()
+    group = "damaged-group"
+    number = partition_for(group, PARTITIONS)
+    leader = offsets_leader(cluster, number)
+    other = next(b for b in (1, 2, 3) if b != leader)
+    tp = TopicPartition(OFFSETS_TOPIC, number)
+    answers = commit(cluster, leader, group, 9)
+    assert cluster.wait_for(lambda: answers == [ErrorCode.NONE], 2000)
+    garbage = ProduceRequest(0, 1, 1000, {tp: Records(["v"], ["\x00\x09not a key"])})
+    call(cluster, leader, lambda node: node.replicas.handle_produce(InternalAppend(lambda results: None), garbage))
+    move_leadership(cluster, leader, number, other)
+    assert cluster.nodes[leader].groups.status(group) is ErrorCode.NOT_COORDINATOR
+    move_leadership(cluster, leader, number, leader)  # leads again: a new load
+    assert cluster.wait_for(lambda: cluster.nodes[leader].groups.status(group) is ErrorCode.NONE, 100)
+    assert cluster.traced("group_load_failed", partition=number)
+    assert cluster.nodes[leader].groups.committed_offsets(group) == (ErrorCode.NONE, {})
+    assert find(cluster, leader, group).error is ErrorCode.NONE  # still serving
