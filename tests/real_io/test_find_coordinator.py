@@ -52,6 +52,8 @@ def test_the_answer_names_the_coordinators_endpoint_or_no_node():
 
 
 def test_the_switch_is_off_until_the_core_serves_join_group():
+    """A coordinator found but JoinGroup not served would make clients hang (see
+    local_apis.find_coordinator): the switch stays off until the lead flips it."""
     assert server.FIND_COORDINATOR_IN_CORE is False
 
 
@@ -96,12 +98,15 @@ def test_with_the_switch_on_the_real_broker_names_itself_once_the_topic_is_up(tm
 
 
 def test_with_the_switch_off_the_binding_keeps_its_own_answer(tmp_path):
+    """The binding's answer (real_io/local_apis.py find_coordinator): GROUP_AUTHORIZATION_FAILED."""
     answers = asyncio.run(_serve_and_find(tmp_path / "data", False))
     assert answers[0]["error_code"] == int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_every_request_version_decodes(version):
+    """2.7.0 clients/src/main/resources/common/message/FindCoordinatorRequest.json:
+    versions 0-3 (3 flexible), each decoded and mapped to the core's request."""
     body = {"key": "g"} if version == 0 else {"key": "g", "key_type": 0}
     frame = apis.encode_request(apis.RequestHeader(ApiKey.FIND_COORDINATOR, version, 1, "t"), body)
     request = apis.decode_request(frame[4:])
