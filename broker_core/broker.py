@@ -31,10 +31,11 @@ from broker_core.messages import (
     MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
     PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
     UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest, AlterConfigsRequest, CreatePartitionsRequest,
-    DeleteTopicsRequest)
+    DeleteTopicsRequest, FindCoordinatorRequest)
+from broker_core.group_partitions import LOAD_TIMER, GroupPartitions
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
-from broker_core.replica_manager import ReplicaManager
+from broker_core.replica_manager import INTERNAL_TOPICS, ReplicaManager
 from broker_core.topic_admin import TOP_LEVEL_PATHS, TopicCreator, create_top_level_path
 from broker_core.types import NO_LEADER, TopicPartition
 
@@ -68,6 +69,10 @@ class BrokerNode:
         self.cleaner = LogCleaner(self.ctx, self.replicas.config_for)
         self.topics = TopicCreator(self.ctx, lambda: self.controller.active, lambda: self.metadata,
                                    lambda: self.config_layers)
+        # where groups live (FindCoordinator, __consumer_offsets' loads and appends)
+        self.groups = GroupPartitions(self.ctx, self.replicas, self.topics, lambda: self.metadata,
+                                      lambda: self.metadata_live)
+        self.replicas.leadership_changed = self.groups.leadership_changed
         self.config_listener = TopicConfigListener(
             self.ctx, lambda topic, configs: config_handlers.topic_config_read(self, topic, configs),
             lambda entity, configs: config_handlers.broker_config_read(self, entity, configs),
@@ -309,6 +314,8 @@ class BrokerNode:
             self.quota_admin.handle(src, message)
         elif kind is CreateTopicsRequest:
             self.topics.handle_create_topics(src, message)
+        elif kind is FindCoordinatorRequest:
+            self.groups.handle_find_coordinator(src, message)
         elif kind is DeleteTopicsRequest:
             topic_deletion.handle_delete_topics(self.topics, self.controller, {tp.topic for tp in self.metadata},
                                                 src, message)
@@ -399,14 +406,18 @@ class BrokerNode:
 
     def _unknown_topic_errors(self, request: MetadataRequest) -> dict[str, ErrorCode]:
         """KafkaApis.getTopicMetadata (2.7.0): a requested topic this broker does not
-        know is created when the request allows it and auto.create.topics.enable."""
+        know is created when the request allows it and auto.create.topics.enable (an
+        internal topic always, broker_core/group_partitions.py)."""
         if request.topics is None:
             return {}
         known = {tp.topic for tp in self.metadata}
         auto = request.allow_auto_topic_creation and self.config.auto_create_topics_enable
         errors = {}
         for topic in sorted(set(request.topics) - known):
-            errors[topic] = self.topics.auto_create(topic) if auto else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic in INTERNAL_TOPICS:  # created whatever auto-creation says
+                errors[topic] = self.groups.metadata_for_missing_topic()
+            else:
+                errors[topic] = self.topics.auto_create(topic) if auto else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return errors
 
     # -- timers and disk -------------------------------------------------------------
@@ -446,6 +457,8 @@ class BrokerNode:
             self.cleaner.timer_fired(self._all_logs())
         elif kind == "create-topics":
             self.topics.timed_out(key[1])
+        elif kind == LOAD_TIMER:
+            self.groups.load_timer_fired(key[1])
         elif kind == "shutdown-retry":
             self._attempt_controlled_shutdown()
         elif kind == "flush-check":

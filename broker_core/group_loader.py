@@ -46,7 +46,13 @@ class LoadedGroups:
 def load_groups(records: Iterable[tuple[bytes | None, bytes | None]]) -> LoadedGroups:
     """Replay the (key, value) records of one __consumer_offsets partition, in offset
     order. Malformed records raise GroupRecordError (Kafka's load fails the same way)."""
-    loaded = LoadedGroups()
+    return replay(LoadedGroups(), records)
+
+
+def replay(loaded: LoadedGroups, records: Iterable[tuple[bytes | None, bytes | None]]) -> LoadedGroups:
+    """``load_groups`` continued over ``loaded``: what a coordinator's cache becomes when
+    records it appended are acknowledged (the putCacheCallback of storeOffsets and
+    storeGroup), by the same rules as a load."""
     for key_bytes, value_bytes in records:
         key = decode_key(key_bytes)
         if isinstance(key, OffsetCommitKey):

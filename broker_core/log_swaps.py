@@ -88,3 +88,6 @@ class PendingRenames:
 
     def stored_bytes(self, batch: Any) -> bytes:
         return self.storage.stored_bytes(batch)
+
+    def own_batch(self, records: Any) -> Any:
+        return self.storage.own_batch(records)

@@ -1,8 +1,8 @@
 """Requests and responses between clients, brokers and the controller.
 
 They mirror Kafka's APIs with only the fields the model needs: from clients, Produce,
-InitProducerId (the idempotent producer), Fetch, Metadata, CreateTopics, ListOffsets and
-OffsetsForLeaderEpoch (also a follower's); from the controller, LeaderAndIsr,
+InitProducerId (the idempotent producer), Fetch, Metadata, CreateTopics, ListOffsets,
+FindCoordinator and OffsetsForLeaderEpoch (also a follower's); from the controller, LeaderAndIsr,
 UpdateMetadata and StopReplica; to the controller, ControlledShutdown and AlterIsr
 (KIP-497). The real binding translates the wire protocol to and from those it serves.
 """
@@ -307,6 +307,32 @@ class DeleteTopicsResponse:
 class CreatePartitionsResponse:
     correlation_id: int
     topics: Mapping[str, TopicCreationResult]  # only the error and message are used
+
+
+# FindCoordinator's key types (2.7.0 clients/.../requests/FindCoordinatorRequest.CoordinatorType)
+COORDINATOR_GROUP = 0
+COORDINATOR_TRANSACTION = 1
+NO_NODE = -1  # Node.noNode's id: no coordinator in the answer
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorRequest:
+    """Kafka's FindCoordinator (API key 10): which broker coordinates ``key``, a group id
+    (``key_type`` COORDINATOR_GROUP) or a transactional id (COORDINATOR_TRANSACTION)."""
+    correlation_id: int
+    key: str
+    key_type: int = COORDINATOR_GROUP
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorResponse:
+    """The coordinator's broker id, or NO_NODE with the error. The core knows brokers by
+    id only: the binding answers the host and port of ``node_id`` (what Metadata lists),
+    and COORDINATOR_NOT_AVAILABLE if it knows no endpoint for it."""
+    correlation_id: int
+    error: ErrorCode
+    node_id: int = NO_NODE
+    message: str | None = None
 
 
 @dataclass(slots=True)

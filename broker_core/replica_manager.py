@@ -4,7 +4,7 @@ requests, ListOffsets and OffsetsForLeaderEpoch, are broker_core.offset_requests
 """
 from __future__ import annotations
 
-from typing import Hashable
+from typing import Callable, Hashable, Mapping
 
 from broker_core import mutants
 from broker_core.config import BrokerConfig
@@ -14,6 +14,7 @@ from broker_core.delayed import DelayedFetch, DelayedProduce, HeldProduce, Purga
 from broker_core.epoch_cache import UNDEFINED
 from broker_core.effects import CloseConnection, DeleteFile
 from broker_core.errors import ErrorCode
+from broker_core.group_records import OFFSETS_TOPIC
 from broker_core.isr_change import IsrChanger
 from broker_core.log import PartitionLog
 from broker_core.storage import LogStorage, StoredBatch
@@ -25,6 +26,23 @@ from broker_core.partition import Partition, leader_epoch_error
 from broker_core.quota_enforcement import JAVA_INT_MAX, ClientQuotaEnforcer
 from broker_core.quota_replication import ReplicationQuotas, leader_read_throttled
 from broker_core.types import TopicPartition
+
+# Kafka's internal topics (Topic.isInternal, 2.7.0): only the broker itself appends to
+# them (ReplicaManager.appendToLocalLog refuses a client's append with
+# InvalidTopicException). isrlab has the group coordinator's topic only.
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+
+
+class InternalAppend:
+    """The source of a produce the broker makes itself (2.7.0 ReplicaManager.appendRecords
+    with internalTopicsAllowed and origin Coordinator, as GroupMetadataManager
+    .appendForGroup calls it): the same append, flush and delayed-produce path as a
+    client's, but its answer goes to ``done`` (the partitions' results) instead of a
+    connection, and no client quota counts it."""
+    __slots__ = ("done",)
+
+    def __init__(self, done: Callable[[Mapping[TopicPartition, ProducePartitionResult]], None]) -> None:
+        self.done = done
 
 
 class ReplicaManager:
@@ -40,6 +58,9 @@ class ReplicaManager:
         self.on_become_follower = lambda partition: None  # set by the node (the fetcher)
         self.on_become_leader = lambda partition: None
         self.stop_fetching = lambda tps: None  # set by the node (the fetcher)
+        # 2.7.0 KafkaApis onLeadershipChange: a partition this broker started to lead
+        # (True) or now follows or deleted (False); set by the node (the group coordinator)
+        self.leadership_changed: Callable[[Partition, bool], None] = lambda partition, leading: None
         self.isr = IsrChanger(ctx, self.partitions, self._after_isr_change)
         self.client_quotas = ClientQuotaEnforcer(ctx)  # recorded where produces and fetches are answered
         self.replication_quotas = ReplicationQuotas.from_config(ctx.broker_id, ctx.config)
@@ -99,6 +120,7 @@ class ReplicaManager:
     def _become_leader(self, partition: Partition, state: PartitionState) -> None:
         ctx = self.ctx
         self.isr.forget(partition.tp)
+        was_leader = partition.is_leader
         for effect in partition.make_leader(state, ctx.now_ms):
             ctx.emit(effect)
         ctx.trace("became_leader", partition=str(partition.tp), leader_epoch=partition.leader_epoch,
@@ -108,6 +130,8 @@ class ReplicaManager:
         if partition.maybe_advance_high_watermark():
             self._trace_high_watermark(partition)
         self._after_high_watermark_change(partition)
+        if not was_leader:  # Partition.makeLeader's isNewLeader: a new epoch of a leader is no election
+            self.leadership_changed(partition, True)
 
     def _skip_become_follower(self, partition: Partition, state: PartitionState) -> None:
         """ReplicaManager.makeFollowers (0.8.2.2 by the request's live leaders; 2.7.0 and
@@ -127,6 +151,7 @@ class ReplicaManager:
         self.ctx.trace("became_follower", partition=str(partition.tp), leader=partition.leader,
                        leader_epoch=partition.leader_epoch, log_end_offset=partition.log.log_end_offset,
                        high_watermark=partition.log.high_watermark)
+        self.leadership_changed(partition, False)
         if was_leader and partition.config.demotion_completes_produces:
             # 2.7.0 ReplicaManager.makeFollowers: completeDelayedFetchOrProduceRequests for
             # every partition made follower; its parked produces find it no longer leads.
@@ -180,6 +205,8 @@ class ReplicaManager:
         goes too: its broker was offline when the deletion started."""
         for tp in tps:
             partition = self.partitions.pop(tp, None)
+            if partition is not None:
+                self.leadership_changed(partition, False)
             log = partition.log if partition is not None else self.recovered_logs.pop(tp, None)
             self.isr.forget(tp)
             directory = f"{log.directory if log is not None else tp}/"
@@ -197,11 +224,16 @@ class ReplicaManager:
         bases: dict[TopicPartition, int] = {}
         flushes: dict[TopicPartition, int] = {}
         appended: list[Partition] = []
-        self.client_quotas.request_arrived(src, request.client_id)
+        internal = type(src) is InternalAppend
+        if not internal:
+            self.client_quotas.request_arrived(src, request.client_id)
         for tp in sorted(request.partitions):
             partition = self.partitions.get(tp)
             if request.acks not in (0, 1, -1):
                 results[tp] = ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS)
+                continue
+            if not internal and tp.topic in INTERNAL_TOPICS:
+                results[tp] = ProducePartitionResult(ErrorCode.INVALID_TOPIC_EXCEPTION)
                 continue
             if partition is None:
                 results[tp] = ProducePartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -220,7 +252,8 @@ class ReplicaManager:
                 bases[tp] = batch.base_offset
             else:
                 results[tp] = ProducePartitionResult(ErrorCode.NONE, batch.base_offset)
-        self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user, request)
+        if not internal:
+            self.client_quotas.produce_received(src, request.correlation_id, request.client_id, request.user, request)
         held = HeldProduce(self.purgatory.next_id() if flushes else 0, src, request.correlation_id, request.acks,
                            request.timeout_ms, results, required, bases, flushes)
         if flushes:
@@ -244,9 +277,8 @@ class ReplicaManager:
             self.purgatory.park_produce(op)
             self.ctx.set_timer(op.timer_key, held.timeout_ms)
             self._try_complete_produce(op)
-        elif held.acks != 0:  # acks=0: the producer expects no answer at all
-            self.ctx.send(held.src, self.client_quotas.throttled_produce(
-                held.src, ProduceResponse(held.correlation_id, held.results)))
+        elif held.acks != 0 or type(held.src) is InternalAppend:  # acks=0: a producer expects no answer
+            self._send_produce(held.src, ProduceResponse(held.correlation_id, held.results))
         else:
             # acks=0: no answer carries the throttle time, but it mutes the connection
             self.client_quotas.produce_answered(held.src, held.correlation_id)
@@ -307,9 +339,16 @@ class ReplicaManager:
             return False
         self.purgatory.produces.pop(op.id, None)
         self.ctx.cancel_timer(op.timer_key)
-        self.ctx.send(op.src, self.client_quotas.throttled_produce(
-            op.src, ProduceResponse(op.correlation_id, dict(sorted(op.results.items())))))
+        self._send_produce(op.src, ProduceResponse(op.correlation_id, dict(sorted(op.results.items()))))
         return True
+
+    def _send_produce(self, src: Hashable, response: ProduceResponse) -> None:
+        """A produce's answer: to the client through its quotas, or to the broker's own
+        append's callback (2.7.0 appendRecords' responseCallback either way)."""
+        if type(src) is InternalAppend:
+            src.done(response.partitions)
+            return
+        self.ctx.send(src, self.client_quotas.throttled_produce(src, response))
 
     def produce_timed_out(self, produce_id: int) -> None:
         op = self.purgatory.produces.get(produce_id)

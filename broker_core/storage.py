@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from broker_core.effects import DeleteFile, Effect, RenameFile, ReplaceFile, TruncateFile, WriteBytes
 from broker_core.messages import FetchResponse
-from broker_core.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, RecordBatch, last_sequence
+from broker_core.records import (
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, ClientBatch, RecordBatch, Records, last_sequence)
 from broker_core.cleaned_batch import CleanableBatch, CleanedBatch
 from broker_core.segment_format import DecodeError, decode_batch, encode_batch, encode_cleaned_batch, materialize
 
@@ -121,6 +122,11 @@ class LogStorage(Protocol):
     def stored_bytes(self, batch: CleanableBatch) -> bytes:
         """The bytes this binding stores for a batch the cleaner keeps or rewrote (one it
         read through ``cleanable_in``), so that the cleaner can build a segment."""
+
+    def own_batch(self, records: Records) -> Records | ClientBatch:
+        """Records the broker appends itself (the group coordinator's), as a leader's log
+        appends them: the records (the core's own batch, in its segment format) or a
+        client's batch in this binding's format (offsets assigned by ``with_offsets``)."""
 
 
 class WrittenBatches:
@@ -226,6 +232,10 @@ class BytesLogStorage:
 
     def stored_bytes(self, batch: CleanableBatch) -> bytes:
         return encode_cleaned_batch(batch) if type(batch) is CleanedBatch else encode_batch(batch)  # type: ignore[arg-type]
+
+    def own_batch(self, records: Records) -> Records | ClientBatch:
+        """The records themselves: the log stores them in the core's segment format."""
+        return records
 
     # -- what the runtime tells it -----------------------------------------------------
     def remember(self, effect: WriteBytes) -> None:

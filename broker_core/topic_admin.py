@@ -352,17 +352,26 @@ class TopicCreator:
             validate_topic_name(topic)
         except TopicCreationError as failure:
             return failure.error
-        if topic not in self.auto_creating:
-            self.auto_creating.add(topic)
-            self.ctx.tasks.start(self._auto_create(topic))
+        config = self.ctx.config
+        self.create_in_background(topic, config.num_partitions, config.default_replication_factor)
         return ErrorCode.LEADER_NOT_AVAILABLE
 
-    def _auto_create(self, topic: str):
-        config = self.ctx.config
+    def create_in_background(self, topic: str, partitions: int, replication_factor: int,
+                             configs: Mapping[str, str] | None = None, by: str = "auto_create") -> None:
+        """KafkaApis.createTopic (2.7.0): AdminZkClient.createTopic with nobody waiting for
+        the answer, as auto-creation and the coordinators' internal topics
+        (createInternalTopic) do; a topic already being created here is not created twice,
+        one that exists is fine."""
+        if topic not in self.auto_creating:
+            self.auto_creating.add(topic)
+            self.ctx.tasks.start(self._auto_create(topic, partitions, replication_factor, configs, by))
+
+    def _auto_create(self, topic: str, partitions: int, replication_factor: int,
+                     configs: Mapping[str, str] | None, by: str):
         try:
-            assignment = yield from create_topic(topic, config.num_partitions, config.default_replication_factor)
+            assignment = yield from create_topic(topic, partitions, replication_factor, configs)
             self.ctx.trace("topic_created", topic=topic, partitions=len(assignment),
-                           replication_factor=config.default_replication_factor, by="auto_create")
+                           replication_factor=replication_factor, by=by)
         except TopicCreationError as failure:
             if failure.error is not ErrorCode.TOPIC_ALREADY_EXISTS:
                 self.ctx.trace("topic_creation_failed", topic=topic, error=failure.error.name, reason=failure.message)

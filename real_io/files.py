@@ -40,6 +40,7 @@ from pathlib import Path
 from broker_core.effects import (
     DeleteFile, FileEffect, RenameFile, ReplaceFile, TruncateFile, WriteBytes, unhandled_effect)
 from broker_core.cleaned_batch import CleanedBatch
+from broker_core.records import RecordBatch, Records
 from broker_core.segment_format import DecodeError, materialize
 from broker_core.storage import FileRegion
 from real_io.protocol import record_batch
@@ -157,6 +158,12 @@ class DataDir:
         if isinstance(batch, WireBatch):
             return bytes(batch.data)
         return record_batch.encode_batch(batch)
+
+    @staticmethod
+    def own_batch(records: Records) -> WireBatch:
+        """Records the broker appends itself, as a v2 batch (offsets and epoch stamped
+        when the leader appends it): the segment files hold nothing else."""
+        return WireBatch.parse(record_batch.encode_batch(RecordBatch(0, -1, records)))[0]
 
     def read_region(self, region: FileRegion) -> bytes:
         return os.pread(self._descriptor(region.path), region.size, region.position)

@@ -16,10 +16,12 @@ from broker_core.config_keys import SET, ConfigOp
 from broker_core.messages import (
     AlterConfigsRequest, AlterConfigsResponse, ConfigResourceChange, CONSUMER_REPLICA_ID, CreatePartitionsRequest,
     CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse,
+    FetchPartition, FetchPartitionResult, FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    InitProducerIdRequest, InitProducerIdResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
 from broker_core.errors import ErrorCode
+from broker_core.replica_manager import INTERNAL_TOPICS
 from broker_core.types import TopicPartition
 from real_io.protocol.errors import ProtocolError
 from real_io.protocol.primitives import Splice
@@ -173,15 +175,18 @@ def metadata_request(correlation_id: int, version: int, body: dict) -> MetadataR
 
 
 def metadata_response(response: MetadataResponse, endpoints: Mapping[int, tuple[str, int]]) -> dict:
-    """Brokers without a known endpoint are left out (a client could not reach them)."""
+    """Brokers without a known endpoint are left out (a client could not reach them).
+    __consumer_offsets is marked internal (MetadataCache, Topic.isInternal), which
+    clients use to leave it out of pattern subscriptions."""
     brokers = [{"node_id": b, "host": endpoints[b][0], "port": endpoints[b][1], "rack": None}
                for b in sorted(response.brokers) if b in endpoints]
-    topics = [{"error_code": 0, "name": topic, "is_internal": False, "topic_authorized_operations": -2147483648,
+    topics = [{"error_code": 0, "name": topic, "is_internal": topic in INTERNAL_TOPICS,
+               "topic_authorized_operations": -2147483648,
                "partitions": [{"error_code": int(m.error), "partition_index": p, "leader_id": m.leader,
                                "leader_epoch": m.leader_epoch, "replica_nodes": list(m.replicas),
                                "isr_nodes": list(m.isr), "offline_replicas": []} for p, m in parts]}
               for topic, parts in tp_sorted(response.partitions).items()]
-    topics += [{"error_code": int(error), "name": topic, "is_internal": False, "partitions": [],
+    topics += [{"error_code": int(error), "name": topic, "is_internal": topic in INTERNAL_TOPICS, "partitions": [],
                 "topic_authorized_operations": -2147483648} for topic, error in sorted(response.topic_errors.items())]
     return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": CLUSTER_ID,
             "controller_id": response.controller_id, "topics": topics,
@@ -297,3 +302,26 @@ def alter_configs_response(response: AlterConfigsResponse) -> dict:
     return {"throttle_time_ms": 0, "responses": [
         {"error_code": int(r.error), "error_message": r.message, "resource_type": r.resource_type,
          "resource_name": r.name} for r in response.results]}
+
+
+# -- FindCoordinator ---------------------------------------------------------------------
+COORDINATOR_NOT_AVAILABLE_MESSAGE = "The coordinator is not available."  # 2.7.0 Errors.java
+
+
+def find_coordinator_request(correlation_id: int, body: dict) -> FindCoordinatorRequest:
+    """v0 has no key type: a group's."""
+    return FindCoordinatorRequest(correlation_id, body["key"], body.get("key_type", 0))
+
+
+def find_coordinator_response(response: FindCoordinatorResponse, endpoints: Mapping[int, tuple[str, int]]) -> dict:
+    """KafkaApis.handleFindCoordinatorRequest (2.7.0): the coordinator's node as Metadata
+    names it; a coordinator without a known endpoint is COORDINATOR_NOT_AVAILABLE with
+    Node.noNode (-1, "", -1), as Kafka answers a leader with no endpoint on the listener."""
+    error, message, node = int(response.error), response.message, response.node_id
+    if response.error is ErrorCode.NONE and node not in endpoints:
+        error, message = int(ErrorCode.COORDINATOR_NOT_AVAILABLE), COORDINATOR_NOT_AVAILABLE_MESSAGE
+    if error != int(ErrorCode.NONE):
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "node_id": -1, "host": "",
+                "port": -1}
+    host, port = endpoints[node]
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "node_id": node, "host": host, "port": port}

@@ -44,6 +44,12 @@ from real_io.protocol.apis import ApiKey
 from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
 from real_io.runtime import BrokerRuntime
 
+# The switch for FindCoordinator: False keeps the binding's own answer (local_apis:
+# GROUP_AUTHORIZATION_FAILED, a client fails at once), True asks the core, which names
+# the group's coordinator (broker_core/group_partitions.py). Flip it once the core
+# serves JoinGroup: a coordinator found but JoinGroup unsupported makes clients hang.
+FIND_COORDINATOR_IN_CORE = False
+
 _LOCAL: dict[int, Callable[[dict], dict]] = {
     ApiKey.API_VERSIONS: local_apis.api_versions,
     ApiKey.FIND_COORDINATOR: local_apis.find_coordinator,
@@ -228,7 +234,7 @@ class KafkaServer:
             raise
         header = request.header
         key, version = header.api_key, header.api_version
-        local = _LOCAL.get(key)
+        local = _LOCAL.get(key) if key != ApiKey.FIND_COORDINATOR or not FIND_COORDINATOR_IN_CORE else None
         body: dict | None
         if local is not None:
             body = local(request.body)
@@ -299,6 +305,9 @@ class KafkaServer:
             offsets, offset_errors = kafka_api.list_offsets_request(cid, body)
             answer = await self._ask(address, offsets) if offsets.partitions else None
             return kafka_api.list_offsets_response(answer, offset_errors, version)
+        if key == ApiKey.FIND_COORDINATOR:  # only with FIND_COORDINATOR_IN_CORE
+            return kafka_api.find_coordinator_response(
+                await self._ask(address, kafka_api.find_coordinator_request(cid, body)), self.endpoints)
         if key == ApiKey.INIT_PRODUCER_ID:
             return kafka_api.init_producer_id_response(
                 await self._ask(address, kafka_api.init_producer_id_request(cid, body)))
