@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from broker_core import mutants
+from tests.broker_core.race_rules import FAST_ISR as FAST_ISR_SETTINGS, RACE_MACHINES
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 300
@@ -115,17 +116,43 @@ CATCHERS: dict[str, tuple[tuple[str, ...], tuple[Run, ...]]] = {
 class Replication:
     """``run_replication_machine(profile, examples, steps=steps)``: derandomized, so the
     same search on every machine; it must find a violation (or raise) under the mutant and
-    nothing on the real core."""
+    nothing on the real core. ``machine`` names one of the race machines of
+    tests/broker_core/race_rules.py (slow links: RACE_MACHINES), ``overrides`` broker
+    settings (sorted pairs)."""
     profile: str
     examples: int
     steps: int | None = None
+    machine: str | None = None
+    overrides: tuple[tuple[str, object], ...] = ()
+
+    def run(self):
+        from tests.broker_core.replication_machine import run_replication_machine
+        return run_replication_machine(self.profile, self.examples, steps=self.steps, shrink=False,
+                                       overrides=dict(self.overrides),
+                                       base=RACE_MACHINES[self.machine] if self.machine else None)
+
+
+# ISR changes every few seconds once a link is slow (race_rules.FAST_ISR); ZK_ISR also
+# has the leader write the ISR to ZooKeeper itself (2.7 with an older inter.broker.protocol.version)
+FAST_ISR = tuple(sorted(FAST_ISR_SETTINGS.items()))
+ZK_ISR = tuple(sorted({**FAST_ISR_SETTINGS, "isr_change_protocol": "zookeeper"}.items()))
 
 
 P = "tests/properties/"
 # mutant -> (the replication machine's catching search, the area machines of tests/properties/)
 MACHINES: dict[str, tuple[Replication | None, tuple[str, ...]]] = {
     "hw-before-isr": (Replication("kafka-2.7", 25), ()),
-    "unclean-ignores-setting": (Replication("kafka-2.7", 120, 150), ()),
+    # the plain machine needs 120 examples of 150 rules (37-41 s); slow links make an
+    # out-of-ISR replica common, and the last ISR members' crashes then elect it
+    "unclean-ignores-setting": (Replication("kafka-2.7", 100, machine="races", overrides=FAST_ISR), ()),
+    # the leader's ISR write on its cached zkVersion, while the controller's removal
+    # (controlled shutdown) and its LeaderAndIsr are on a slow link: LeaderEpochsGrow
+    "isr-write-unversioned": (Replication("kafka-2.7", 100, machine="isr-races", overrides=ZK_ISR), ()),
+    # a zombie controller's UpdateMetadata, held on a slow link while a new controller
+    # took over: StaleEpochChangesNothing
+    "stale-controller-epoch-accepted": (Replication("kafka-2.7", 100, machine="isr-races", overrides=FAST_ISR), ()),
+    # a follower rejoins while its fetches and the leader's AlterIsr are slow: StrongIsr
+    "hw-over-committed-isr": (Replication("kafka-2.7", 100, machine="pending-isr", overrides=FAST_ISR), ()),
     # the KIP-320 consumer machine catches it too, but its shrink passed 300 s
     "follower-skips-truncation": (Replication("kafka-2.7", 25), ()),
     "stale-leader-epoch-accepted": (Replication("kafka-2.7", 25), ()),
@@ -143,11 +170,8 @@ MACHINES: dict[str, tuple[Replication | None, tuple[str, ...]]] = {
 # rule each breaks is one that no machine's rules reach. The row test checks that each
 # mutant is in exactly one of MACHINES and MACHINE_MISSES.
 MACHINE_MISSES: dict[str, str] = {
-    "isr-write-unversioned": "replication machine, kafka-2.7 and kafka-3.0, 300 examples of 50 rules each: no conflicting ISR write",
-    "stale-controller-epoch-accepted": "replication machine, 300 examples each profile: no zombie controller's request",
     "follower-hw-uncapped": ("replication machine, 300 examples each profile: no follower more than a fetch behind the high "
                              "watermark it is told"),
-    "hw-over-committed-isr": "replication machine, 300 examples each profile (ZooKeeper ISR writes; no AlterIsr pending)",
     "idle-follower-dropped": ("replication machine, 300 examples each profile: no invariant is about an idle follower's ISR "
                               "membership"),
     "acks-all-below-min-isr": ("replication machine, 300 examples each profile: no invariant forbids an acks=all ack below "
@@ -311,7 +335,8 @@ REPLICATION = [pytest.param(m, r, marks=[pytest.mark.slow] if r.examples * (r.st
 
 def machine_id(value: object) -> str:
     if isinstance(value, Replication):
-        return f"{value.profile}-{value.examples}x{value.steps or 'default'}"
+        settings = "".join(f"-{k}={v}" for k, v in value.overrides)
+        return f"{value.machine or 'plain'}-{value.profile}{settings}-{value.examples}x{value.steps or 'default'}"
     return f"{value.scenario}-{value.variant}-{value.property}-{value.max_runs}" if isinstance(value, Explore) \
         else str(value)
 
@@ -319,17 +344,15 @@ def machine_id(value: object) -> str:
 @pytest.mark.parametrize("mutant, search", REPLICATION, ids=machine_id)
 def test_the_replication_machine_catches_the_mutant(mutant, search):
     """In this process: the mutant's flag is set for the search only (mutants.active)."""
-    from tests.broker_core.replication_machine import run_replication_machine
     with mutants.active(mutant):
-        failure = run_replication_machine(search.profile, search.examples, steps=search.steps, shrink=False)
+        failure = search.run()
     assert failure is not None, f"mutant {mutant} survived the replication machine ({search})"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("search", sorted({r for r, _ in MACHINES.values() if r}, key=machine_id), ids=machine_id)
 def test_the_catching_replication_searches_find_nothing_on_the_real_core(search):
-    from tests.broker_core.replication_machine import run_replication_machine
-    failure = run_replication_machine(search.profile, search.examples, steps=search.steps, shrink=False)
+    failure = search.run()
     assert failure is None, f"{failure.error}\n  " + "\n  ".join(failure.steps)
 
 

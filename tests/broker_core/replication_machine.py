@@ -324,11 +324,21 @@ def machine_settings(examples: int, steps: int, shrink: bool) -> settings:
 def run_replication_machine(profile: str = "kafka-2.7", examples: int | None = None, *,
                             overrides: Mapping[str, Any] | None = None, brokers: int = 3,
                             power_loss: bool = False, tolerated: frozenset[str] = frozenset(),
-                            steps: int | None = None, shrink: bool = True) -> MachineFailure | None:
+                            steps: int | None = None, shrink: bool = True,
+                            base: type[ReplicationMachine] | None = None) -> MachineFailure | None:
     """Run the machine on ``profile`` (with broker ``overrides``) for ``examples``
-    examples of up to ``steps`` rules; the shrunk failure, or None if it found none."""
+    examples of up to ``steps`` rules; the shrunk failure, or None if it found none.
+    ``base``: a subclass with more rules (tests/broker_core/race_rules.py); without it,
+    the rules above only. Hypothesis seeds a derandomized search from the source of
+    the machine's class (stateful.run_state_machine_as_test: function_digest, which
+    finds it by name in its module), so an edit of ReplicationMachine changes what
+    every search of it named in tests/test_mutants.py draws: add rules in a subclass
+    instead, whose searches are seeded from the subclass's source alone."""
     setup = MachineSetup(profile, tuple(sorted((overrides or {}).items())), brokers, power_loss, tolerated)
-    machine = type("ReplicationMachine", (ReplicationMachine,), {"setup": setup})
+    if base is None:
+        machine = type("ReplicationMachine", (ReplicationMachine,), {"setup": setup})
+    else:
+        machine = type(base.__name__, (base,), {"setup": setup, "__module__": base.__module__})
     lines: list[object] = []
     start = time.perf_counter()
     try:
