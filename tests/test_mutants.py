@@ -147,12 +147,15 @@ MACHINES: dict[str, tuple[Replication | None, tuple[str, ...]]] = {
     "unclean-ignores-setting": (Replication("kafka-2.7", 200, machine="races", overrides=FAST_ISR), ()),
     # the leader's own ISR write on its cached zkVersion, while the controller's change
     # (a controlled shutdown, a crash) and its LeaderAndIsr are on a slow link: LeaderEpochsGrow
-    "isr-write-unversioned": (Replication("kafka-2.7", 100, machine="isr-races", overrides=ZK_ISR), ()),
+    "isr-write-unversioned": (Replication("kafka-2.7", 100, machine="isr-races", overrides=ZK_ISR),
+                             ()),
     # a zombie controller's UpdateMetadata, on a slow link while a newer controller took
     # over: StaleEpochChangesNothing
-    "stale-controller-epoch-accepted": (Replication("kafka-2.7", 100, machine="isr-races", overrides=FAST_ISR), ()),
+    "stale-controller-epoch-accepted": (Replication("kafka-2.7", 100, machine="isr-races", overrides=FAST_ISR),
+                                       ()),
     # a follower rejoins while its fetches and the leader's AlterIsr are slow: StrongIsr
-    "hw-over-committed-isr": (Replication("kafka-2.7", 100, machine="isr-races", overrides=FAST_ISR), ()),
+    "hw-over-committed-isr": (Replication("kafka-2.7", 100, machine="isr-races", overrides=FAST_ISR),
+                             ()),
     # the KIP-320 consumer machine catches it too, but its shrink passed 300 s
     "follower-skips-truncation": (Replication("kafka-2.7", 25), ()),
     "stale-leader-epoch-accepted": (Replication("kafka-2.7", 25), ()),
@@ -227,7 +230,10 @@ EXPLORE: dict[str, Explore] = {
 FOUR = "leader-crash, controller-and-leader-failover, nemesis-safe and rolling-restart: --property invariants, 10 runs each"
 EXPLORE_MISSES: dict[str, str] = {
     "follower-hw-uncapped": FOUR,
-    "hw-over-committed-isr": FOUR,
+    "hw-over-committed-isr": (FOUR + "; leader-crash and nemesis-safe --swarm, jepsen-2013 --variant safe (also on kafka-2.7 "
+                              "with replica.lag.time.max.ms 500, 40 runs), zombie-leader --variant acks-all, "
+                              "retries-on-failover --variant idempotent, controller-and-leader-failover --swarm: 10 runs "
+                              "each"),
     "acks-all-below-min-isr": FOUR,
     "log-start-not-applied": "retention-moves-the-log-start --variant by-size, 10 runs; " + FOUR,
     "idle-follower-dropped": "idle-follower-stays-in-sync --variant kept, 10 runs; " + FOUR,

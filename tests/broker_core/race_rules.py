@@ -1,6 +1,6 @@
-"""Rules that make two writers race (issue 23, "Mutations"): a slow link holds the
-messages sent on it until it is released, as a stalled TCP connection does, so that a
-request arrives after the state it was built from has changed.
+"""Rules that make two writers race (issue 23, "Mutations"): a slow link delays the
+messages sent on it, or holds them until it is released, as a stalled TCP connection
+does, so that a request arrives after the state it was built from has changed.
 
 The replication machine (tests/broker_core/replication_machine.py) delivers every message
 1 ms after it is sent. Races that Kafka's fences guard need one side to act on a view
@@ -23,8 +23,8 @@ The rules live in subclasses, not in ReplicationMachine itself: hypothesis seeds
 derandomized search from the source of the machine's class, so the searches that name
 the plain machine (tests/test_mutants.py) keep drawing what they drew. For the same
 reason an edit of RaceMachine or IsrRaceMachine changes what their searches draw: run
-tests/test_mutants.py's replication searches again after one (budgets there are the
-smallest found to catch each mutant, not a margin)."""
+tests/test_mutants.py's replication searches again after one (their budgets were found
+for these sources, with no margin to spare)."""
 from __future__ import annotations
 
 from typing import Any
