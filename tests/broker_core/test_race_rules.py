@@ -3,13 +3,16 @@ force, each once by hand: the real core fences them, and the mutant that drops t
 breaks an invariant."""
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from broker_core import mutants
 from broker_core.inputs import MessageReceived
 from broker_core.invariants import LEADER_EPOCHS_GROW, STRONG_ISR
 from broker_core.messages import UpdateMetadataRequest
-from tests.broker_core.race_rules import HeldLinksCluster
+from tests.broker_core.race_rules import PLAIN_RULES, HeldLinksCluster, IsrRaceMachine, RaceMachine
+from tests.broker_core.replication_machine import ReplicationMachine
 
 
 def started(**config) -> HeldLinksCluster:
@@ -103,3 +106,18 @@ def rejoins_while_the_alter_isr_is_held(mutant: str | None) -> HeldLinksCluster:
 def test_the_high_watermark_waits_for_a_replica_being_added(mutant, found):
     cluster = rejoins_while_the_alter_isr_is_held(mutant)
     assert sorted({v.invariant for v in cluster.violations}) == found
+
+
+def rule_names(machine) -> set[str]:
+    return {name for name, member in inspect.getmembers(machine)
+            if getattr(member, "hypothesis_stateful_rule", None) is not None}
+
+
+def test_the_race_machines_draw_the_rules_they_name():
+    """A rule added to ReplicationMachine is not drawn by the race machines until it is
+    named in PLAIN_RULES (their searches in tests/test_mutants.py would draw otherwise):
+    this fails to say it must be decided, and those searches run again."""
+    assert rule_names(ReplicationMachine) == PLAIN_RULES
+    assert rule_names(RaceMachine) == PLAIN_RULES | {"slow_link", "deliver_held"}
+    assert rule_names(IsrRaceMachine) == {"produce", "pass_time", "crash", "restart", "controlled_shutdown",
+                                          "heal_everything", "slow_link", "deliver_held"}
