@@ -233,7 +233,8 @@ EXPLORE_MISSES: dict[str, str] = {
     "hw-over-committed-isr": (FOUR + "; leader-crash and nemesis-safe --swarm, jepsen-2013 --variant safe (also on kafka-2.7 "
                               "with replica.lag.time.max.ms 500, 40 runs), zombie-leader --variant acks-all, "
                               "retries-on-failover --variant idempotent, controller-and-leader-failover --swarm: 10 runs "
-                              "each"),
+                              "each; nemesis-safe, rolling-restart and leader-crash (20 runs) with replica.lag.time.max.ms "
+                              "500"),
     "acks-all-below-min-isr": FOUR,
     "log-start-not-applied": "retention-moves-the-log-start --variant by-size, 10 runs; " + FOUR,
     "idle-follower-dropped": "idle-follower-stays-in-sync --variant kept, 10 runs; " + FOUR,
