@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from broker_core import (
-    config_handlers, coordination as coord, offset_requests, partition_admin, reassignment, reassignment_api,
+    config_handlers, coordination as coord, mutants, offset_requests, partition_admin, reassignment, reassignment_api,
     topic_deletion)
 from broker_core.config import LOG_FLUSHER_INITIAL_DELAY_MS, NEVER, TOPIC_KEYS, BrokerConfig
 from broker_core.context import NodeContext
@@ -381,7 +381,10 @@ class BrokerNode:
         self.ctx.emit(Halt(reason, clean=True, requested=self._stop_requested))
 
     def _handle_update_metadata(self, src, request: UpdateMetadataRequest) -> None:
-        if request.controller_epoch < self.replicas.controller_epoch:
+        """2.7.0 ReplicaManager.maybeUpdateMetadataCache: an older controller epoch is
+        refused, as LeaderAndIsr and StopReplica are (the mutant
+        stale-controller-epoch-accepted applies it, and its epoch replaces the newer one)."""
+        if request.controller_epoch < self.replicas.controller_epoch and not mutants.STALE_CONTROLLER_EPOCH_ACCEPTED:
             self.ctx.send(src, UpdateMetadataResponse(request.correlation_id, ErrorCode.STALE_CONTROLLER_EPOCH))
             return
         self.replicas.controller_epoch = request.controller_epoch

@@ -325,16 +325,27 @@ def run_replication_machine(profile: str = "kafka-2.7", examples: int | None = N
                             overrides: Mapping[str, Any] | None = None, brokers: int = 3,
                             power_loss: bool = False, tolerated: frozenset[str] = frozenset(),
                             steps: int | None = None, shrink: bool = True,
-                            follower_rules: bool = False) -> MachineFailure | None:
+                            follower_rules: bool = False,
+                            base: type[ReplicationMachine] | None = None) -> MachineFailure | None:
     """Run the machine on ``profile`` (with broker ``overrides``) for ``examples``
     examples of up to ``steps`` rules; the shrunk failure, or None if it found none.
-    ``follower_rules`` adds tests/broker_core/follower_rules.py's rules (idle, burst)."""
+    ``follower_rules`` adds tests/broker_core/follower_rules.py's rules (idle, burst).
+    ``base``: a subclass with more rules (tests/broker_core/race_rules.py); without it,
+    the rules above only. Hypothesis seeds a derandomized search from the source of
+    the machine's class (stateful.run_state_machine_as_test: function_digest, which
+    finds it by name in its module), so an edit of ReplicationMachine changes what
+    every search of it named in tests/test_mutants.py draws: add rules in a subclass
+    instead, whose searches are seeded from the subclass's source alone. (The follower
+    rules' searches keep this module's name, and so ReplicationMachine's seed.)"""
     setup = MachineSetup(profile, tuple(sorted((overrides or {}).items())), brokers, power_loss, tolerated)
-    base: type[ReplicationMachine] = ReplicationMachine
-    if follower_rules:
-        from tests.broker_core.follower_rules import FollowerRulesMachine  # it extends this module's class
-        base = FollowerRulesMachine
-    machine = type("ReplicationMachine", (base,), {"setup": setup})
+    if base is not None:
+        machine = type(base.__name__, (base,), {"setup": setup, "__module__": base.__module__})
+    else:
+        plain: type[ReplicationMachine] = ReplicationMachine
+        if follower_rules:
+            from tests.broker_core.follower_rules import FollowerRulesMachine  # it extends this module's class
+            plain = FollowerRulesMachine
+        machine = type("ReplicationMachine", (plain,), {"setup": setup})
     lines: list[object] = []
     start = time.perf_counter()
     try:
