@@ -149,7 +149,7 @@ MACHINES: dict[str, tuple[Replication | None, tuple[str, ...]]] = {
     "hw-before-isr": (Replication("kafka-2.7", 25), ()),
     # the plain machine needs 120 examples of 150 rules (37-41 s); slow links leave a
     # replica out of the ISR often, and the ISR members' crashes then elect it
-    "unclean-ignores-setting": (Replication("kafka-2.7", 200, machine="races", overrides=FAST_ISR), ()),
+    "unclean-ignores-setting": (Replication("kafka-2.7", 500, machine="races", overrides=FAST_ISR), ()),
     # the leader's own ISR write on its cached zkVersion, while the controller's change
     # (a controlled shutdown, a crash) and its LeaderAndIsr are on a slow link: LeaderEpochsGrow
     "isr-write-unversioned": (Replication("kafka-2.7", 100, machine="isr-races", overrides=ZK_ISR),
@@ -171,9 +171,8 @@ MACHINES: dict[str, tuple[Replication | None, tuple[str, ...]]] = {
     # leave the leader alone in its ISR
     "acks-all-below-min-isr": (Replication("kafka-2.7", 25), ()),
     # CaughtUpFollowerStaysInIsr: a cut link, then the idle rule past the lag time (10 s, so
-    # that both idle lengths pass it: at the default 30 s the search caught it or not
-    # depending on the modules loaded, see HYPOTHESIS_CONSTANTS)
-    "idle-follower-dropped": (Replication("kafka-2.7", 25, overrides=(("replica.lag.time.max.ms", 10_000),),
+    # that both idle lengths pass it)
+    "idle-follower-dropped": (Replication("kafka-2.7", 50, overrides=(("replica.lag.time.max.ms", 10_000),),
                                           follower_rules=True), ()),
     # HighWatermarkBelowLogEnd: a burst, then a follower back catching up a batch a fetch
     "follower-hw-uncapped": (Replication("kafka-2.7", 25, overrides=(("replica.fetch.max.bytes", 100),),
@@ -188,14 +187,13 @@ MACHINES: dict[str, tuple[Replication | None, tuple[str, ...]]] = {
     "tombstone-removed-early": (None, (B + "test_cleaner_properties.py::test_cleaning_keeps_each_keys_final_value"
                                            "_and_every_offset",)),
 }
-# HYPOTHESIS_CONSTANTS: a derandomized search is the same only with the same project
-# modules loaded. Hypothesis (6.170 here) mines the constants of every local module in
-# sys.modules to bias what it draws (internal/conjecture/providers.py,
-# _get_local_constants), so a module imported by an earlier test in the same process
-# (scenarios.explore.generate, say) changes the examples. Each search above was checked
-# to catch its mutant, and to find nothing on the real core, with only the machine
-# imported, with the simulation and the explorer imported, and with every module of the
-# project imported.
+# HYPOTHESIS_CONSTANTS: a derandomized search draws the same examples only with the same
+# constants. Hypothesis (pinned to 6.170.17 in pyproject.toml) mines the constants of
+# every project module in sys.modules to bias what it draws, so a module imported by an
+# earlier test in the same process (an xdist worker's lot) changed the examples.
+# run_replication_machine leaves them out (replication_machine.project_constants_left_out),
+# so each size above catches its mutant, and finds nothing on the real core, whatever
+# was imported before.
 # The mutants no state machine catches (docs/mutants.md, "What the machines miss"): the
 # rule each breaks is one that no machine's rules reach. The row test checks that each
 # mutant is in exactly one of MACHINES and MACHINE_MISSES.
