@@ -108,8 +108,11 @@ class Draw:
         return self.target()
 
     def groups(self) -> list[list[Any]]:
-        """Two sides of a partition: the brokers shuffled and cut in two, zk on either side."""
+        """Two sides of a partition: the brokers shuffled and cut in two, zk on either side;
+        a lone broker is cut off from zk (its only peer)."""
         brokers: list[Any] = list(self.context.brokers)
+        if len(brokers) < 2:
+            return [brokers, ["zk"]]
         self.rng.shuffle(brokers)
         cut = self.rng.randint(1, len(brokers) - 1)
         sides = [brokers[:cut], brokers[cut:]]

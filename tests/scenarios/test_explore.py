@@ -102,3 +102,23 @@ def test_a_base_without_producers_and_a_budget_without_a_unit_are_refused(tmp_pa
     with pytest.raises(SystemExit):
         main(["explore", str(base), "--property", "lost_writes", "--budget", "60"])
     assert "60 needs a unit" in capsys.readouterr().err
+
+
+
+def test_a_partition_is_drawn_on_a_one_broker_base(tmp_path):
+    """A partition needs two sides: with one broker the draw asked for a cut in an empty
+    range (ValueError in randint) and crashed the search. Each seed's drawn file must
+    load (drawn_scenario parses what it writes), and a partition cuts the broker off zk."""
+    from scenarios.explore.draw import drawn_scenario, render
+    from scenarios.explore.explorer import Options, base_document
+
+    base = ROOT / "scenarios" / "library" / "single-broker-crash.yaml"
+    document, _ = base_document(Options(base, "invariants", 60.0, tmp_path, variant="acks-all"))
+    document["swarm"]["rate"] = [30, 30]  # faults a minute: many a run, so that partitions come up
+    path = tmp_path / "base.yaml"
+    path.write_text(render(document), encoding="utf-8")
+    scenario = load_scenario(path)
+    drawn = [drawn_scenario(scenario, seed)[1] for seed in range(1, 31)]
+    partitions = [line for text in drawn for line in text.splitlines() if "partition: [[" in line]
+    assert partitions, "no partition drawn in 30 seeds"
+    assert all("[[1], [zk]]" in line for line in partitions), partitions
