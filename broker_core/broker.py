@@ -32,6 +32,7 @@ from broker_core.messages import (
     PartitionMetadata, PartitionState, ProduceRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
     UpdateMetadataResponse, InitProducerIdRequest, CreateTopicsRequest, AlterConfigsRequest, CreatePartitionsRequest,
     DeleteTopicsRequest, FindCoordinatorRequest)
+from broker_core.group_host import GROUP_REQUESTS, TIMER_PREFIX, GroupHost
 from broker_core.group_partitions import LOAD_TIMER, GroupPartitions
 from broker_core.partition import snapshots_json
 from broker_core.producer_ids import ProducerIdManager
@@ -73,6 +74,7 @@ class BrokerNode:
         self.groups = GroupPartitions(self.ctx, self.replicas, self.topics, lambda: self.metadata,
                                       lambda: self.metadata_live)
         self.replicas.leadership_changed = self.groups.leadership_changed
+        self.group_host = GroupHost(self.ctx, self.groups, lambda: self.metadata)  # the group coordinator
         self.config_listener = TopicConfigListener(
             self.ctx, lambda topic, configs: config_handlers.topic_config_read(self, topic, configs),
             lambda entity, configs: config_handlers.broker_config_read(self, entity, configs),
@@ -168,6 +170,7 @@ class BrokerNode:
     def _on_session_started(self, event: CoordSessionStarted) -> None:
         self.session_id = event.session_id
         self.ctx.trace("session_started", session_id=event.session_id)
+        self.group_host.session_started(event.session_id)
         # KafkaServer.startup creates the top-level paths before it registers. The
         # creates are sent together, ahead of the registration: a session's requests
         # are applied in order, so they exist before anything else this broker writes.
@@ -316,6 +319,8 @@ class BrokerNode:
             self.topics.handle_create_topics(src, message)
         elif kind is FindCoordinatorRequest:
             self.groups.handle_find_coordinator(src, message)
+        elif kind in GROUP_REQUESTS:
+            self.group_host.handle(src, message)
         elif kind is DeleteTopicsRequest:
             topic_deletion.handle_delete_topics(self.topics, self.controller, {tp.topic for tp in self.metadata},
                                                 src, message)
@@ -462,6 +467,8 @@ class BrokerNode:
             self.topics.timed_out(key[1])
         elif kind == LOAD_TIMER:
             self.groups.load_timer_fired(key[1])
+        elif kind.startswith(TIMER_PREFIX):
+            self.group_host.on_timer(key)
         elif kind == "shutdown-retry":
             self._attempt_controlled_shutdown()
         elif kind == "flush-check":

@@ -79,7 +79,7 @@ class GroupContext:
         self._timer_order: dict[tuple, int] = {}  # when each was set: ties fire in that order
         self._timer_seq = 0
         self.timer_effects: list[SetTimer | CancelTimer] = []
-        self._seed = member_id_seed
+        self.member_id_seed = member_id_seed  # BrokerNode renews it per session (group_host)
         self._ids = 0
         self.deferred_writes = deferred_writes
         self._tokens = 0
@@ -120,7 +120,7 @@ class GroupContext:
         """``prefix-uuid`` as GroupMetadata.generateMemberId, the UUID drawn from the
         runtime's seed and a counter rather than a global random generator."""
         self._ids += 1
-        digest = hashlib.sha256(f"{self._seed}:{self._ids}".encode()).digest()
+        digest = hashlib.sha256(f"{self.member_id_seed}:{self._ids}".encode()).digest()
         return f"{prefix}-{uuid.UUID(bytes=digest[:16], version=4)}"
 
     def store(self, group_id: str, generation_id: int, on_done: Callable[[ErrorCode], None],

@@ -12,10 +12,11 @@ Interface (docs/groups.md, "The group coordinator"):
   due by ``now_ms`` in deadline order, for runtimes and tests that keep no timers.
 - ``take_writes()`` and ``write_completed(token, error, now_ms)``: the seam to
   ``__consumer_offsets`` (broker_core/group_context.py), used with ``deferred_writes``.
-- ``ownership``: which groups this coordinator answers for. Until the lead wires
-  ``__consumer_offsets`` leadership, a callable ``group_id -> ErrorCode`` (NONE,
-  NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS); ``unload`` drops groups whose
-  partition this broker no longer leads (onResignation).
+- ``ownership``: which groups this coordinator answers for, a callable
+  ``group_id -> ErrorCode`` (NONE, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS;
+  BrokerNode's is ``GroupPartitions.status``); ``load`` takes groups read back from
+  ``__consumer_offsets`` (onGroupLoaded), ``unload`` drops groups whose partition this
+  broker no longer leads (onResignation). broker_core/group_host.py wires it.
 
 It does not know about the broker or the internal topic: which partition a group maps
 to is ``group_records.partition_for``, and BrokerNode, not this module, decides whether it leads it.
@@ -183,6 +184,21 @@ class GroupCoordinator:
             raise CoreError(f"no pending group write {token}")
         write, on_done = entry
         on_done(client_error(append_error, group_write=write.offsets is None))
+        return self.ctx.take_out()
+
+    def load(self, groups: Iterable[GroupMetadata], now_ms: int) -> list[tuple[Hashable, Any]]:
+        """onGroupLoaded (2.7.0 GroupCoordinator): groups read back from
+        ``__consumer_offsets`` (Empty or Stable) are served from now on, and each
+        member's session starts now (completeAndScheduleNextHeartbeatExpiration): a
+        member that does not come back within its session timeout is removed. A group
+        already here is kept (GroupMetadataManager.addGroup keeps the cached one)."""
+        self.ctx.now_ms = now_ms
+        for group in groups:
+            if group.group_id in self.groups:
+                continue
+            self.groups[group.group_id] = group
+            for member in group.members.values():
+                self.rebalancer.schedule_heartbeat(group, member)
         return self.ctx.take_out()
 
     def unload(self, group_ids: Iterable[str], now_ms: int) -> list[tuple[Hashable, Any]]:

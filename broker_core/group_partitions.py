@@ -14,12 +14,15 @@ storeGroup, appendForGroup). Here one object per node holds it:
   takes no simulated time, but requests that come before that timer answer
   COORDINATOR_LOAD_IN_PROGRESS. A partition it stops leading is dropped at once.
 - Storing: records go through the broker's own produce path (``InternalAppend``) with
-  ``offsets.commit.required.acks`` and ``offsets.commit.timeout.ms``; the append's error
-  is mapped as storeOffsets and storeGroup map it.
+  ``offsets.commit.required.acks`` and ``offsets.commit.timeout.ms``; the caller gets
+  the append's own error (the coordinator maps it as storeOffsets and storeGroup do:
+  group_context.client_error).
 
-The group state machine (JoinGroup, SyncGroup, OffsetCommit, ...) sits on top: it asks
-``status`` before serving a group, stores through ``store`` and reads what was loaded
-from ``loaded`` (or is told by ``on_loaded`` / ``on_unloaded``).
+The group state machine (JoinGroup, SyncGroup, OffsetCommit, ...) sits on top
+(broker_core/group_host.py): it asks ``status`` before serving a group, stores through
+``store`` and is handed what a load read (``on_loaded``) and told which partition it
+lost (``on_unloaded``). The groups and their offsets are the coordinator's alone: this
+module keeps which partitions it owns, not what they hold.
 """
 from __future__ import annotations
 
@@ -27,8 +30,8 @@ from typing import Callable, Hashable, Mapping, Sequence
 
 from broker_core.context import NodeContext
 from broker_core.errors import ErrorCode
-from broker_core.group_loader import LoadedGroups, load_groups, replay
-from broker_core.group_records import OFFSETS_TOPIC, CommittedOffset, GroupRecordError, Record, partition_for
+from broker_core.group_loader import LoadedGroups, load_groups
+from broker_core.group_records import OFFSETS_TOPIC, GroupRecordError, Record, partition_for
 from broker_core.messages import (
     COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NO_NODE, FindCoordinatorRequest, FindCoordinatorResponse,
     PartitionState, ProducePartitionResult, ProduceRequest)
@@ -43,23 +46,6 @@ LOAD_TIMER = "group-load"
 # Transactional offset commits are not modelled; the loader is not given them.
 _TRANSACTIONAL_OR_CONTROL = 0x10 | 0x20
 
-# What an append's error becomes in an OffsetCommit answer (2.7.0 GroupMetadataManager
-# .storeOffsets, putCacheCallback); any other error is answered as it is
-# (REQUEST_TIMED_OUT at offsets.commit.timeout.ms among them).
-OFFSET_COMMIT_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-}
-# storeGroup's (a SyncGroup's or an emptied group's metadata): the same, but a timeout is
-# REBALANCE_IN_PROGRESS (the members rejoin) and a too large message an unknown error.
-GROUP_STORE_ERRORS = {**OFFSET_COMMIT_ERRORS, ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS}
-
-OFFSETS = "offsets"  # store()'s kinds: an offset commit, or a group's metadata
-GROUP = "group"
-
 
 def offsets_topic_configs(offsets_topic_segment_bytes: int) -> dict[str, str]:
     """GroupCoordinator.offsetsTopicConfigs (2.7.0): compacted, segments of
@@ -70,7 +56,7 @@ def offsets_topic_configs(offsets_topic_segment_bytes: int) -> dict[str, str]:
 
 class GroupPartitions:
     """This broker's share of the group coordinator's partitions: which it owns (led and
-    loaded), which it is loading, what each holds, and the appends that persist them."""
+    loaded) and which it is loading, and the appends that persist them."""
 
     def __init__(self, ctx: NodeContext, replicas: ReplicaManager, topics: TopicCreator,
                  metadata: Callable[[], Mapping[TopicPartition, PartitionState]],
@@ -80,11 +66,11 @@ class GroupPartitions:
         self._topics = topics
         self._metadata = metadata  # the controller's last UpdateMetadata (the metadata cache)
         self._live_brokers = live_brokers
-        self.loaded: dict[int, LoadedGroups] = {}  # ownedPartitions, with what each holds
+        self.owned: set[int] = set()  # ownedPartitions: led and loaded
         self.loading: dict[int, int] = {}  # loadingPartitions: partition -> the leader epoch loading
-        # set by the group state machine: a partition's groups were loaded, or dropped
+        # set by the group state machine: what a partition's load read; a partition lost
         self.on_loaded: Callable[[int, LoadedGroups], None] = lambda partition, groups: None
-        self.on_unloaded: Callable[[int, LoadedGroups], None] = lambda partition, groups: None
+        self.on_unloaded: Callable[[int], None] = lambda partition: None
 
     @property
     def partition_count(self) -> int:
@@ -188,7 +174,7 @@ class GroupPartitions:
         except (GroupRecordError, UnicodeEncodeError) as failure:
             self.ctx.trace("group_load_failed", partition=number, reason=str(failure))
             groups = LoadedGroups()
-        self.loaded[number] = groups
+        self.owned.add(number)
         self.ctx.trace("group_partition_loaded", partition=number, leader_epoch=epoch,
                        log_end_offset=log.log_end_offset, groups=len(groups.group_ids()),
                        offsets=sum(len(o) for o in groups.offsets.values()))
@@ -199,10 +185,10 @@ class GroupPartitions:
         yet run is dropped."""
         if self.loading.pop(number, None) is not None:
             self.ctx.cancel_timer((LOAD_TIMER, number))
-        groups = self.loaded.pop(number, None)
-        if groups is not None:
-            self.ctx.trace("group_partition_unloaded", partition=number, groups=len(groups.group_ids()))
-            self.on_unloaded(number, groups)
+        if number in self.owned:
+            self.owned.discard(number)
+            self.ctx.trace("group_partition_unloaded", partition=number)
+            self.on_unloaded(number)
 
     # -- queries ---------------------------------------------------------------------
     def status(self, group_id: str) -> ErrorCode:
@@ -212,29 +198,18 @@ class GroupPartitions:
         number = self.partition_of(group_id)
         if number in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if number not in self.loaded:
+        if number not in self.owned:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
-    def committed_offsets(self, group_id: str) -> tuple[ErrorCode, dict[TopicPartition, CommittedOffset]]:
-        """What an OffsetFetch of every partition reads here (GroupMetadataManager
-        .getOffsets after validateGroupStatus): the group's offsets as loaded and stored
-        since, or the status error."""
-        error = self.status(group_id)
-        if error is not ErrorCode.NONE:
-            return error, {}
-        return error, dict(self.loaded[self.partition_of(group_id)].offsets.get(group_id, {}))
-
     # -- storing -----------------------------------------------------------------------
-    def store(self, group_id: str, records: Sequence[Record], done: Callable[[ErrorCode], None],
-              kind: str = OFFSETS) -> None:
+    def store(self, group_id: str, records: Sequence[Record], done: Callable[[ErrorCode], None]) -> None:
         """appendForGroup (2.7.0): append ``records`` (group_records' (key, value) pairs)
         to the group's partition through the produce path, as this broker's own append,
         with offsets.commit.required.acks and offsets.commit.timeout.ms. ``done`` gets the
-        error mapped as storeOffsets (``kind`` OFFSETS) or storeGroup (GROUP) maps it;
-        on success the records are also replayed into the partition's loaded groups."""
+        append's error as the produce path gives it (NONE once acknowledged); what the
+        group's client is told is the coordinator's to decide (group_context.client_error)."""
         tp = TopicPartition(OFFSETS_TOPIC, self.partition_of(group_id))
-        errors = GROUP_STORE_ERRORS if kind == GROUP else OFFSET_COMMIT_ERRORS
         now = self.ctx.now_ms
         rows = Records([_text(value) for _, value in records], [_text(key) for key, _ in records],
                        timestamps=[now] * len(records))  # CREATE_TIME, as storeOffsets sets it
@@ -242,10 +217,7 @@ class GroupPartitions:
         batch = rows if storage is None else storage.own_batch(rows)
 
         def appended(results: Mapping[TopicPartition, ProducePartitionResult]) -> None:
-            error = results[tp].error
-            if error is ErrorCode.NONE and tp.partition in self.loaded:
-                replay(self.loaded[tp.partition], records)
-            done(errors.get(error, error))
+            done(results[tp].error)
 
         config = self.ctx.config
         request = ProduceRequest(0, config.offsets_commit_required_acks, config.offsets_commit_timeout_ms,
