@@ -191,12 +191,16 @@ class GroupCoordinator:
         ``__consumer_offsets`` (Empty or Stable) are served from now on, and each
         member's session starts now (completeAndScheduleNextHeartbeatExpiration): a
         member that does not come back within its session timeout is removed. A group
-        already here is kept (GroupMetadataManager.addGroup keeps the cached one)."""
+        already here is kept (GroupMetadataManager.addGroup keeps the cached one). One
+        with more members than group.max.size (lowered since it was written) rebalances,
+        so that the members rejoin and the extra ones are refused."""
         self.ctx.now_ms = now_ms
         for group in groups:
             if group.group_id in self.groups:
                 continue
             self.groups[group.group_id] = group
+            if len(group.members) > self.ctx.config.max_size:
+                self.rebalancer.prepare_rebalance(group)
             for member in group.members.values():
                 self.rebalancer.schedule_heartbeat(group, member)
         return self.ctx.take_out()

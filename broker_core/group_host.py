@@ -131,8 +131,12 @@ class GroupHost:
         if write.offsets is not None:
             records = [offset_commit_record(write.group_id, tp, committed_offset(o), version)
                        for tp, o in write.offsets.items()]
-        else:
+        elif write.group_id in self.coordinator.groups:
             records = [group_metadata_record(write.group_id, self._group_record(write), version)]
+        else:  # unloaded within the call that wrote it: as an append to a partition no longer led
+            self._carry_out(self.coordinator.write_completed(write.token, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                                             self.ctx.now_ms))
+            return
 
         def done(error: ErrorCode) -> None:
             self._carry_out(self.coordinator.write_completed(write.token, error, self.ctx.now_ms))
@@ -159,11 +163,13 @@ class GroupHost:
                   for group_id in loaded.group_ids()]
         self._carry_out(self.coordinator.load(groups, self.ctx.now_ms))
 
-    def _unloaded(self, number: int) -> None:
-        """onResignation -> removeGroupsForPartition: the partition's groups leave."""
+    def _unloaded(self, number: int) -> int:
+        """onResignation -> removeGroupsForPartition: the partition's groups leave; how
+        many did."""
         count = self.ctx.config.offsets_topic_num_partitions
         ids = [g for g in self.coordinator.groups if partition_for(g, count) == number]
         self._carry_out(self.coordinator.unload(ids, self.ctx.now_ms))
+        return len(ids)
 
 
 def committed_offset(o: OffsetAndMetadata) -> CommittedOffset:

@@ -69,8 +69,9 @@ class GroupPartitions:
         self.owned: set[int] = set()  # ownedPartitions: led and loaded
         self.loading: dict[int, int] = {}  # loadingPartitions: partition -> the leader epoch loading
         # set by the group state machine: what a partition's load read; a partition lost
+        # (it answers how many groups left with it)
         self.on_loaded: Callable[[int, LoadedGroups], None] = lambda partition, groups: None
-        self.on_unloaded: Callable[[int], None] = lambda partition: None
+        self.on_unloaded: Callable[[int], int] = lambda partition: 0
 
     @property
     def partition_count(self) -> int:
@@ -187,8 +188,8 @@ class GroupPartitions:
             self.ctx.cancel_timer((LOAD_TIMER, number))
         if number in self.owned:
             self.owned.discard(number)
-            self.ctx.trace("group_partition_unloaded", partition=number)
-            self.on_unloaded(number)
+            groups = self.on_unloaded(number)
+            self.ctx.trace("group_partition_unloaded", partition=number, groups=groups)
 
     # -- queries ---------------------------------------------------------------------
     def status(self, group_id: str) -> ErrorCode:

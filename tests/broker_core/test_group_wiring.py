@@ -7,14 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from broker_core.errors import ErrorCode
-from broker_core.group_host import member_id_seed
+from broker_core.group_context import GroupConfig
+from broker_core.group_coordinator import GroupCoordinator
+from broker_core.group_host import member_id_seed, restored_group
 from broker_core.group_loader import load_groups
 from broker_core.group_messages import (
     HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest, LeaveGroupRequest, MemberIdentity, OffsetCommitPartition,
     OffsetCommitRequest, OffsetCommitTopic, OffsetFetchRequest, OffsetFetchTopic, SyncGroupAssignment,
     SyncGroupRequest)
 from broker_core.group_partitions import LOAD_TIMER, stored_group_records
-from broker_core.group_records import partition_for
+from broker_core.group_records import CommittedOffset, GroupRecord, MemberRecord, partition_for
+from broker_core.group_state import GroupState, OffsetAndMetadata
 from broker_core.inputs import TimerFired
 from broker_core.types import TopicPartition
 from tests.broker_core.test_group_partitions import (
@@ -189,6 +192,7 @@ def test_a_new_coordinator_loads_the_group_and_its_offsets_after_the_old_one_cra
     cluster._apply(new, cluster.nodes[new].handle(TimerFired((LOAD_TIMER, number)), cluster.now))
     loaded_at = cluster.now
     assert fetched_offsets(a.fetch([T0])) == {T0: 17}
+    assert cluster.traced("group_partition_loaded", partition=number, groups=1, offsets=1)
     assert a.heartbeat() is ErrorCode.NONE  # loaded Stable, generation 1, with both members
     cluster.run_until(loaded_at + SESSION_MS - 1000)
     assert a.heartbeat() is ErrorCode.NONE
@@ -233,6 +237,7 @@ def test_a_deposed_coordinator_answers_not_coordinator_and_tells_its_waiting_mem
     assert commit_errors(a.answer(a.commit({T0: 6}))) == {T0: ErrorCode.NOT_COORDINATOR}
     leave = a.send(lambda cid: LeaveGroupRequest(cid, group, (MemberIdentity(a.member_id),)))
     assert a.answer(leave).error_code is ErrorCode.NOT_COORDINATOR
+    assert cluster.traced("group_partition_unloaded", partition=number, groups=1)
 
 
 def test_a_commit_below_min_insync_replicas_fails_with_coordinator_not_available():
@@ -309,3 +314,29 @@ def test_each_session_of_a_broker_gives_its_coordinator_another_member_id_seed()
     cluster.start(1)
     assert cluster.wait_for(lambda: 1 in cluster.nodes and cluster.nodes[1].session_id is not None, 10000)
     assert cluster.nodes[1].group_host.coordinator.ctx.member_id_seed != node.group_host.coordinator.ctx.member_id_seed
+
+
+def test_a_loaded_group_keeps_its_members_and_one_over_group_max_size_rebalances():
+    """2.7.0 GroupMetadata.loadGroup (members, static members, generation, protocol and
+    leader as recorded) and GroupCoordinator.onGroupLoaded: a group loaded with more
+    members than group.max.size prepares a rebalance ("Freshly-loaded group is over
+    capacity"); within the limit it stays Stable and its members heartbeat in their
+    generation. The coordinator alone, with groups as restored_group builds them from
+    their records."""
+    members = tuple(MemberRecord(f"m-{i}", "static-0" if i == 0 else None, f"c{i}", "h", 30000, SESSION_MS,
+                                 b"sub", f"t-{i}".encode()) for i in range(2))
+    record = GroupRecord("consumer", 4, "range", "m-0", 100, members)
+    offsets = {T0: CommittedOffset(12, None, "meta", 99)}
+    for max_size, expected in ((2, ErrorCode.NONE), (1, ErrorCode.REBALANCE_IN_PROGRESS)):
+        coordinator = GroupCoordinator(GroupConfig(max_size=max_size), deferred_writes=True)
+        coordinator.load([restored_group("g", record, offsets)], 1000)
+        group = coordinator.groups["g"]
+        assert (group.generation_id, group.protocol_name, group.leader_id) == (4, "range", "m-0")
+        assert group.static_members == {"static-0": "m-0"}
+        assert group.members["m-1"].assignment == b"t-1"
+        assert group.offsets[T0] == OffsetAndMetadata(12, -1, "meta", 99)
+        answers = coordinator.handle("c1", HeartbeatRequest(1, "g", 4, "m-1"), 1001)
+        assert [response.error_code for _, response in answers] == [expected]
+    empty = restored_group("g", GroupRecord("consumer", 5, None, None, None, ()), offsets)
+    assert (empty.state, empty.generation_id, empty.protocol_type) == (GroupState.EMPTY, 5, "consumer")
+    assert restored_group("g", None, offsets).state is GroupState.EMPTY
