@@ -81,11 +81,6 @@ class TablePart:
         self._batches: list[pa.RecordBatch] = []
 
     def add(self, row: tuple) -> None:
-        partition = tuple(row[k] for k in self._keys)
-        if self.partition is None:
-            self.partition = partition
-        elif partition != self.partition:  # a task runs one configuration: a bug, not bad input
-            raise ValueError(f"{self.table}: rows of {partition} and {self.partition} in one task")
         self._pending.append(row)
         self.rows += 1
         if len(self._pending) >= BATCH_ROWS:
@@ -93,6 +88,11 @@ class TablePart:
 
     def _flush(self) -> None:
         columns = list(zip(*self._pending))
+        partition = tuple(columns[k][0] for k in self._keys)
+        if (self.partition or partition) != partition or any(len(set(columns[k])) > 1 for k in self._keys):
+            # a task runs one configuration: a bug of the sweep's, not bad input
+            raise ValueError(f"{self.table}: rows of more than one partition in one task")
+        self.partition = partition
         arrays = [pa.array(columns[i], type=field.type) for i, field in zip(self._columns, self.schema)]
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self._pending = []
@@ -106,11 +106,12 @@ class TablePart:
         """Into its partition's folder, under a hidden name first (Spark's readers skip
         names that start with a dot), then renamed: a task that Spark runs again replaces
         its own file, and no reader ever sees half of one."""
+        data = self.table_data()
         assert self.partition is not None, "a part without rows is never written"
         folder = table_folder / partition_path(self.partition)
         folder.mkdir(parents=True, exist_ok=True)
         scratch = folder / f".{file_name}.{os.getpid()}.tmp"
-        pq.write_table(self.table_data(), scratch, compression="snappy")
+        pq.write_table(data, scratch, compression="snappy")
         os.replace(scratch, folder / file_name)
         return folder / file_name
 

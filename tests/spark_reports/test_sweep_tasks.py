@@ -51,6 +51,14 @@ def test_a_tasks_part_files_hold_exactly_the_rows_of_its_runs(tmp_path):
         path for _, path, _ in written)
 
 
+def test_rows_of_two_partitions_in_one_task_are_refused(tmp_path):
+    """A task runs one configuration; rows of two in one part would land in the wrong folder."""
+    pairs = list(run_task(_unclean(), "none", (0, (1,))))
+    other = [(table, ("jepsen-2013", "other", *row[2:])) for table, row in pairs if table == "verdicts"]
+    with pytest.raises(ValueError, match="more than one partition"):
+        write_parts(pairs + other, tmp_path, 0, "x")
+
+
 def test_a_task_without_runs_writes_and_hands_nothing(tmp_path):
     pairs = [("errors", ("c", 1, "boom", "replay"))]
     assert task_rows(pairs) == []
