@@ -280,12 +280,12 @@ class ShippedBuild:
         sc.addPyFile(str(folder / "isrlab_compiled_setup.zip"))
 
     def __call__(self) -> bool:
-        from pyspark import SparkFiles
+        from spark_reports.executor import shipped_file  # only spark_reports imports pyspark
         if any(isinstance(f, _CompiledFinder) for f in sys.meta_path):
             return True
         if (_interpreter_tag(), platform.machine()) != (self.interpreter, self.machine):
             return False
-        folder = Path(SparkFiles.get(SHIPPED_ARCHIVE))  # unpacked by Spark
+        folder = Path(shipped_file(SHIPPED_ARCHIVE))  # unpacked by Spark
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         extensions = {name: folder / rel for name, rel in manifest["extensions"].items()}
         return _switch_on(extensions, lambda text: None)

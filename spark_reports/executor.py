@@ -98,6 +98,13 @@ def simulation_file() -> str:
     return getattr(sys.modules.get(PROBE_MODULE), "__file__", None) or ""
 
 
+def shipped_file(name: str) -> str:
+    """On an executor: where a file or archive the job shipped (``SparkContext.addFile``,
+    ``addArchive``: unpacked) is."""
+    from pyspark import SparkFiles
+    return SparkFiles.get(name)
+
+
 def is_compiled(file: str) -> bool:
     return file != "" and not file.endswith(".py")
 
