@@ -24,10 +24,14 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -37,6 +41,7 @@ DEFAULT_DIR = ROOT / "build" / "mypyc"
 ENV = "ISRLAB_COMPILED"
 MANIFEST = "manifest.json"
 GROUP = "isrlab_compiled"  # mypyc's shared library is GROUP__mypyc
+SHIPPED_ARCHIVE = "isrlab-compiled-build.zip"  # the build's name among a Spark cluster job's files
 
 # The simulation's hot path, by cProfile of bench/sim_speed.py: the whole broker core,
 # and the simulated world's modules that carry every message (simpy stays interpreted).
@@ -203,8 +208,10 @@ def activate(setting: str | None = None, say=None) -> bool:
     if any(isinstance(f, _CompiledFinder) for f in sys.meta_path):
         return True
     extensions = _chosen_build(setting, say)[1]
-    if extensions is None:
-        return False
+    return extensions is not None and _switch_on(extensions, say)
+
+
+def _switch_on(extensions: dict[str, Path], say: Callable[[str], None]) -> bool:
     loaded = sorted(m for m in extensions if m in sys.modules)
     if loaded:  # always said: a fresh build left unused is a bug of the caller's import order
         say(f"{loaded[0]} was imported before the compiled build could be switched on")
@@ -226,11 +233,12 @@ def _chosen_build(setting: str, say: Callable[[str], None]):
 
 def executor_setup(master: str, setting: str | None = None, say=None) -> Callable[[], bool] | None:
     """What a Spark sweep's Python workers call before they import the simulation: this
-    process's :func:`activate` of the build, when the build matches the sources and the
-    workers share this machine's files (a ``local`` master: they import the very folders
-    the build was checked against). Otherwise None, and the workers run interpreted:
-    ``say`` is told why once, where :func:`activate` would say it (a stale build, a build
-    asked for with ``1`` or a path, a usable build that a cluster's workers cannot load)."""
+    process's :func:`activate` of the build, when the build matches the sources. A
+    ``local`` master's workers share this machine's files and load the build from its
+    folder; a cluster's get it with the job (a :class:`ShippedBuild`, which the caller
+    ships). Otherwise None, and the workers run interpreted: ``say`` is told why once,
+    where :func:`activate` would say it (a stale build, a build asked for with ``1`` or
+    a path)."""
     setting = (os.environ.get(ENV, "auto") if setting is None else setting).strip() or "auto"
     say = say or (lambda text: print(f"isrlab: {text}; the Spark executors run interpreted", file=sys.stderr))
     if setting == "0":
@@ -239,9 +247,48 @@ def executor_setup(master: str, setting: str | None = None, say=None) -> Callabl
     if extensions is None:
         return None
     if not master.startswith("local"):
-        say(f"the compiled build in {build_dir} is loaded by local executors only, not by {master}'s")
-        return None
+        return ShippedBuild(str(build_dir.resolve()), _interpreter_tag(), platform.machine())
     return partial(activate, str(build_dir.resolve()))
+
+
+@dataclass(frozen=True)
+class ShippedBuild:
+    """The setup of a cluster's Python workers: the build travels with the job
+    (:meth:`ship`, ``SparkContext.addArchive``) and each worker switches it on from its
+    copy, when the worker's interpreter and machine are the build's (else it runs
+    interpreted, and the sweep's summary says in how many tasks the build ran). The
+    driver checked the build against the very sources the job ships
+    (spark_reports.session's zip), so a worker checks the interpreter only."""
+    folder: str  # the build's folder on the driver
+    interpreter: str  # _interpreter_tag() of the driver, which the build matched
+    machine: str
+
+    def ship(self, sc) -> None:
+        """Add the build (as an archive: Spark ships a folder to local executors only),
+        and this module (which the workers unpickle this setup from; the project's zip
+        holds the simulation's packages only), to the job's files."""
+        folder = Path(tempfile.mkdtemp(prefix="isrlab-compiled-"))
+        build_dir = Path(self.folder)
+        with zipfile.ZipFile(folder / SHIPPED_ARCHIVE, "w") as archive:  # .so files: stored, not deflated
+            for path in [build_dir / MANIFEST, *sorted((build_dir / "lib").rglob("*"))]:
+                if path.is_file():
+                    archive.write(path, str(path.relative_to(build_dir)))
+        sc.addArchive(str(folder / SHIPPED_ARCHIVE))
+        with zipfile.ZipFile(folder / "isrlab_compiled_setup.zip", "w") as archive:
+            archive.writestr("isrlab/__init__.py", (ROOT / "isrlab" / "__init__.py").read_text(encoding="utf-8"))
+            archive.write(Path(__file__), "isrlab/compiled.py")
+        sc.addPyFile(str(folder / "isrlab_compiled_setup.zip"))
+
+    def __call__(self) -> bool:
+        from spark_reports.executor import shipped_file  # only spark_reports imports pyspark
+        if any(isinstance(f, _CompiledFinder) for f in sys.meta_path):
+            return True
+        if (_interpreter_tag(), platform.machine()) != (self.interpreter, self.machine):
+            return False
+        folder = Path(shipped_file(SHIPPED_ARCHIVE))  # unpacked by Spark
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        extensions = {name: folder / rel for name, rel in manifest["extensions"].items()}
+        return _switch_on(extensions, lambda text: None)
 
 
 def in_use() -> bool:

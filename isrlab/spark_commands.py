@@ -67,9 +67,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"sweep of {args.file}: {len(configs)} configuration(s) x {len(seeds)} seeds = "
               f"{len(configs) * len(seeds)} runs on {args.master}")
         # The executors switch to the compiled build themselves, before they import the
-        # simulation (isrlab/compiled.py); this driver only plans and writes.
+        # simulation (isrlab/compiled.py); this driver only plans.
         setup = compiled.executor_setup(args.master)
         with spark_session(args.master, "isrlab sweep") as spark:
+            if isinstance(setup, compiled.ShippedBuild):  # a cluster's executors get the build with the job
+                setup.ship(spark.sparkContext)
             return configs, run_sweep(spark, args.file, seeds, out, args.variant, args.grid or (), args.set or (),
                                       args.keep, progress=print_progress, configs=configs, executor_setup=setup)
     done = _on_spark(job, SweepError)

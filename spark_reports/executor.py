@@ -27,23 +27,35 @@ if TYPE_CHECKING:
 # The environment variable that keys the sweep's own Python workers (Spark keeps one pool
 # of workers per distinct environment); its value names the setup.
 POOL_ENV = "ISRLAB_SWEEP_WORKERS"
-# What Spark SQL adds to its Python functions' environment (the writes' mapInArrow), so
-# that the sweep's own functions, given it too, share their pool: the writes then reuse
-# the idle workers of the simulations instead of a second daemon and its workers.
-SQL_WORKER_ENV = {"SPARK_SIMPLIFIED_TRACEBACK": "1"}
 # A compiled module of the simulation: where it was loaded from tells which code ran.
 PROBE_MODULE = "broker_core.log"
 
 
-def sweep_task(setup: Callable[[], object] | None, configs, keep: str, arrow: bool, tally: "Tally",
-               task: tuple[int, tuple[int, ...]]) -> list[tuple[str, object]]:
-    """One task of a sweep: the setup, then its seeds' payloads, and where the simulation
-    came from (spark_reports.sweep's run_sweep gathers them)."""
+def sweep_task(setup: Callable[[], object] | None, configs, keep: str, tally: "Tally",
+               task: tuple[int, tuple[int, ...]]) -> list[tuple[str, list[tuple]]]:
+    """One task of a sweep whose executors lack pyarrow: the setup, then its seeds' rows,
+    a list per table, for Spark to write (spark_reports.sweep's run_sweep)."""
     if setup is not None:
         setup()
-    payloads = task_payloads(tally.counted(run_task(configs.value, keep, task)), arrow)
+    payloads = task_rows(tally.counted(run_task(configs.value, keep, task)))
     tally.loaded_from.add([simulation_file()])
     return payloads
+
+
+def part_task(setup: Callable[[], object] | None, configs, keep: str, tally: "Tally", out: str, sweep_id: str,
+              indexed: tuple[int, tuple[int, tuple[int, ...]]]) -> list[tuple]:
+    """One task of a sweep, on an executor with pyarrow: the setup, then its seeds' runs,
+    their rows written as Parquet part files under ``out`` (spark_reports.parts); the
+    driver gets (table, file, rows) of each file written, nothing more."""
+    if setup is not None:
+        setup()
+    from pathlib import Path
+
+    from spark_reports.parts import write_parts
+    index, task = indexed
+    written = write_parts(tally.counted(run_task(configs.value, keep, task)), Path(out), index, sweep_id)
+    tally.loaded_from.add([simulation_file()])
+    return written
 
 
 def run_task(configs: Sequence["Config"], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
@@ -71,16 +83,8 @@ def run_task(configs: Sequence["Config"], keep: str, task: tuple[int, tuple[int,
             yield from (("traces", r) for r in rows.trace_rows(scenario_name, config.label, result, events))
 
 
-def task_payloads(pairs: Iterable[tuple[str, tuple]], arrow: bool) -> list[tuple[str, object]]:
-    """A task's (table, row) pairs as one payload per table that has rows: an Arrow
-    stream (bytes) when the executors have pyarrow, else the list of rows itself."""
-    if arrow:
-        from spark_reports.payload import TableStream
-        streams = {name: TableStream(name) for name in TABLES}
-        for table, row in pairs:
-            if table in streams:
-                streams[table].add(row)
-        return [(name, stream.finish()) for name, stream in streams.items() if stream.rows]
+def task_rows(pairs: Iterable[tuple[str, tuple]]) -> list[tuple[str, list[tuple]]]:
+    """A task's (table, row) pairs as one list of rows per table that has rows."""
     by_table: dict[str, list[tuple]] = {name: [] for name in TABLES}
     for table, row in pairs:
         if table in by_table:
@@ -94,6 +98,13 @@ def simulation_file() -> str:
     return getattr(sys.modules.get(PROBE_MODULE), "__file__", None) or ""
 
 
+def shipped_file(name: str) -> str:
+    """On an executor: where a file or archive the job shipped (``SparkContext.addFile``,
+    ``addArchive``: unpacked) is."""
+    from pyspark import SparkFiles
+    return SparkFiles.get(name)
+
+
 def is_compiled(file: str) -> bool:
     return file != "" and not file.endswith(".py")
 
@@ -103,8 +114,8 @@ def worker_pool(sc, setup: Callable[[], object] | None) -> Iterator[None]:
     """Python functions wrapped inside this block (an RDD's, when it is first used; a
     DataFrame's, when it is built) run in Spark's pool of Python workers for ``setup``:
     Spark starts and reuses workers per environment, and this sets variables of it (the
-    pool's name, SQL_WORKER_ENV) for the functions wrapped here only."""
-    wanted = {POOL_ENV: pool_name(setup), **SQL_WORKER_ENV}
+    pool's name) for the functions wrapped here only."""
+    wanted = {POOL_ENV: pool_name(setup)}
     before = {name: sc.environment.get(name) for name in wanted}
     sc.environment.update(wanted)
     try:

@@ -11,6 +11,7 @@ import shutil
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,12 +21,13 @@ from analysis.seed_agreement import run_signature
 from scenarios.model import Scenario
 from scenarios.parse import load_scenario
 from scenarios.runner import KEEP_CHOICES, replay_command
-from spark_reports.executor import Tally, is_compiled, sweep_task, worker_pool
+from spark_reports.executor import Tally, is_compiled, part_task, sweep_task, worker_pool
 from spark_reports.schemas import MANIFEST_FILE, PARTITION_COLUMNS, SWEEP_FORMAT_VERSION, TABLES, TRACE_SCHEMA_VERSION
 
 MAX_SEEDS_PER_TASK = 25
-TASKS_PER_CORE = 8
-
+# A task takes this share of what is left per core: 1/2, then less and less, down to
+# one seed (guided scheduling).
+GUIDED_SHARE = 2
 
 class SweepError(Exception):
     """Bad input to a sweep (a grid, an output folder): one line for the user."""
@@ -50,7 +52,6 @@ class SweepResult:
     errors: list[dict]  # seed, config, message, replay of every run whose simulation raised
     wall_seconds: float
     tasks: int
-    simulate_seconds: float = 0.0  # of wall_seconds: until the first table was written (every simulation ran)
     same_results: tuple[dict, ...] = ()  # config, runs, outcome of each configuration whose seeds changed nothing
     tasks_compiled: int = 0  # tasks whose executor ran the compiled simulation (docs/compiled.md)
     simulation_files: tuple[str, ...] = ()  # where the executors loaded it from (broker_core.log's __file__)
@@ -90,29 +91,38 @@ def plan_configs(file: str, variant: str | None, grid: Sequence[str], settings: 
 
 
 def plan_tasks(n_configs: int, seeds: Sequence[int], parallelism: int) -> list[tuple[int, tuple[int, ...]]]:
-    """(config index, seeds) per task: about TASKS_PER_CORE tasks per core over the whole
-    sweep, at most MAX_SEEDS_PER_TASK seeds each, so that progress moves and, at the end,
-    one core does not run a long task alone while the other waits (a task costs Spark a
-    few milliseconds; 25 seeds of jepsen-2013 take about 20 s)."""
-    wanted = max(1, TASKS_PER_CORE * parallelism // max(n_configs, 1))
-    size = max(1, min(MAX_SEEDS_PER_TASK, math.ceil(len(seeds) / wanted)))
-    return [(c, tuple(seeds[i:i + size])) for c in range(n_configs) for i in range(0, len(seeds), size)]
+    """(config index, seeds) per task, in the order Spark starts them: each takes about
+    half of the runs left per core (at most MAX_SEEDS_PER_TASK), so the tasks shrink to
+    one seed at the end (guided scheduling). Each task costs Spark and its Python worker
+    some 0.1 to 0.5 s between two tasks on the loaded 2-core machine, so few tasks are
+    wanted; and the last ones must be short, or one core runs a long task alone while
+    the other waits (equal tasks of 3 seeds left a core idle for 1.8 s of a 60 s job)."""
+    runs = [(c, seed) for c in range(n_configs) for seed in seeds]
+    tasks, start = [], 0
+    while start < len(runs):
+        left = len(runs) - start
+        size = max(1, min(MAX_SEEDS_PER_TASK, math.ceil(left / (GUIDED_SHARE * max(parallelism, 1)))))
+        config = runs[start][0]
+        chunk = [seed for c, seed in runs[start:start + size] if c == config]  # never two configurations
+        tasks.append((config, tuple(chunk)))
+        start += len(chunk)
+    return tasks
 
 
-def has_arrow() -> bool:
-    """pyarrow and pandas importable here: PySpark's "sql" extra, which mapInArrow needs."""
-    return all(importlib.util.find_spec(name) is not None for name in ("pyarrow", "pandas"))
+def has_pyarrow() -> bool:
+    """pyarrow importable here: what the tasks need to write their own Parquet files."""
+    return importlib.util.find_spec("pyarrow") is not None
 
 
-def arrow_on_executors(sc) -> bool:
-    """Whether the tables can travel as Arrow streams: the driver and the executors have
-    pyarrow. Local executors run the driver's own Python; a cluster's are asked with one
-    small task (its workers may have Python and pyspark alone)."""
-    if not has_arrow():
+def pyarrow_on_executors(sc) -> bool:
+    """Whether the tasks can write their tables' files themselves: the driver and the
+    executors have pyarrow. Local executors run the driver's own Python; a cluster's
+    are asked with one small task (its workers may have Python and pyspark alone)."""
+    if not has_pyarrow():
         return False
     if sc.master.startswith("local"):
         return True
-    return bool(sc.parallelize([0], 1).map(lambda _: has_arrow()).first())
+    return bool(sc.parallelize([0], 1).map(lambda _: has_pyarrow()).first())
 
 
 def check_out(out: Path) -> None:
@@ -128,12 +138,12 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
               progress: Callable[[dict], None] | None = None, configs: Sequence[Config] | None = None,
               arrow: bool | None = None, executor_setup: Callable[[], object] | None = None) -> SweepResult:
     """``configs``: the configurations to run, when planned already (by default
-    plan_configs of the file, variant, grid and settings). ``arrow``: whether the rows
-    travel as Arrow streams (by default: when the driver and the executors have
-    pyarrow) or pickled row by row. ``executor_setup``: a picklable callable each Python
-    worker of the sweep calls before it imports the simulation (isrlab's switch to the
-    compiled build); the sweep's workers are its own, apart from other jobs'."""
-    from pyspark import StorageLevel
+    plan_configs of the file, variant, grid and settings). ``arrow``: whether the tasks
+    write their tables' Parquet files themselves with pyarrow (by default: when the
+    driver and the executors have it), or hand Spark their rows to write.
+    ``executor_setup``: a picklable callable each Python worker of the sweep calls before
+    it imports the simulation (isrlab's switch to the compiled build); the sweep's
+    workers are its own, apart from other jobs'."""
     if keep not in KEEP_CHOICES:
         raise SweepError(f"--keep {keep}: one of {', '.join(KEEP_CHOICES)}")
     check_out(out)
@@ -143,63 +153,63 @@ def run_sweep(spark, file: str, seeds: Sequence[int], out: Path, variant: str | 
     started = time.perf_counter()
     tally = Tally(sc)
     shipped = sc.broadcast(configs)
-    arrow = arrow_on_executors(sc) if arrow is None else arrow
+    arrow = pyarrow_on_executors(sc) if arrow is None else arrow
     if out.exists():
         shutil.rmtree(out)
     group = f"isrlab-sweep-{time.time_ns()}"  # this sweep's simulations (the progress counts their tasks)
     watcher = _Watcher(sc, group, len(tasks), tally.runs, tally.failed, started, progress)
-    # sweep_task's module imports none of the simulation, so that the setup comes first.
-    # Every Python function of the sweep, the tasks' (wrapped at persist) and then the
-    # writes', is wrapped inside worker_pool: workers of its own, whose daemon preloaded
-    # the simulation, and which the writes reuse once the simulations are done.
+    # The task's module imports none of the simulation, so that the setup comes first.
+    # Every Python function of the sweep is wrapped inside worker_pool: workers of its own.
     with worker_pool(sc, executor_setup):
-        payloads = (sc.parallelize(tasks, len(tasks))
-                    .flatMap(partial(sweep_task, executor_setup, shipped, keep, arrow, tally))
-                    .persist(StorageLevel.MEMORY_AND_DISK))
         try:
             watcher.start()
-            simulated = _simulate(sc, payloads, group, file, started)
-            sc.setJobGroup("isrlab-sweep-write", f"sweep of {file}: the tables")
-            for name in TABLES:
-                frame = _table_frame(spark, payloads.filter(lambda pair, n=name: pair[0] == n), name, arrow)
-                frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
+            sc.setJobGroup(group, f"sweep of {file}")
+            if arrow:
+                _run_writing_parts(sc, tasks, partial(part_task, executor_setup, shipped, keep, tally,
+                                                      str(out.resolve()), str(uuid.uuid4())), out)
+            else:
+                _run_then_write(spark, sc, tasks, partial(sweep_task, executor_setup, shipped, keep, tally), out)
         finally:
             watcher.stop()
             sc.setLocalProperty("spark.jobGroup.id", None)
-    payloads.unpersist()
     shipped.destroy()
     failures = [dict(zip(("config", "seed", "replay"), f)) for f in sorted(tally.failing.value)]
     errors = [dict(zip(("config", "seed", "message", "replay"), e)) for e in sorted(tally.raising.value)]
     loaded_from = tally.loaded_from.value
-    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks), simulated,
+    result = SweepResult(out, tally.runs.value, failures, errors, time.perf_counter() - started, len(tasks),
                          same_results(configs, len(seeds), tally.signatures.value, errors),
                          sum(1 for f in loaded_from if is_compiled(f)), tuple(sorted(set(loaded_from))))
     _write_manifest(out, file, seeds, configs, keep, result)
     return result
 
 
-def _simulate(sc, payloads, group: str, file: str, started: float) -> float:
-    """Every simulation runs in this plain action, a task per core at once (a DataFrame
-    write of a Python RDD ran its tasks one after another: measured on local[2], 8
-    one-second tasks took 8 s). Each task leaves one payload per table in Spark's cache;
-    the writes read them. The count is the JVM's (of the RDD's pickled batches): a
-    count in Python would hold a second Python worker per task. Seconds since started."""
-    sc.setJobGroup(group, f"sweep of {file}")
+def _run_writing_parts(sc, tasks, task_function, out: Path) -> None:
+    """Every simulation, a task per core at once, each task writing its runs' tables as
+    Parquet part files (spark_reports.parts): no DataFrame, no Spark SQL, and only the
+    list of files written comes back. Then the tables' folders, as Spark's writer leaves
+    them."""
+    from spark_reports.parts import mark_tables_done
+    sc.parallelize(list(enumerate(tasks)), len(tasks)).map(task_function).collect()
+    mark_tables_done(out)
+
+
+def _run_then_write(spark, sc, tasks, task_function, out: Path) -> None:
+    """Without pyarrow on the executors: every simulation runs in one plain action, a
+    task per core at once (a DataFrame write of a Python RDD ran its tasks one after
+    another: measured on local[2], 8 one-second tasks took 8 s), each leaving its rows in
+    Spark's cache; then Spark writes each table from them, row by row, pickled. The count
+    is the JVM's (of the RDD's pickled batches): a count in Python would hold a second
+    Python worker per task."""
+    from pyspark import StorageLevel
+    payloads = (sc.parallelize(tasks, len(tasks)).flatMap(task_function).persist(StorageLevel.MEMORY_AND_DISK))
     payloads._jrdd.count()
-    return time.perf_counter() - started
-
-
-def _table_frame(spark, payloads, name: str, arrow: bool):
-    """One table as a DataFrame of its explicit schema, from the tasks' payloads of it."""
-    if arrow:
-        from spark_reports.payload import PAYLOAD_DDL, table_batches
-        # A few rows (one per task) into the JVM, then each stream decoded column by
-        # column, in a task per core: fewer, larger Parquet files.
-        streams = spark.createDataFrame(payloads, PAYLOAD_DDL).coalesce(spark.sparkContext.defaultParallelism)
-        return streams.mapInArrow(table_batches, TABLES[name])
-    # Without pyarrow on the executors: row by row, pickled (the rows are built to the
-    # schema by spark_reports.rows, so Spark need not check them again).
-    return spark.createDataFrame(payloads.flatMap(lambda pair: pair[1]), TABLES[name], verifySchema=False)
+    sc.setJobGroup("isrlab-sweep-write", "the sweep's tables")
+    for name in TABLES:
+        # the rows are built to the schema by spark_reports.rows: Spark need not check them again
+        rows = payloads.filter(lambda pair, n=name: pair[0] == n).flatMap(lambda pair: pair[1])
+        frame = spark.createDataFrame(rows, TABLES[name], verifySchema=False)
+        frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / name))
+    payloads.unpersist()
 
 
 def _write_manifest(out: Path, file: str, seeds, configs: Sequence[Config], keep: str, result: SweepResult) -> None:

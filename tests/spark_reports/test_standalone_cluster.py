@@ -1,6 +1,6 @@
 """The same sweep on a real standalone Spark cluster (a master and one worker started
 from the pyspark installation, bound to 127.0.0.1, stopped afterwards) gives the same
-tables as local[2]."""
+tables as local[2]; its executors run the compiled build that travelled with the job."""
 from __future__ import annotations
 
 import json
@@ -103,20 +103,29 @@ def _bare_python() -> str:
     return str(bare)
 
 
+@pytest.fixture(scope="module")
+def compiled_build(tmp_path_factory) -> Path:
+    from tests.test_compiled import matching_build
+    return matching_build(tmp_path_factory)
+
+
 @pytest.mark.slow
-def test_a_sweep_on_a_standalone_cluster_gives_the_same_tables_as_local(spark, standalone_master, tmp_path):
+def test_a_sweep_on_a_standalone_cluster_gives_the_same_tables_as_local(spark, standalone_master, compiled_build,
+                                                                        tmp_path):
     """The executors run a Python that has none of the simulation's libraries (nor the
-    project): the code and the libraries travel with the job."""
+    project): the code, the libraries and the compiled build travel with the job, and
+    the executors run the build (the local sweep, the tests' ISRLAB_COMPILED=0, runs
+    interpreted: the tables are the same)."""
     from spark_reports.sweep import run_sweep
     seeds = ",".join(map(str, SEEDS))
     done = subprocess.run(
         [sys.executable, "-m", "isrlab", "sweep", str(JEPSEN.relative_to(ROOT)), "--seeds", seeds, "--variant",
          "unclean", "--master", standalone_master, "--out", str(tmp_path / "cluster")],
-        cwd=ROOT, env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        cwd=ROOT, env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "ISRLAB_COMPILED": str(compiled_build),
                        "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": _bare_python()},
         capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 runs in" in done.stdout and standalone_master in done.stdout
+    assert "3 runs in 3 tasks (compiled)" in done.stdout and standalone_master in done.stdout, done.stdout
     local = run_sweep(spark, str(JEPSEN.relative_to(ROOT)), list(SEEDS), tmp_path / "local", variant="unclean")
     assert local.runs == 3
     assert _comparable(read_sweep(spark, tmp_path / "cluster")) == _comparable(read_sweep(spark, local.out))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from isrlab.cli import main
-from isrlab.compiled import MANIFEST, executor_setup
+from isrlab.compiled import MANIFEST, ShippedBuild, executor_setup
 from spark_reports.load import read_sweep
 from spark_reports.schemas import TABLES
 from spark_reports.sweep import run_sweep
@@ -33,14 +33,15 @@ def test_unpickling_a_sweep_task_imports_none_of_the_compiled_modules():
     assert done.stdout.strip() == "[]"
 
 
-def test_the_executors_get_the_build_only_when_it_matches_and_the_master_is_local(compiled_build, tmp_path):
+def test_the_executors_get_the_build_only_when_it_matches_from_their_files_or_with_the_job(compiled_build,
+                                                                                          tmp_path):
     said: list[str] = []
     assert executor_setup("local[2]", "0", said.append) is None and said == []
     setup = executor_setup("local[2]", str(compiled_build), said.append)
-    assert setup is not None and said == []
-    assert executor_setup("spark://127.0.0.1:7077", str(compiled_build), said.append) is None
-    assert said == [f"the compiled build in {compiled_build} is loaded by local executors only, "
-                    "not by spark://127.0.0.1:7077's"]
+    assert setup is not None and not isinstance(setup, ShippedBuild) and said == []
+    shipped = executor_setup("spark://127.0.0.1:7077", str(compiled_build), said.append)
+    assert shipped == ShippedBuild(str(compiled_build.resolve()), shipped.interpreter, shipped.machine)
+    assert said == []
     stale = tmp_path / "stale"
     stale.mkdir()
     (stale / MANIFEST).write_text((compiled_build / MANIFEST).read_text().replace('"interpreter": "', '"interpreter": "x'))

@@ -37,7 +37,11 @@ def test_tasks_cover_every_seed_of_every_configuration_once():
         covered = [s for c, chunk in tasks if c == config for s in chunk]
         assert covered == seeds
     assert max(len(chunk) for _, chunk in tasks) == MAX_SEEDS_PER_TASK
-    # about eight tasks per core over the sweep: 16 on two cores, 8 a configuration
+    # guided: each task about half of what is left per core, down to one seed at the
+    # end, and never two configurations in one task
     small = plan_tasks(2, list(range(1, 21)), parallelism=2)
-    chunks = [(1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (13, 14, 15), (16, 17, 18), (19, 20)]
-    assert small == [(c, chunk) for c in (0, 1) for chunk in chunks]
+    assert small == [(0, tuple(range(1, 11))), (0, tuple(range(11, 19))), (0, (19, 20)), (1, (1, 2, 3, 4, 5)),
+                     (1, (6, 7, 8, 9)), (1, (10, 11, 12)), (1, (13, 14)), (1, (15, 16)), (1, (17,)), (1, (18,)),
+                     (1, (19,)), (1, (20,))]
+    assert [len(chunk) for _, chunk in plan_tasks(1, list(range(200)), parallelism=2)] == [
+        25, 25, 25, 25, 25, 19, 14, 11, 8, 6, 5, 3, 3, 2, 1, 1, 1, 1]

@@ -1,37 +1,29 @@
-"""A sweep's Python workers: one pool for the tasks' functions and the writes'
-mapInArrow alike (spark_reports.executor's worker_pool), so that the writes reuse the
-simulations' idle workers instead of starting a pool of their own."""
+"""A sweep's Python workers: a pool of their own (spark_reports.executor's worker_pool),
+so that a worker another job left with the interpreted simulation imported never runs
+a sweep that switches to the compiled build."""
 from __future__ import annotations
 
 import os
 import uuid
 from functools import partial
 
-from spark_reports.executor import worker_pool
+from spark_reports.executor import POOL_ENV, pool_name, worker_pool
 
 
-def test_a_pools_rdd_functions_and_its_mapinarrow_run_in_workers_of_one_daemon(spark):
-    """A fresh pool (a setup of its own) for an RDD's function and a DataFrame's
-    mapInArrow: every worker is forked from the same PySpark daemon. Outside the pool,
-    the same mapInArrow runs in another pool's workers (the test can tell them apart)."""
+def test_a_pools_functions_run_in_workers_of_one_daemon_apart_from_other_jobs(spark):
+    """A fresh pool (a setup of its own): every worker of its functions is forked from
+    one PySpark daemon, which no function wrapped outside the block uses."""
     sc = spark.sparkContext
     setup = partial(os.environ.get, f"ISRLAB_TEST_{uuid.uuid4().hex}")  # harmless, and a pool of its own
 
     def parent(_):  # nested: pickled by value, so the worker imports no test module
         import os
-        return os.getppid()
-
-    def parent_batches(batches):
-        import os
-
-        import pyarrow as pa
-        for _ in batches:
-            yield pa.RecordBatch.from_pydict({"ppid": [os.getppid()]})
+        return os.getppid(), os.environ.get("ISRLAB_SWEEP_WORKERS")
 
     with worker_pool(sc, setup):
-        rdd_parents = set(sc.parallelize([0, 1], 2).map(parent).collect())
-        sql_parents = {row.ppid for row in spark.range(0, 4, 1, 2).mapInArrow(parent_batches, "ppid long").collect()}
-    elsewhere = {row.ppid for row in spark.range(0, 4, 1, 2).mapInArrow(parent_batches, "ppid long").collect()}
-    assert len(rdd_parents) == 1 and sql_parents == rdd_parents, (rdd_parents, sql_parents)
-    assert elsewhere.isdisjoint(rdd_parents), elsewhere
-    assert "ISRLAB_SWEEP_WORKERS" not in sc.environment  # the pool's variables are the block's only
+        inside = set(sc.parallelize([0, 1, 2, 3], 2).map(parent).collect())
+    elsewhere = set(sc.parallelize([0, 1, 2, 3], 2).map(parent).collect())
+    assert len({ppid for ppid, _ in inside}) == 1, inside
+    assert {pool for _, pool in inside} == {pool_name(setup)}
+    assert {ppid for ppid, _ in elsewhere}.isdisjoint({ppid for ppid, _ in inside}), (inside, elsewhere)
+    assert POOL_ENV not in sc.environment  # the pool's variables are the block's only
