@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.history import build_history
+from analysis.client_history import INVOKE, OK, READER, read_invoke, read_ok
 from analysis.trace import Event
 from broker_core.errors import ErrorCode
 from broker_core.group_context import GroupConfig
@@ -151,8 +151,15 @@ class GroupWorld:
     def of(self, event_type: str, name: str | None = None) -> list[Event]:
         return [e for e in self.events if e.type == event_type and (name is None or e.node == name)]
 
-    def history(self):
-        return build_history(self.events)
+    def final_read(self) -> list[Event]:
+        """The final read of every partition, as the reader would write it: which
+        records exist, for the checkers."""
+        events = []
+        for op, tp in enumerate(sorted(self.log_end), 1):
+            records = [[o, f"{tp}:{o}"] for o in range(self.log_end[tp])]
+            events.append(Event(self.now, READER, INVOKE, read_invoke(op, str(tp))))
+            events.append(Event(self.now, READER, OK, read_ok(op, str(tp), records, self.log_end[tp])))
+        return events
 
     def owners(self) -> dict[TopicPartition, list[str]]:
         """Who believes it owns each partition now."""
