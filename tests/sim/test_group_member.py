@@ -233,3 +233,47 @@ def test_an_unknown_assignor_name_is_refused_by_the_config():
         assert "nonesuch" in str(exc)
     else:
         raise AssertionError("accepted an unknown assignor")
+
+
+def test_a_restarted_static_member_takes_its_place_without_a_rebalance():
+    world = GroupWorld()
+    world.add("c0", group_instance_id="i0")
+    world.add("c1", group_instance_id="i1")
+    world.run(1000)
+    before = list(world.member("c1").assignment)
+    world._route("c1", world.member("c1").close(world.now))
+    assert not [e for e in world.events if e.node == "c1" and e.type == "invoke"]  # nothing to commit
+    world.crash("c1")  # a static member sends no LeaveGroup: its session holds its place
+    world.add("c1", group_instance_id="i1")
+    world.run(5000)
+    assert world.member("c1").assignment == before
+    assert generations(world, "c0") == [1] and generations(world, "c1") == [1, 1]
+
+
+def test_the_sticky_assignor_keeps_the_survivors_partitions_through_the_member_protocol():
+    world = GroupWorld(partitions={"t": 6})
+    for name in ("c0", "c1", "c2"):
+        world.add(name, assignors=("sticky",))
+    world.run(1000)
+    kept = {n: set(world.member(n).assignment) for n in ("c0", "c1")}
+    world.crash("c2")
+    world.run(20000)
+    assert_each_owned_once(world, [TopicPartition("t", p) for p in range(6)])
+    for name, partitions in kept.items():
+        assert partitions <= set(world.member(name).assignment)
+    assert {e["protocol"] for e in world.of("group_joined")} == {"sticky"}
+
+
+def test_a_join_that_gets_no_answer_is_sent_again_after_the_lookup():
+    world = GroupWorld()
+    member = world.add("c0")
+    world.paused.add("c0")  # hold the answers: the runtime gives up on the JoinGroup
+    world.run(200)
+    world._route("c0", member.poll(world.now))
+    joins = [cid for cid, ctx in member.inflight.items() if ctx[0] == "join"]
+    world.apps["c0"].inbox.clear()
+    world._route("c0", member.on_no_answer(joins[0], world.now))
+    world.paused.discard("c0")
+    world.run(2000)
+    assert world.of("group_coordinator_lost", "c0")[0]["reason"] == "client_timeout"
+    assert sorted(member.assignment) == ALL
