@@ -16,7 +16,7 @@ from analysis import group_history as gh
 from analysis.client_history import FAIL, INFO, INVOKE
 from broker_core.errors import ErrorCode
 from broker_core.group_messages import (
-    NO_GENERATION, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
+    OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic)
 from broker_core.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsRequest, ListOffsetsResponse
 from broker_core.types import TopicPartition
