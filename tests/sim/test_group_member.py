@@ -7,6 +7,7 @@ from broker_core.errors import ErrorCode
 from broker_core.group_context import GroupConfig
 from broker_core.group_coordinator import GroupCoordinator
 from broker_core.types import TopicPartition
+from sim.group_member import GroupMember
 from sim.group_member_types import MemberConfig
 from tests.sim.group_world import GroupWorld
 
@@ -277,3 +278,38 @@ def test_a_join_that_gets_no_answer_is_sent_again_after_the_lookup():
     world.run(2000)
     assert world.of("group_coordinator_lost", "c0")[0]["reason"] == "client_timeout"
     assert sorted(member.assignment) == ALL
+
+
+def _joined_member(leader: str, members=()):
+    """A member driven by hand up to its JoinGroup answer (leader ``leader``)."""
+    from broker_core.group_messages import JoinGroupResponse
+    from broker_core.messages import FindCoordinatorResponse
+    member = GroupMember(MemberConfig("g", ("t",)), "c0", {"t": 4})
+    find = member.start(0)[0].request
+    join = member.on_response(find.correlation_id, FindCoordinatorResponse(find.correlation_id, ErrorCode.NONE, 1),
+                              0)
+    join = member.poll(1)[0].request
+    out = member.on_response(join.correlation_id, JoinGroupResponse(
+        join.correlation_id, ErrorCode.NONE, 1, "consumer", "range", leader, "m-0", tuple(members)), 2)
+    return member, out
+
+
+def test_assignment_bytes_a_broker_garbles_fail_the_member_not_the_runtime():
+    from broker_core.group_messages import SyncGroupResponse
+    member, out = _joined_member("m-1")
+    sync = [o.request for o in out if hasattr(o, "request")][0]
+    events = member.on_response(sync.correlation_id, SyncGroupResponse(sync.correlation_id, ErrorCode.NONE,
+                                                                      assignment=b"\x00\x01\xff"), 3)
+    assert [(e.type, e.fields["error"]) for e in events] == [("group_member_failed", "ConsumerProtocolError")]
+    assert member.fetch_positions() == {} and member.poll(4) == [] and member.tick(5) == []
+
+
+def test_a_leader_given_garbled_member_metadata_fails_instead_of_assigning():
+    from broker_core.consumer_protocol import encode_subscription
+    from broker_core.group_messages import JoinGroupResponseMember
+    members = (JoinGroupResponseMember("m-0", None, encode_subscription(["t"])),
+               JoinGroupResponseMember("m-1", None, b"\xff\xff"))
+    member, out = _joined_member("m-0", members)
+    assert [o.type for o in out] == ["group_joined", "group_member_failed"]
+    assert out[-1].fields["error"] == "ConsumerProtocolError"
+    assert not [o for o in out if hasattr(o, "request")]  # no SyncGroup with a half-made assignment
