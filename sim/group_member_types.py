@@ -61,6 +61,26 @@ class MemberConfig:
             raise ValueError("auto_offset_reset must be earliest or latest")
 
 
+def member_configs(workload: Any, number: int) -> list[tuple[str, MemberConfig]]:
+    """The members of a scenario's ``number``-th group entry (a
+    scenarios.model.GroupConsumerWorkload, the layer above: read, not imported), each
+    with its node name ``group-<number>-<m>`` (scenarios/parse_groups.py member_names)
+    and its settings. What the application does is the runtime's: ``commit`` other than
+    ``auto`` (it calls commit_sync or commit_async), ``max_poll_records`` (the batch it
+    hands ``consumed``), ``start`` and ``poll_interval``."""
+    out = []
+    for m in range(workload.members):
+        name = f"group-{number}-{m}"
+        out.append((name, MemberConfig(
+            workload.group, tuple(workload.topics), client_id=workload.client_id or name,
+            session_timeout_ms=workload.session_timeout_ms, heartbeat_interval_ms=workload.heartbeat_interval_ms,
+            max_poll_interval_ms=workload.max_poll_interval_ms, assignors=tuple(workload.assignors),
+            group_instance_id=name if workload.static else None, auto_commit=workload.commit == "auto",
+            auto_commit_interval_ms=workload.auto_commit_interval_ms, auto_offset_reset=workload.auto_offset_reset,
+            retry_async_commits=workload.retry_failed_commits)))
+    return out
+
+
 class MemberPort(Protocol):
     """The member as sim/group_commits.py sees it."""
     config: MemberConfig

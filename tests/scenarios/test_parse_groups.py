@@ -111,3 +111,20 @@ def test_a_simulated_run_of_a_group_scenario_is_refused_before_it_starts(tmp_pat
         run_scenario(scenario, 1, tmp_path / "out")
     assert info.value.line == 12 and str(path) in str(info.value)  # the line of "group: g"
     assert not (tmp_path / "out" / "trace.jsonl").exists()
+
+
+def test_each_entry_maps_to_its_members_settings():
+    from sim.group_member_types import member_configs
+    g, h, i = parse_scenario(GOOD, "s.yaml").group_consumers
+    members = member_configs(g, 0)
+    assert [name for name, _ in members] == ["group-0-0", "group-0-1", "group-0-2"]
+    name, config = members[1]
+    assert (config.group_id, config.topics, config.group_instance_id, config.client_id) == \
+        ("g", ("t", "u"), "group-0-1", "group-0-1")
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.max_poll_interval_ms) == (6000, 2000, 60000)
+    assert (config.assignors, config.auto_commit, config.auto_offset_reset) == (("sticky", "range"), False, "earliest")
+    (_, async_config), = member_configs(h, 1)
+    assert (async_config.retry_async_commits, async_config.group_instance_id, async_config.auto_commit) == \
+        (True, None, False)
+    (_, auto_config), = member_configs(i, 2)
+    assert (auto_config.auto_commit, auto_config.auto_commit_interval_ms) == (True, 1000)
