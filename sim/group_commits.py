@@ -287,11 +287,17 @@ class Committer:
                 self._finished(job, now)
 
     def deadlines(self) -> list[int]:
-        times = [max(j.not_before_ms, 0) for j in self.queued] + [j.deadline_ms for j in self.queued]
-        if self.member.config.auto_commit and self.member.in_group and self.next_auto_ms is not None:
+        """When something of the offsets' is due; nothing that waits for an answer or
+        for a coordinator (a runtime woken for it would find nothing to do)."""
+        m = self.member
+        times = [j.deadline_ms for j in self.queued if j.mode == gh.SYNC]
+        if m.coordinator is not None:
+            times += [j.not_before_ms for j in self.queued]
+        if m.config.auto_commit and m.in_group and self.next_auto_ms is not None:
             times.append(self.next_auto_ms)
-        if self.member.in_group:
-            if self.need_committed:
+        if m.in_group:
+            if self.need_committed and m.coordinator is not None and not m.has_inflight("offset_fetch"):
                 times.append(self.fetch_retry_ms)
-            times += list(self.need_reset.values())
+            busy = {c[2] for c in m.inflight.values() if c[0] == "list_offsets"}
+            times += [t for tp, t in self.need_reset.items() if tp not in busy]
         return times

@@ -15,7 +15,8 @@ and answers; it hands back ``Outgoing`` requests and ``HistoryEvent``s:
 - ``consumed(tp, offsets, now)`` when the application processed fetched records,
   ``commit_sync`` / ``commit_async`` for its commits, ``close(now)``;
 - ``fetch_positions()``: where to fetch each owned partition from;
-  ``next_deadline()``: when ``tick`` has something to do.
+  ``next_deadline()``: when ``tick`` or ``poll`` next has something to do (None:
+  nothing until an answer comes), so that an event-driven runtime need not tick.
 
 Offsets (OffsetFetch, auto.offset.reset, commits) are sim/group_commits.py's.
 """
@@ -161,11 +162,22 @@ class GroupMember:
         return self.offsets.fetch_positions()
 
     def next_deadline(self) -> int | None:
-        times = [t for t in self.retry_at.values()]
+        """The earliest time ``tick`` or ``poll`` has something to do (a time already
+        past means now): a lookup, a join, a heartbeat, the session or poll timeout, a
+        retry, an auto-commit."""
+        if self.state in (FAILED, CLOSED):
+            return None
+        times = []
+        if self.coordinator is None and not self.has_inflight("find"):
+            times.append(self.retry_at.get("find", 0))
+        elif self.coordinator is not None and self.rejoin_needed and self.state == UNJOINED:
+            times.append(self.retry_at.get("join", 0))
         if self.state in (SYNCING, STABLE) and self.coordinator is not None:
-            times += [self._next_heartbeat_ms(), self.heartbeat_ok_ms + self.config.session_timeout_ms]
-        if self.generation != NO_GENERATION:
-            times.append(self.last_poll_ms + self.config.max_poll_interval_ms)
+            if not self.has_inflight("heartbeat"):
+                times.append(self._next_heartbeat_ms())
+            times.append(self.heartbeat_ok_ms + self.config.session_timeout_ms + 1)
+        if self.generation != NO_GENERATION and self.state in (SYNCING, STABLE):
+            times.append(self.last_poll_ms + self.config.max_poll_interval_ms + 1)
         times += self.offsets.deadlines()
         return min(times, default=None)
 
@@ -208,6 +220,7 @@ class GroupMember:
             self._leave(now, "max_poll_interval")
         elif now >= self._next_heartbeat_ms() and not self.has_inflight("heartbeat"):
             self.heartbeat_sent_ms = now
+            self.retry_at.pop("heartbeat", None)
             cid = self.next_cid()
             self.send(self.coordinator, HeartbeatRequest(cid, self.config.group_id, self.generation, self.member_id,
                                                          self.config.group_instance_id),

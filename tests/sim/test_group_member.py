@@ -313,3 +313,17 @@ def test_a_leader_given_garbled_member_metadata_fails_instead_of_assigning():
     assert [o.type for o in out] == ["group_joined", "group_member_failed"]
     assert out[-1].fields["error"] == "ConsumerProtocolError"
     assert not [o for o in out if hasattr(o, "request")]  # no SyncGroup with a half-made assignment
+
+
+def test_a_runtime_woken_only_at_next_deadline_keeps_the_group_alive():
+    """next_deadline covers heartbeats and the session: woken only then, members stay
+    in generation 1 for a minute (session 10 s), and a crash is noticed on time."""
+    world = GroupWorld()
+    world.add("c0", commit="none")
+    world.add("c1", commit="none")
+    wakeups = world.run_by_deadlines(60000)
+    assert generations(world, "c0") == generations(world, "c1") == [1]
+    assert wakeups < 100  # about one per heartbeat of each member, not one per tick
+    world.crash("c1")
+    world.run_by_deadlines(75000)
+    assert sorted(world.member("c0").assignment) == ALL and generations(world, "c0") == [1, 2]
