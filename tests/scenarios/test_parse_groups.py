@@ -128,3 +128,18 @@ def test_each_entry_maps_to_its_members_settings():
         (True, None, False)
     (_, auto_config), = member_configs(i, 2)
     assert (auto_config.auto_commit, auto_config.auto_commit_interval_ms) == (True, 1000)
+
+
+def test_isrlab_run_refuses_a_group_scenario_with_exit_2_and_no_trace(tmp_path: Path):
+    import subprocess
+    import sys
+    scenario = tmp_path / "g.yaml"
+    scenario.write_text("cluster:\n  brokers: 1\n  topics: [{name: t, partitions: 2, replication_factor: 1}]\n"
+                        "workload:\n  consumers:\n    - {group: g, topic: t, members: 2}\nduration: 5s\n")
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario), "--out", str(tmp_path / "out")],
+                            cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{scenario}:6: workload.consumers[0].group: consumer groups: not yet run by the simulation" \
+        in result.stderr
+    assert not (tmp_path / "out").exists()
