@@ -327,3 +327,31 @@ def test_a_runtime_woken_only_at_next_deadline_keeps_the_group_alive():
     world.crash("c1")
     world.run_by_deadlines(75000)
     assert sorted(world.member("c0").assignment) == ALL and generations(world, "c0") == [1, 2]
+
+
+def test_a_paused_static_member_is_fenced_by_its_generation_not_removed():
+    """A static member that misses a rebalance keeps its place (and its member id) until
+    its session expires, so the group goes on to generation 2 without it. Woken within
+    its session, it still works in generation 1: its commit is ILLEGAL_GENERATION, not
+    UNKNOWN_MEMBER_ID, and it rejoins in its old place. (Had its heartbeat gone first,
+    the heartbeat would have been fenced the same way.)"""
+    world = GroupWorld(log_end=1000)
+    settings = dict(auto_offset_reset="earliest", session_timeout_ms=30000, max_poll_interval_ms=60000,
+                    rebalance_timeout_ms=3000)
+    world.add("c0", group_instance_id="i0", **settings)
+    world.add("c1", group_instance_id="i1", **settings)
+    world.run(1000)
+    world.paused.add("c1")
+    world.add("c2", group_instance_id="i2", **settings)
+    world.run(12000)
+    assert world.coord.groups["g"].generation_id == 2 and generations(world, "c1") == [1]
+    world.paused.discard("c1")
+    world._process("c1")  # awake, its application thread processes and commits before a heartbeat goes
+    fenced = [e for e in world.events if e.node == "c1" and e.type == "fail" and e["f"] == "commit"]
+    assert list(fenced[0]["errors"].values()) == ["ILLEGAL_GENERATION"]
+    # the refusal reset its generation: its next batch's commit is not even sent
+    assert fenced[1]["reason"] == "not_in_group"
+    assert [e["generation"] for e in world.of("group_consumed", "c1") if e.t_ms == world.now] == [1, -1]
+    world.run(20000)
+    assert world.of("group_revoked", "c1")[-1]["reason"] == "lost"
+    assert_each_owned_once(world)
