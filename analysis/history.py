@@ -18,6 +18,7 @@ class Operation:
     invoke: Event
     completion: Event | None = None
     seq: int = -1  # the invoke's place among the events built from, to order it against other events
+    done_seq: int = -1  # the completion's place (-1: none), to order completions of one time
 
     @property
     def outcome(self) -> str:
@@ -63,6 +64,7 @@ def build_history(events: Iterable[Event], keep_internal: bool = True) -> Histor
             opened = open_ops.pop((event.node, event.fields["op"]), None)
             if opened is not None:
                 opened.completion = event
+                opened.done_seq = seq
         elif kind != "replica_state":
             if kind == "position_reset":
                 resets.append((seq, event))

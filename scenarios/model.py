@@ -85,6 +85,33 @@ class ConsumerWorkload:
 
 
 @dataclass(frozen=True)
+class GroupConsumerWorkload:
+    """``members`` consumers of one group (sim/group_member.py), each with the Java
+    consumer's settings; ``commit`` is the application's policy: ``auto``
+    (enable.auto.commit), or commitSync of each batch ``after_processing`` or
+    ``before_processing`` it, or commitAsync after it (``async``; with
+    ``retry_failed_commits`` a failed one is sent again, seed 003's case). ``index`` is
+    the entry's place in ``workload.consumers`` (for error messages)."""
+    group: str
+    topics: tuple[str, ...]
+    index: int
+    members: int = 1
+    commit: str = "auto"
+    auto_commit_interval_ms: int = 5000
+    retry_failed_commits: bool = False
+    auto_offset_reset: str = "latest"  # the Java consumer's default
+    session_timeout_ms: int = 10000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    max_poll_records: int = 500
+    assignors: tuple[str, ...] = ("range",)
+    static: bool = False  # group.instance.id: each member's node name
+    start_ms: int = 0
+    poll_interval_ms: int = 100
+    client_id: str | None = None
+
+
+@dataclass(frozen=True)
 class FaultStep:
     """A fault at a time, or (``when``) once a condition holds after ``at_ms``; with
     ``for_ms`` it is undone that long after it started."""
@@ -162,6 +189,8 @@ class Scenario:
     # expect: {invariant_violated: NAME}: the run checks the invariants and passes when
     # NAME stops it (what isrlab explore writes for an invariant property)
     expect_invariant: str | None = None
+    # consumers: entries with group: (not yet run by either binding: scenarios/runner.py refuses them)
+    group_consumers: tuple[GroupConsumerWorkload, ...] = ()
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.cluster.topics:

@@ -12,6 +12,7 @@ from broker_core.partitioner import PARTITIONERS
 from broker_core.types import TopicPartition
 from faults.nodes import SERVICE_NODE, broker_node
 from scenarios.parse_faults import FaultParser, check_contradictions
+from scenarios.parse_groups import group_consumer, member_names
 from scenarios.model import (
     ClusterSpec, ConsumerWorkload, DiskSpec, FinalPhase, NetworkSpec, ProducerWorkload,
     Scenario, ScriptedRecord, TopicSpec)
@@ -69,10 +70,13 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
     topics = {t.name for t in cluster.topics}
     producers = tuple(_producer(source, item, ("workload", "producers", i), topics, cluster.profile, duration_ms)
                       for i, item in enumerate(workload.take("producers", "list", [])))
+    raw_consumers = workload.take("consumers", "list", [])
     consumers = tuple(_consumer(source, item, ("workload", "consumers", i), topics)
-                      for i, item in enumerate(workload.take("consumers", "list", [])))
+                      for i, item in enumerate(raw_consumers) if not _is_group(item))
+    groups = tuple(group_consumer(source, item, ("workload", "consumers", i), topics, i)
+                   for i, item in enumerate(raw_consumers) if _is_group(item))
     workload.done()
-    nodes = _node_names(cluster, producers, consumers)
+    nodes = _node_names(cluster, producers, consumers, groups)
     fault_parser = FaultParser(source, cluster, nodes, duration_ms)
     raw_faults = top.take("faults", "list", [])
     paths = [("faults", i) for i in range(len(raw_faults))]
@@ -95,7 +99,8 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
     top.done()
     return Scenario(name, filename, description, cluster, network, disk, producers, consumers, faults,
                     duration_ms, final_phase, sample, nemesis, expect, expect_lines,
-                    trace_high_watermarks=high_watermarks, swarm=swarm, expect_invariant=expect_invariant)
+                    trace_high_watermarks=high_watermarks, swarm=swarm, expect_invariant=expect_invariant,
+                    group_consumers=groups)
 
 
 def _cluster(source: Source, data: Any) -> ClusterSpec:
@@ -309,11 +314,19 @@ def _consumer(source: Source, data: Any, path: tuple, topics: set[str]) -> Consu
     return ConsumerWorkload(topic, start_ms, poll_interval_ms, reset, start_offset, validate, client_id)
 
 
-def _node_names(cluster: ClusterSpec, producers, consumers) -> set[str]:
+def _node_names(cluster: ClusterSpec, producers, consumers, groups=()) -> set[str]:
     names = {broker_node(b) for b in cluster.brokers} | {SERVICE_NODE}
     names |= {f"producer-{i}" for i in range(len(producers))}
     names |= {f"consumer-{i}" for i in range(len(consumers))}
+    for number, workload in enumerate(groups):
+        names |= set(member_names(workload, number))
     return names
+
+
+def _is_group(item: Any) -> bool:
+    """A consumers entry with ``group:`` is a group consumer (scenarios/parse_groups.py);
+    the others read every partition with no group, numbered among themselves."""
+    return isinstance(item, dict) and "group" in item
 
 
 def _expectations(source: Source, data: Any, cluster: ClusterSpec) -> tuple[dict, dict]:

@@ -64,7 +64,13 @@ class BindingError(Exception):
 def check_binding(scenario: Scenario, binding: str, zk: str | None = None) -> None:
     """Raise ScenarioError (file, line, field, why) for the first thing in the scenario
     the binding cannot do (the real one on ZooKeeper ``zk``, or on its embedded store);
-    the simulation can do everything."""
+    the simulation can do everything else."""
+    if scenario.group_consumers:
+        first = scenario.group_consumers[0]
+        path = ("workload", "consumers", first.index, "group")
+        who = "the simulation" if binding == "sim" else f"--binding {binding}"
+        raise ScenarioError(scenario.path, _line_of(scenario, path), _dotted(path),
+                            f"consumer groups: not yet run by {who} (group {first.group!r})")
     if binding == "sim":
         return
     if scenario.expect_invariant is not None:

@@ -1,0 +1,145 @@
+"""Group consumers in scenario files (scenarios/parse_groups.py): what parses, errors
+naming file, line and field, and both bindings refusing to run them for now."""
+from pathlib import Path
+
+import pytest
+
+from scenarios.parse import parse_scenario
+from scenarios.runner import check_binding, run_scenario
+from scenarios.source import ScenarioError
+
+GOOD = """\
+name: groups
+cluster:
+  brokers: 3
+  topics:
+    - {name: t, partitions: 6, replication_factor: 3}
+    - {name: u, partitions: 2, replication_factor: 3}
+workload:
+  producers:
+    - {topic: t}
+  consumers:
+    - {topic: t}
+    - group: g
+      topics: [t, u]
+      members: 3
+      commit: after_processing
+      auto.offset.reset: earliest
+      session.timeout.ms: 6s
+      heartbeat.interval.ms: 2s
+      max.poll.interval.ms: 1m
+      max.poll.records: 50
+      partition.assignment.strategy: [sticky, range]
+      static: true
+    - {group: h, topic: t, commit: async, retry_failed_commits: true}
+    - {group: i, topic: u, auto.commit.interval.ms: 1s}
+faults:
+  - {at: 5s, isolate: group-0-1, for: 20s}
+duration: 30s
+"""
+
+
+def error_of(text: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, "s.yaml")
+    return info.value
+
+
+def test_group_entries_parse_apart_from_the_plain_consumers():
+    s = parse_scenario(GOOD, "s.yaml")
+    assert [c.topic for c in s.consumers] == ["t"]  # still consumer-0
+    g, h, i = s.group_consumers
+    assert (g.group, g.topics, g.index, g.members, g.commit, g.auto_offset_reset) == \
+        ("g", ("t", "u"), 1, 3, "after_processing", "earliest")
+    assert (g.session_timeout_ms, g.heartbeat_interval_ms, g.max_poll_interval_ms, g.max_poll_records) == \
+        (6000, 2000, 60000, 50)
+    assert (g.assignors, g.static) == (("sticky", "range"), True)
+    # the Java consumer's defaults
+    assert (h.commit, h.retry_failed_commits, h.auto_offset_reset, h.assignors, h.members) == \
+        ("async", True, "latest", ("range",), 1)
+    assert (i.commit, i.auto_commit_interval_ms, i.session_timeout_ms, i.heartbeat_interval_ms) == \
+        ("auto", 1000, 10000, 3000)
+
+
+@pytest.mark.parametrize("change, field, words", [
+    (("      members: 3", "      members: 0"), "workload.consumers[1].members", "between 1 and 100"),
+    (("commit: after_processing", "commit: sometimes"), "workload.consumers[1].commit", "must be one of"),
+    (("topics: [t, u]", "topics: [t, v]"), "workload.consumers[1].topics[1]", "unknown topic"),
+    (("topics: [t, u]", "topics: [t, t]"), "workload.consumers[1].topics[1]", "named twice"),
+    (("topics: [t, u]", "topic: t\n      topics: [u]"), "workload.consumers[1].topics", "either topic or topics"),
+    (("heartbeat.interval.ms: 2s", "heartbeat.interval.ms: 6s"), "workload.consumers[1].heartbeat.interval.ms",
+     "less than session.timeout.ms"),
+    (("[sticky, range]", "[sticky, cooperative-sticky]"), "workload.consumers[1].partition.assignment.strategy[1]",
+     "unknown assignor"),
+    (("auto.offset.reset: earliest", "auto.offset.reset: none"), "workload.consumers[1].auto.offset.reset",
+     "earliest, latest"),
+    (("static: true", "static: yes please"), "workload.consumers[1].static", "true or false"),
+    (("max.poll.records: 50", "max.poll.recrods: 50"), "workload.consumers[1].max.poll.recrods", "unknown key"),
+    (("commit: async, retry", "commit: auto, retry"), "workload.consumers[2].retry_failed_commits", "needs commit: async"),
+    (("{group: i, topic: u,", "{group: i, topic: u, commit: async,"), "workload.consumers[3].auto.commit.interval.ms",
+     "needs commit: auto"),
+    (("group: g\n", "group: a/b\n"), "workload.consumers[1].group", "without /"),
+    (("isolate: group-0-1", "isolate: group-0-3"), "faults[0].isolate", "group-0-1"),
+])
+def test_mistakes_name_the_file_line_and_field(change, field, words):
+    old, new = change
+    assert old in GOOD
+    error = error_of(GOOD.replace(old, new, 1))
+    assert error.filename == "s.yaml" and error.line is not None
+    assert error.field == field and words in error.message, (error.field, error.message)
+    line = GOOD.replace(old, new, 1).splitlines()[error.line - 1]
+    assert field.split(".")[-1].split("[")[0] in line or field.endswith("]") or "topics" in field, line
+
+
+@pytest.mark.parametrize("binding", ["sim", "real"])
+def test_both_bindings_refuse_group_consumers_for_now(binding):
+    s = parse_scenario(GOOD, "s.yaml")
+    with pytest.raises(ScenarioError) as info:
+        check_binding(s, binding)
+    error = info.value
+    assert error.field == "workload.consumers[1].group"
+    assert "consumer groups: not yet run by" in error.message and "'g'" in error.message
+    if binding == "sim":
+        assert "not yet run by the simulation" in error.message
+
+
+def test_a_simulated_run_of_a_group_scenario_is_refused_before_it_starts(tmp_path: Path):
+    path = tmp_path / "groups.yaml"
+    path.write_text(GOOD, encoding="utf-8")
+    scenario = parse_scenario(GOOD, str(path))
+    with pytest.raises(ScenarioError) as info:
+        run_scenario(scenario, 1, tmp_path / "out")
+    assert info.value.line == 12 and str(path) in str(info.value)  # the line of "group: g"
+    assert not (tmp_path / "out" / "trace.jsonl").exists()
+
+
+def test_each_entry_maps_to_its_members_settings():
+    from sim.group_member_types import member_configs
+    g, h, i = parse_scenario(GOOD, "s.yaml").group_consumers
+    members = member_configs(g, 0)
+    assert [name for name, _ in members] == ["group-0-0", "group-0-1", "group-0-2"]
+    name, config = members[1]
+    assert (config.group_id, config.topics, config.group_instance_id, config.client_id) == \
+        ("g", ("t", "u"), "group-0-1", "group-0-1")
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.max_poll_interval_ms) == (6000, 2000, 60000)
+    assert (config.assignors, config.auto_commit, config.auto_offset_reset) == (("sticky", "range"), False, "earliest")
+    (_, async_config), = member_configs(h, 1)
+    assert (async_config.retry_async_commits, async_config.group_instance_id, async_config.auto_commit) == \
+        (True, None, False)
+    (_, auto_config), = member_configs(i, 2)
+    assert (auto_config.auto_commit, auto_config.auto_commit_interval_ms) == (True, 1000)
+
+
+def test_isrlab_run_refuses_a_group_scenario_with_exit_2_and_no_trace(tmp_path: Path):
+    import subprocess
+    import sys
+    scenario = tmp_path / "g.yaml"
+    scenario.write_text("cluster:\n  brokers: 1\n  topics: [{name: t, partitions: 2, replication_factor: 1}]\n"
+                        "workload:\n  consumers:\n    - {group: g, topic: t, members: 2}\nduration: 5s\n")
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario), "--out", str(tmp_path / "out")],
+                            cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{scenario}:6: workload.consumers[0].group: consumer groups: not yet run by the simulation" \
+        in result.stderr
+    assert not (tmp_path / "out").exists()
