@@ -14,6 +14,8 @@ import asyncio
 import struct
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from broker_core.errors import ErrorCode
 from broker_core.group_messages import (
@@ -27,6 +29,7 @@ from real_io.group_api import Client
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
 from real_io.serve import ServeOptions, serve
+from tests.real_io.protocol_strategies import message_value
 
 CLIENT = Client("kp", "/127.0.0.1")
 
@@ -489,3 +492,26 @@ def test_a_broker_not_serving_groups_closes_a_group_request_and_lists_none(tmp_p
     assert answers[0] is None
     _, versions_body = apis.decode_response(ApiKey.API_VERSIONS, 3, answers[1])
     assert {k["api_key"] for k in versions_body["api_keys"]}.isdisjoint(apis.GROUP_APIS)
+
+
+# -- any body the codec accepts converts -------------------------------------------------
+SERVED_VERSIONS = [(key, version) for key in sorted(group_api.INBOUND) for version in versions(key)]
+
+
+@pytest.mark.parametrize("key, version", SERVED_VERSIONS)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_request_the_codec_decodes_converts_without_an_exception(key, version, data):
+    """Bad input is the coordinator's to refuse with an error code: whatever a client
+    sends that decodes (nulls where a version allows them, empty and odd strings, any
+    numbers) becomes a core request, with bytes the core can keep (not views of the
+    frame), and hashable, as the core's frozen messages are."""
+    body = data.draw(message_value(apis.request_schema(key), version))
+    frame = apis.encode_request(RequestHeader(key, version, 4, "c"), body)
+    decoded = apis.decode_request(frame[4:], offered=apis.GROUP_APIS).body
+    api = group_api.INBOUND[key]
+    request = api.to_core(4, version, decoded, CLIENT)
+    hash(request)
+    assert "memoryview" not in repr(request)
+    refusal = api.refusal(request, version)
+    assert refusal is None or refusal.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 import subprocess
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from confluent_kafka import Consumer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey, RequestHeader
+from tests.real_io.protocol_strategies import message_value
 from tests.real_io.serve_process import ServeProcess
 from tests.real_io.waiting import wait_for
 
@@ -271,3 +275,61 @@ def test_a_followers_sync_group_assignments_are_ignored(broker):
     leader_sync, follower_sync = asyncio.run(_follower_assigns(broker.port))
     assert (leader_sync["error_code"], leader_sync["assignment"]) == (0, b"leader-part")
     assert (follower_sync["error_code"], follower_sync["assignment"]) == (0, b"follower-part")
+
+
+# -- bad input through the coordinator ----------------------------------------------------
+GROUP_VERSIONS = [(key, version) for key, (lo, hi) in sorted(apis.SERVED_GROUP_APIS.items())
+                  for version in range(lo, hi + 1)]
+
+
+def _send_one(port: int, key: int, version: int, body: dict, wait_s: float) -> str:
+    """"answered", "held" (no answer within ``wait_s``: a JoinGroup or SyncGroup the
+    coordinator keeps; the connection is then dropped) or "closed"."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as sock:
+        sock.sendall(apis.encode_request(RequestHeader(key, version, 77, "fuzz"), body))
+        try:
+            size = sock.recv(4, socket.MSG_WAITALL)
+        except socket.timeout:
+            return "held"
+        if len(size) < 4:
+            return "closed"
+        payload = b""
+        while len(payload) < int.from_bytes(size, "big"):
+            chunk = sock.recv(65536)
+            assert chunk, "a response cut short"
+            payload += chunk
+    correlation, _ = apis.decode_response(key, version, payload)
+    assert correlation == 77
+    return "answered"
+
+
+def test_random_group_requests_are_answered_held_or_closed_and_the_broker_goes_on(broker):
+    """Any group request the codec reads, at any version (random ids, generations,
+    instance ids, protocol types, timeouts, assignments from a non-leader): the broker
+    answers it with an error code or holds it as a rebalance would, never logs an
+    exception, and goes on serving (2.7.0 KafkaApis: a handler's failure is an error
+    response, never the broker's)."""
+    assert asyncio.run(_find_once(broker.port)) == 0  # __consumer_offsets is up
+    outcomes: list[str] = []
+
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(data=st.data())
+    def one(data):
+        key, version = data.draw(st.sampled_from(GROUP_VERSIONS))
+        body = data.draw(message_value(apis.request_schema(key), version))
+        outcomes.append(_send_one(broker.port, key, version, body, 1.0))
+
+    one()
+    assert outcomes.count("answered") > len(outcomes) // 2, outcomes
+    assert "isrlab serve: closing" not in broker.stderr_path.read_text()
+    assert asyncio.run(_find_once(broker.port)) == 0  # still serving
+
+
+async def _find_once(port: int) -> int:
+    wire = await _wire(port)
+    try:
+        await wire.find("any")
+        return 0
+    finally:
+        wire.close()
