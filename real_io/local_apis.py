@@ -1,6 +1,7 @@
 """The APIs the binding answers without the core: ApiVersions (the supported table),
 DescribeConfigs (what the core's config layers say, encoded per version), DeleteTopics (deletion is not
-modelled) and FindCoordinator (consumer groups are not modelled yet).
+modelled) and FindCoordinator while the group APIs are not served (real_io/protocol/apis.py
+GROUPS_SERVED; when they are, the core answers it).
 
 Each answer is a Kafka error a client treats as final, so that a client needing a group
 or a deletion fails at once with a clear error instead of retrying until a timeout.

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from broker_core.inputs import RequestHandled
 from broker_core.messages import ANONYMOUS
-from real_io import inter_broker_api, kafka_api, local_apis, quota_apis, reassign_apis, request_time
+from real_io import group_api, inter_broker_api, kafka_api, local_apis, quota_apis, reassign_apis, request_time
 from real_io.connection import FrameConnection, FramePool
 from real_io.files import PinnedRegion
 from real_io.listener_limits import ConnectionQuotas, ListenerLimits, MemoryPool
@@ -44,12 +44,10 @@ from real_io.protocol.apis import ApiKey
 from real_io.protocol.errors import ProtocolError, UnsupportedVersionError
 from real_io.runtime import BrokerRuntime
 
-# The switch for FindCoordinator: False keeps the binding's own answer (local_apis:
-# GROUP_AUTHORIZATION_FAILED, a client fails at once), True asks the core, which names
-# the group's coordinator (broker_core/group_partitions.py). Flip it once the core
-# serves JoinGroup: a coordinator found but JoinGroup unsupported makes clients hang.
-FIND_COORDINATOR_IN_CORE = False
-
+# FindCoordinator goes to the core exactly when the group APIs are served
+# (apis.GROUPS_SERVED, the one switch): until then the binding's own answer (local_apis:
+# GROUP_AUTHORIZATION_FAILED) makes a client with a group fail at once, where a
+# coordinator found but JoinGroup unsupported would make it hang.
 _LOCAL: dict[int, Callable[[dict], dict]] = {
     ApiKey.API_VERSIONS: local_apis.api_versions,
     ApiKey.FIND_COORDINATOR: local_apis.find_coordinator,
@@ -88,6 +86,7 @@ class KafkaServer:
         self._tasks: set[asyncio.Task] = set()
         self._pool = FramePool()  # the connections' frame buffers, used again request after request
         self._closed_by_core: set[str] = set()  # connections the core closed (CloseConnection)
+        self._hosts: dict[str, str] = {}  # connection -> its peer as Java writes it, for JoinGroup
 
     @property
     def endpoints(self) -> dict[int, tuple[str, int]]:
@@ -178,6 +177,7 @@ class KafkaServer:
         def mute(until: float) -> None:
             muted[0] = max(muted[0], until)
         self.runtime.register_client(address, self._on_core_message, close, mute)
+        self._hosts[address] = _client_host(connection)
         timer = request_time.RequestTimer()
         try:
             while address not in self._closed_by_core:
@@ -201,6 +201,7 @@ class KafkaServer:
         finally:
             self.runtime.unregister_client(address)
             self._closed_by_core.discard(address)
+            self._hosts.pop(address, None)
             connection.close()
 
     async def _write(self, connection: FrameConnection, parts: list[bytes | Splice[list[PinnedRegion]]]) -> None:
@@ -234,7 +235,7 @@ class KafkaServer:
             raise
         header = request.header
         key, version = header.api_key, header.api_version
-        local = _LOCAL.get(key) if key != ApiKey.FIND_COORDINATOR or not FIND_COORDINATOR_IN_CORE else None
+        local = _LOCAL.get(key) if key != ApiKey.FIND_COORDINATOR or not apis.GROUPS_SERVED else None
         body: dict | None
         if local is not None:
             body = local(request.body)
@@ -305,7 +306,7 @@ class KafkaServer:
             offsets, offset_errors = kafka_api.list_offsets_request(cid, body)
             answer = await self._ask(address, offsets) if offsets.partitions else None
             return kafka_api.list_offsets_response(answer, offset_errors, version)
-        if key == ApiKey.FIND_COORDINATOR:  # only with FIND_COORDINATOR_IN_CORE
+        if key == ApiKey.FIND_COORDINATOR:  # only with apis.GROUPS_SERVED
             return kafka_api.find_coordinator_response(
                 await self._ask(address, kafka_api.find_coordinator_request(cid, body)), self.endpoints)
         if key == ApiKey.INIT_PRODUCER_ID:
@@ -328,12 +329,27 @@ class KafkaServer:
         if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             change = kafka_api.alter_configs_request(cid, body, incremental=key == ApiKey.INCREMENTAL_ALTER_CONFIGS)
             return kafka_api.alter_configs_response(await self._ask(address, change))
+        group = group_api.INBOUND.get(key)  # decoded only while apis.GROUPS_SERVED
+        if group is not None:
+            return await self._group(address, group, cid, version, body, client_id)
         inter_broker = (inter_broker_api.INBOUND.get(key) or quota_apis.INBOUND.get(key)
                         or reassign_apis.INBOUND.get(key))
         if inter_broker is not None:  # the controller's requests, and those to the controller
             to_core, to_wire = inter_broker
             return to_wire(await self._ask(address, to_core(cid, version, body)))
         raise ProtocolError(f"API key {key} has no handler")
+
+    async def _group(self, address: str, api: group_api.GroupApi, cid: int, version: int, body: dict,
+                     client_id: str) -> dict:
+        """A group request, through the core like the others; the core may hold the
+        answer (a JoinGroup until the rebalance completes, a follower's SyncGroup until
+        the leader's), and this connection reads nothing more meanwhile, as Kafka's
+        muted channel does."""
+        request = api.to_core(cid, version, body, group_api.Client(client_id, self._hosts.get(address, "")))
+        answer = api.refusal(request, version)
+        if answer is None:
+            answer = await self._ask(address, request)
+        return api.to_wire(answer, version, request)
 
     async def _ask(self, address: str, message: Any) -> Any:
         if not self.runtime.is_running:
@@ -354,6 +370,15 @@ class KafkaServer:
             future.set_result(message)
         elif future is None:
             print(f"isrlab serve: unexpected {type(message).__name__} for a client", file=sys.stderr)
+
+
+def _client_host(connection: FrameConnection) -> str:
+    """The peer's address as Java's InetAddress.toString writes one without a host name
+    ("/127.0.0.1"): what 2.7.0 keeps as a member's client host (KafkaApis
+    handleJoinGroupRequest: request.context.clientAddress.toString)."""
+    transport = getattr(connection, "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return f"/{peer[0]}" if peer else ""
 
 
 async def _wait_unmuted(muted: list[float]) -> None:

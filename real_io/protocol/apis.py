@@ -21,16 +21,21 @@ from it (``api_versions_response``). The ranges, and why:
   v0), which nothing sends since Kafka 0.10; it is not offered, so it closes the
   connection like any unsupported version.
 
-``GROUP_APIS`` holds the consumer-group APIs' versions (issue 24): the codec reads and
-writes them (``group_schemas.py``), but no handler exists yet, so they are kept out of
-SUPPORTED: ApiVersions does not advertise them and a request for one is refused like any
-unknown API. The coordinator's wiring merges GROUP_APIS into SUPPORTED. The ranges are
-every version of 2.7.0's definitions: JoinGroup 0-7, Heartbeat 0-4, LeaveGroup 0-4,
-SyncGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-7, DescribeGroups 0-5, ListGroups 0-4,
-DeleteGroups 0-2, OffsetDelete 0. Both clients pick the newest version both sides speak:
-kafka-python 3.x's newer tables reach past them (JoinGroup 9, OffsetCommit 10, OffsetFetch
-10, ...) and so use 2.7.0's newest; librdkafka 2.x stops below some (JoinGroup 5,
-SyncGroup 3, Heartbeat 3, LeaveGroup 1: src/rdkafka_request.c), which lie inside them.
+``GROUP_APIS`` holds the consumer-group APIs' versions (issue 24), which the codec reads
+and writes (``group_schemas.py``). ``GROUPS_SERVED`` is the one switch: while it is False
+none of them is in SUPPORTED (ApiVersions does not advertise them, a request for one is
+refused like any unknown API, and FindCoordinator keeps the binding's own refusal: see
+real_io/server.py); set, ``SERVED_GROUP_APIS`` (the eight the core's coordinator answers,
+real_io/group_api.py) join SUPPORTED and FindCoordinator goes to the core.
+DeleteGroups and OffsetDelete stay codec only either way: the coordinator has no
+handler for them yet, and an API left out of ApiVersions makes an admin client fail at
+once rather than wait. The ranges are every version of 2.7.0's definitions: JoinGroup
+0-7, Heartbeat 0-4, LeaveGroup 0-4, SyncGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-7,
+DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0. Both clients pick
+the newest version both sides speak: kafka-python 3.x's newer tables reach past them
+(JoinGroup 9, OffsetCommit 10, OffsetFetch 10, ...) and so use 2.7.0's newest; librdkafka
+2.x stops below some (JoinGroup 5, SyncGroup 3, Heartbeat 3, LeaveGroup 1:
+src/rdkafka_request.c), which lie inside them.
 
 Headers (RequestHeader.json / ResponseHeader.json): request header v1 (api key, version,
 correlation id, nullable client id) for non-flexible API versions and v2 (v1 + tagged
@@ -79,7 +84,7 @@ class ApiKey(IntEnum):
     UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
     ALTER_ISR = 56
-    # The consumer-group APIs: in GROUP_APIS, not (yet) in SUPPORTED.
+    # The consumer-group APIs: in GROUP_APIS; in SUPPORTED while GROUPS_SERVED (below).
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     JOIN_GROUP = 11
@@ -119,9 +124,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_ISR: (0, 0),
 }
 
-# Codec only: ApiVersions must not offer these before a handler answers them. The group
-# coordinator's wiring merges this table into SUPPORTED (and then nothing else changes:
-# the codec already reads and writes every version listed here).
+# What the codec reads and writes; SERVED_GROUP_APIS is the part offered when served.
 GROUP_APIS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_COMMIT: (0, 8),
     ApiKey.OFFSET_FETCH: (0, 7),
@@ -134,6 +137,30 @@ GROUP_APIS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
 }
+
+# The switch for the consumer-group APIs: flip it (here, nowhere else) once BrokerNode's
+# coordinator answers the group messages. Off, a client with a group.id fails at once
+# (FindCoordinator: GROUP_AUTHORIZATION_FAILED); on with no coordinator behind it, clients
+# would wait out their timeouts.
+GROUPS_SERVED = False
+SERVED_GROUP_APIS: dict[int, tuple[int, int]] = {
+    key: versions for key, versions in GROUP_APIS.items()
+    if key not in (ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)}
+
+
+def serve_groups(served: bool) -> None:
+    """Set GROUPS_SERVED and SUPPORTED with it, in place (modules and tests hold
+    SUPPORTED itself). Called once below with the module's setting; tests call it to
+    check both positions and put the setting back."""
+    global GROUPS_SERVED
+    GROUPS_SERVED = served
+    for key in SERVED_GROUP_APIS:
+        SUPPORTED.pop(key, None)
+    if served:
+        SUPPORTED.update(SERVED_GROUP_APIS)
+
+
+serve_groups(GROUPS_SERVED)
 
 UNSUPPORTED_VERSION = 35  # Kafka's Errors.UNSUPPORTED_VERSION
 DEFAULT_MAX_REQUEST_BYTES = 104857600  # socket.request.max.bytes

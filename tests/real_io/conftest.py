@@ -76,3 +76,27 @@ def admin(zk_hosts):
     yield client
     client.stop()
     client.close()
+
+
+def _groups_switched(served: bool):
+    """apis.serve_groups(served) for one test, the module's setting put back after."""
+    from real_io.protocol import apis
+    before = apis.GROUPS_SERVED
+    apis.serve_groups(served)
+    try:
+        yield served
+    finally:
+        apis.serve_groups(before)
+
+
+@pytest.fixture
+def groups_served():
+    """The consumer-group APIs served (apis.GROUPS_SERVED on) in this process only: a
+    broker started in the test (real_io.serve.serve) offers them; a child process keeps
+    the module's setting."""
+    yield from _groups_switched(True)
+
+
+@pytest.fixture
+def groups_not_served():
+    yield from _groups_switched(False)

@@ -1,7 +1,6 @@
 """FindCoordinator in the real binding: the mapping between the wire and the core's
-messages (real_io/kafka_api.py), and the switch (real_io/server.py
-FIND_COORDINATOR_IN_CORE) that keeps the binding's own answer until the core serves
-JoinGroup."""
+messages (real_io/kafka_api.py), and the switch (real_io/protocol/apis.py
+GROUPS_SERVED) that keeps the binding's own answer until the core serves JoinGroup."""
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +17,7 @@ from broker_core.log import PartitionLog
 from broker_core.messages import FindCoordinatorResponse, MetadataResponse, PartitionMetadata
 from broker_core.records import Records
 from broker_core.types import TopicPartition
-from real_io import kafka_api, server
+from real_io import kafka_api
 from real_io.files import DataDir
 from real_io.protocol import apis, record_batch
 from real_io.protocol.apis import ApiKey
@@ -51,10 +50,10 @@ def test_the_answer_names_the_coordinators_endpoint_or_no_node():
         apis.encode_response(ApiKey.FIND_COORDINATOR, version, 1, found)
 
 
-def test_the_switch_is_off_until_the_core_serves_join_group():
+def test_find_coordinator_goes_to_the_core_exactly_when_join_group_is_served():
     """A coordinator found but JoinGroup not served would make clients hang (see
-    local_apis.find_coordinator): the switch stays off until the lead flips it."""
-    assert server.FIND_COORDINATOR_IN_CORE is False
+    local_apis.find_coordinator): one switch decides both."""
+    assert (ApiKey.JOIN_GROUP in apis.SUPPORTED) == apis.GROUPS_SERVED
 
 
 async def _find(port: int, group: str, version: int = 3) -> dict:
@@ -86,18 +85,17 @@ async def _serve_and_find(data_dir, switch: bool) -> list[dict]:
         await asyncio.gather(task, return_exceptions=True)
 
 
-def test_with_the_switch_on_the_real_broker_names_itself_once_the_topic_is_up(tmp_path, monkeypatch):
+def test_with_the_switch_on_the_real_broker_names_itself_once_the_topic_is_up(tmp_path, groups_served):
     """One real broker (embedded coordination) with offsets.topic.replication.factor 1:
     the first answer is COORDINATOR_NOT_AVAILABLE (the topic is being created), then the
     broker itself, with its listener's address."""
-    monkeypatch.setattr(server, "FIND_COORDINATOR_IN_CORE", True)
     answers = asyncio.run(_serve_and_find(tmp_path / "data", True))
     port = answers.pop()["port"]
     assert answers[0]["error_code"] == int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     assert (answers[-1]["error_code"], answers[-1]["node_id"], answers[-1]["port"]) == (0, 1, port)
 
 
-def test_with_the_switch_off_the_binding_keeps_its_own_answer(tmp_path):
+def test_with_the_switch_off_the_binding_keeps_its_own_answer(tmp_path, groups_not_served):
     """The binding's answer (real_io/local_apis.py find_coordinator): GROUP_AUTHORIZATION_FAILED."""
     answers = asyncio.run(_serve_and_find(tmp_path / "data", False))
     assert answers[0]["error_code"] == int(ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -14,7 +14,10 @@ from real_io.protocol.primitives import Reader, Writer
 from real_io.protocol.schemas import MESSAGES
 from tests.real_io.protocol_strategies import message_value
 
-SUPPORTED_CASES = [(key, version, is_response) for key, (lo, hi) in sorted(apis.SUPPORTED.items())
+# The consumer-group APIs join SUPPORTED when served (apis.GROUPS_SERVED); their tables
+# are group_schemas.py's, checked at every version by test_protocol_groups.py.
+CORE_SUPPORTED = {key: versions for key, versions in apis.SUPPORTED.items() if key not in apis.GROUP_APIS}
+SUPPORTED_CASES = [(key, version, is_response) for key, (lo, hi) in sorted(CORE_SUPPORTED.items())
                    for version in range(lo, hi + 1) for is_response in (False, True)]
 
 
@@ -118,7 +121,7 @@ def test_flexible_versions_follow_the_definitions():
     DescribeConfigs, AlterConfigs, DescribeClientQuotas and AlterClientQuotas are never
     flexible at 2.7.0."""
     first_flexible = {key: next((v for v in range(lo, hi + 1) if apis.request_schema(key).is_flexible(v)), None)
-                      for key, (lo, hi) in apis.SUPPORTED.items()}
+                      for key, (lo, hi) in CORE_SUPPORTED.items()}
     assert first_flexible == {
         apis.ApiKey.PRODUCE: None, apis.ApiKey.FETCH: 12, apis.ApiKey.LIST_OFFSETS: None,
         apis.ApiKey.METADATA: 9, apis.ApiKey.FIND_COORDINATOR: 3, apis.ApiKey.API_VERSIONS: 3,
@@ -185,7 +188,7 @@ def test_random_request_payloads_raise_only_protocol_errors(payload):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(sorted((k, v) for k, (lo, hi) in apis.SUPPORTED.items() for v in range(lo, hi + 1))),
+@given(st.sampled_from(sorted((k, v) for k, (lo, hi) in CORE_SUPPORTED.items() for v in range(lo, hi + 1))),
        st.binary(max_size=60))
 def test_random_bodies_behind_a_valid_header_raise_only_protocol_errors(key_version, body):
     key, version = key_version

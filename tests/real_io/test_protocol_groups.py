@@ -8,7 +8,7 @@ decode_response; the bytes kafka-python produces (its hand-written classes, move
 ``kafka.protocol.old.{group,commit}`` in kafka-python 3.x, and the JSON-driven classes its
 consumer really sends, ``kafka.protocol.consumer`` / ``kafka.protocol.admin``) decode with
 their headers; truncated or garbled bodies give ProtocolError and nothing else. And the
-broker still does not offer them: they are in GROUP_APIS, not SUPPORTED."""
+broker does not offer them until apis.GROUPS_SERVED is set (test_group_api.py)."""
 from __future__ import annotations
 
 import importlib
@@ -28,10 +28,10 @@ CASES = [(key, version, is_response) for key, version in VERSIONS for is_respons
 _FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def test_the_group_apis_are_codec_only_and_span_every_2_7_0_version():
-    """ApiVersions offers none of them and a request for one is refused as an unknown API
-    is (the broker closes the connection: test_serve_malformed.py), until the coordinator's
-    wiring merges GROUP_APIS into SUPPORTED."""
+def test_the_group_apis_are_codec_only_and_span_every_2_7_0_version(groups_not_served):
+    """Not served (apis.GROUPS_SERVED off), ApiVersions offers none of them and a request
+    for one is refused as an unknown API is (the broker closes the connection:
+    test_serve_malformed.py); tests/real_io/test_group_api.py checks the switch on."""
     assert set(GROUP_APIS).isdisjoint(apis.SUPPORTED)
     assert {e["api_key"] for e in apis.api_versions_response()["api_keys"]}.isdisjoint(GROUP_APIS)
     for key, (lo, hi) in GROUP_APIS.items():

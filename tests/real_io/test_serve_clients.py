@@ -16,6 +16,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import GroupAuthorizationFailedError
 
+from real_io.protocol import apis
 from tests.real_io.reading import read_assigned
 from tests.real_io.serve_process import ServeProcess
 
@@ -123,9 +124,10 @@ def test_confluent_kafka_every_codec_idempotent_and_every_acks(broker):
     assert all(r.key() == b"key" and r.headers()[0][0] == "n" for r in records)
 
 
+@pytest.mark.skipif(apis.GROUPS_SERVED, reason="groups are served (apis.GROUPS_SERVED): test_serve_groups.py")
 def test_a_consumer_that_needs_a_group_fails_at_once(embedded_broker):
-    """Groups are not modelled: FindCoordinator answers GROUP_AUTHORIZATION_FAILED, which
-    both clients raise at once instead of retrying until a timeout."""
+    """Groups not served: FindCoordinator answers GROUP_AUTHORIZATION_FAILED, which both
+    clients raise at once instead of retrying until a timeout."""
     started = time.monotonic()
     consumer = KafkaConsumer("anything", bootstrap_servers=embedded_broker.bootstrap, group_id="g",
                              request_timeout_ms=5000)
