@@ -138,11 +138,11 @@ GROUP_APIS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
 }
 
-# The switch for the consumer-group APIs: flip it (here, nowhere else) once BrokerNode's
-# coordinator answers the group messages. Off, a client with a group.id fails at once
+# The switch for the consumer-group APIs (here, nowhere else): on, since BrokerNode's
+# coordinator answers the group messages (broker_core/group_host.py). Off, a client with a group.id fails at once
 # (FindCoordinator: GROUP_AUTHORIZATION_FAILED); on with no coordinator behind it, clients
 # would wait out their timeouts.
-GROUPS_SERVED = False
+GROUPS_SERVED = True
 SERVED_GROUP_APIS: dict[int, tuple[int, int]] = {
     key: versions for key, versions in GROUP_APIS.items()
     if key not in (ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)}

@@ -2,10 +2,7 @@
 ZooKeeper): a group's coordinator is the leader of its ``__consumer_offsets``
 partition; kill -9 that broker and the partition's new leader loads the group's
 commits, so a new consumer of the group resumes from them (issue 24: "a coordinator
-restart").
-
-Skipped until the broker serves the group APIs (real_io/protocol/apis.py
-GROUPS_SERVED, which the lead sets once BrokerNode's coordinator is merged)."""
+restart")."""
 from __future__ import annotations
 
 import asyncio
@@ -21,11 +18,7 @@ from real_io.protocol.apis import ApiKey, RequestHeader
 from tests.real_io.test_serve_groups import KP, kafka_python_poll
 from tests.real_io.waiting import wait_for
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not apis.GROUPS_SERVED, reason="the group APIs are not served yet: "
-                       "real_io/protocol/apis.py GROUPS_SERVED is False until BrokerNode's coordinator is merged"),
-]
+pytestmark = pytest.mark.slow
 
 BROKERS = (1, 2, 3)
 SESSION_MS = 6000

@@ -10,13 +10,11 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic as CNewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import GroupAuthorizationFailedError
 
-from real_io.protocol import apis
 from tests.real_io.reading import read_assigned
 from tests.real_io.serve_process import ServeProcess
 
@@ -122,29 +120,6 @@ def test_confluent_kafka_every_codec_idempotent_and_every_acks(broker):
     records = confluent_read(broker.bootstrap, "ck", 1, len(sent))
     assert [r.value() for r in records] == sent
     assert all(r.key() == b"key" and r.headers()[0][0] == "n" for r in records)
-
-
-@pytest.mark.skipif(apis.GROUPS_SERVED, reason="groups are served (apis.GROUPS_SERVED): test_serve_groups.py")
-def test_a_consumer_that_needs_a_group_fails_at_once(embedded_broker):
-    """Groups not served: FindCoordinator answers GROUP_AUTHORIZATION_FAILED, which both
-    clients raise at once instead of retrying until a timeout."""
-    started = time.monotonic()
-    consumer = KafkaConsumer("anything", bootstrap_servers=embedded_broker.bootstrap, group_id="g",
-                             request_timeout_ms=5000)
-    with pytest.raises(GroupAuthorizationFailedError):
-        for _ in range(20):
-            consumer.poll(timeout_ms=250)
-    consumer.close()
-    confluent = Consumer({"bootstrap.servers": embedded_broker.bootstrap, "group.id": "g"})
-    confluent.subscribe(["anything"])
-    error = None
-    while error is None and time.monotonic() - started < 8:
-        message = confluent.poll(0.2)
-        if message is not None and message.error():
-            error = message.error()
-    confluent.close()
-    assert error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
-    assert time.monotonic() - started < 8
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (make test installs it)")

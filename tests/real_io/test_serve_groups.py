@@ -3,11 +3,7 @@ confluent-kafka subscribe, commit, and a new consumer of the group resumes from 
 commit; two kafka-python members share a topic and one leaves (a rebalance moves its
 partitions); kcat's balanced consumer (-G); and the coordinator's answers to group
 requests a client would not send (an unknown protocol type, a follower's SyncGroup with
-assignments), over the wire.
-
-Skipped until the broker serves the group APIs (real_io/protocol/apis.py
-GROUPS_SERVED, which the lead sets once BrokerNode's coordinator is merged): the child
-process reads the module's setting, which a test cannot switch."""
+assignments), over the wire."""
 from __future__ import annotations
 
 import asyncio
@@ -29,11 +25,7 @@ from tests.real_io.protocol_strategies import message_value
 from tests.real_io.serve_process import ServeProcess
 from tests.real_io.waiting import wait_for
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not apis.GROUPS_SERVED, reason="the group APIs are not served yet: "
-                       "real_io/protocol/apis.py GROUPS_SERVED is False until BrokerNode's coordinator is merged"),
-]
+pytestmark = pytest.mark.slow
 
 # One broker: __consumer_offsets of one replica (Kafka's default 3 could never be
 # created) and few partitions (each is loaded when led); no initial rebalance delay, so
