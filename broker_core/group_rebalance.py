@@ -374,17 +374,28 @@ class Rebalancer:
         self.ctx.store(group.group_id, generation, stored, assignment=full)
 
     @staticmethod
-    def _sync_error(group: GroupMetadata | None, req: SyncGroupRequest) -> ErrorCode | None:
+    def _member_error(group: GroupMetadata | None, member_id: str, group_instance_id: str | None,
+                      generation_id: int) -> ErrorCode | None:
+        """The checks SyncGroup and Heartbeat make first, in this order (2.7.0
+        GroupCoordinator.handleSyncGroup / handleHeartbeat): the group, the member and
+        its generation."""
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(req.member_id, req.group_instance_id):
+        if group.is_static_member_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
-        if not group.has(req.member_id):
+        if not group.has(member_id):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if req.generation_id != group.generation_id:
+        if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
+        return None
+
+    @staticmethod
+    def _sync_error(group: GroupMetadata | None, req: SyncGroupRequest) -> ErrorCode | None:
+        error = Rebalancer._member_error(group, req.member_id, req.group_instance_id, req.generation_id)
+        if error is not None or group is None:
+            return error
         if req.protocol_type is not None and req.protocol_type != group.protocol_type:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         if req.protocol_name is not None and req.protocol_name != group.protocol_name:
@@ -416,16 +427,9 @@ class Rebalancer:
 
     def _heartbeat_error(self, req: HeartbeatRequest) -> ErrorCode:
         group = self.groups.get(req.group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_(S.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(req.member_id, req.group_instance_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if not group.has(req.member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if req.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        error = self._member_error(group, req.member_id, req.group_instance_id, req.generation_id)
+        if error is not None or group is None:
+            return error if error is not None else ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(S.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         self.schedule_heartbeat(group, group.members[req.member_id])
