@@ -21,9 +21,18 @@ def compacted_topics(broker_config: dict, topics: Iterable[tuple[str, dict]]) ->
     default_retention = broker_config.get("log.cleaner.delete.retention.ms", DEFAULT_DELETE_RETENTION_MS)
     out = {}
     for name, overrides in topics:
+        if is_internal(name):
+            continue
         if policy_compacts(overrides.get("cleanup.policy", default_policy)):
             out[name] = int(overrides.get("delete.retention.ms", default_retention))
     return out
+
+
+def is_internal(topic: str) -> bool:
+    """``__consumer_offsets``: compacted, but written by the coordinators, not by the
+    workload's producers, so the compaction checkers have nothing of it to judge (the
+    group checkers judge what it holds through the members' commits)."""
+    return topic.startswith("__")
 
 
 def topic_of(partition: str) -> str:
@@ -64,6 +73,8 @@ def compacted_only_in_trace(events: Iterable) -> set[str]:
             continue
         default_policy = broker.get("log.cleanup.policy", "delete")
         for name, overrides in changed.items():
+            if is_internal(name):
+                continue
             policy = overrides.get("cleanup.policy", default_policy)
             items = policy if isinstance(policy, (list, tuple)) else str(policy).split(",")
             if policy_compacts(policy) and not any(str(item).strip() == "delete" for item in items):
