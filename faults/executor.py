@@ -48,8 +48,9 @@ class FaultExecutor:
         self._roles: dict = {}  # role -> broker (None: resolved to nothing), for the fault being applied
         self._next_id = 0
         self.active: dict[int, fm.Fault] = {}
-        self._down: dict[int, list[int]] = {}  # broker -> ids of the faults that keep it down
-        self._paused: dict[int, int] = {}  # broker -> id of the fault that paused it
+        # a process is a broker id, or a client's node name (a group member, sim/faults.py)
+        self._down: dict[Any, list[int]] = {}  # process -> ids of the faults that keep it down
+        self._paused: dict[Any, int] = {}  # process -> id of the fault that paused it
         self._disk: dict[int, list[int]] = {}  # broker -> disk fault ids
         self._clock: dict[int, list[tuple[int, int]]] = {}  # fault id -> [(broker, delta)]
 
@@ -195,7 +196,7 @@ class FaultExecutor:
                 self._end(fault_id)
 
     def _undo_down(self, fault_id: int) -> None:
-        for broker, ids in sorted(self._down.items()):
+        for broker, ids in sorted(self._down.items(), key=_process_order):
             if fault_id in ids:
                 self._restart(broker)
 
@@ -222,7 +223,7 @@ class FaultExecutor:
             self._end(fault_id)
 
     def _undo_pause(self, fault_id: int) -> None:
-        for broker, paused_by in sorted(self._paused.items()):
+        for broker, paused_by in sorted(self._paused.items(), key=_process_order):
             if paused_by == fault_id:
                 del self._paused[broker]
                 self.binding.resume(broker)
@@ -434,3 +435,8 @@ UNDO: dict[type, Callable[[FaultExecutor, int], None]] = {
                          (fm.DISK, FaultExecutor._undo_disk), ((fm.ClockJump,), FaultExecutor._undo_clock))
     for cls in family
 }
+
+
+def _process_order(item: tuple) -> tuple:
+    """Brokers by id, then clients by name (a fault may stop both)."""
+    return (isinstance(item[0], str), item[0])

@@ -109,6 +109,7 @@ class GroupConsumerWorkload:
     start_ms: int = 0
     poll_interval_ms: int = 100
     client_id: str | None = None
+    processing_ms: int = 0  # how long the application works on a batch (a crash can fall within)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,9 @@ class FaultParser:
         self.partitions = {str(TopicPartition(t.name, p)): r for t in cluster.topics for p, r in t.assignment.items()}
 
     # -- targets ---------------------------------------------------------------------
-    def brokers(self, path: tuple, value: Any, allow_roles: bool = True) -> tuple:
+    def brokers(self, path: tuple, value: Any, allow_roles: bool = True, members: bool = False) -> tuple:
+        """Broker targets; with ``members`` (crash, restart, pause, resume) a group
+        member's node name too (``group-0-1``: the simulation stops that client)."""
         if value == "all":
             return self.cluster.brokers
         if allow_roles and (role := self.role(path, value)) is not None:
@@ -42,6 +44,9 @@ class FaultParser:
             ipath = path + (i,) if isinstance(value, list) else path
             if allow_roles and (role := self.role(ipath, item)) is not None:
                 out.append(role)
+                continue
+            if members and isinstance(item, str) and item.startswith("group-") and item in self.nodes:
+                out.append(item)
                 continue
             broker = convert(self.source, ipath, item, "int")
             if broker not in self.cluster.brokers:
@@ -140,7 +145,8 @@ class FaultParser:
     def fault(self, kind: str, value: Any, path: tuple) -> fm.Fault:
         if kind in ("crash", "power_loss", "restart", "shutdown", "pause", "resume", "expire_session",
                     "write_errors", "disk_full", "torn_writes"):
-            return fm.KINDS[kind](self.brokers(path, value))
+            members = kind in ("crash", "restart", "pause", "resume")
+            return fm.KINDS[kind](self.brokers(path, value, members=members))
         if kind == "isolate":
             return fm.Isolate(self.node_list(path, value))
         if kind == "partition":

@@ -43,6 +43,7 @@ def group_consumer(source: Source, data: Any, path: tuple, topics: set[str], ind
         static=f.take("static", "bool", False),
         start_ms=f.take("start", "duration", 0),
         poll_interval_ms=f.take("poll_interval", "duration", 100, positive),
+        processing_ms=f.take("processing", "duration", 0),
         client_id=f.take("client.id", "str", None,
                          lambda v: None if v and "/" not in v else "must be a name without /"),
     )

@@ -50,14 +50,22 @@ class SimFaultBinding:
         return list(self.world.hosts)
 
     # -- processes -------------------------------------------------------------------
-    def is_alive(self, broker: int) -> bool:
+    def is_alive(self, broker: int | str) -> bool:
+        if isinstance(broker, str):  # a group member's process (sim/group_consumer.py)
+            return self.world.group_members[broker].alive
         return self.world.hosts[broker].alive
 
-    def is_paused(self, broker: int) -> bool:
+    def is_paused(self, broker: int | str) -> bool:
+        if isinstance(broker, str):
+            member = self.world.group_members[broker]
+            return member.alive and member.paused
         host = self.world.hosts[broker]
         return host.alive and host.paused  # a crashed host keeps the flag until it starts
 
-    def crash(self, broker: int) -> None:
+    def crash(self, broker: int | str) -> None:
+        if isinstance(broker, str):
+            self.world.group_members[broker].crash()
+            return
         self.world.hosts[broker].crash()
 
     def power_loss(self, broker: int) -> None:
@@ -67,17 +75,29 @@ class SimFaultBinding:
         # a paused host queues the request as a stopped process keeps a SIGTERM pending
         self.world.hosts[broker].shutdown()
 
-    def start(self, broker: int) -> bool:
+    def start(self, broker: int | str) -> bool:
+        if isinstance(broker, str):
+            member = self.world.group_members[broker]
+            if member.alive:
+                return False
+            member.start()
+            return True
         host = self.world.hosts[broker]
         if host.alive:  # a controlled shutdown under way ends when the broker exits by itself
             return False
         host.start()
         return True
 
-    def pause(self, broker: int) -> None:
+    def pause(self, broker: int | str) -> None:
+        if isinstance(broker, str):
+            self.world.group_members[broker].pause()
+            return
         self.world.hosts[broker].pause()
 
-    def resume(self, broker: int) -> None:
+    def resume(self, broker: int | str) -> None:
+        if isinstance(broker, str):
+            self.world.group_members[broker].resume()
+            return
         self.world.hosts[broker].resume()
 
     # -- network ---------------------------------------------------------------------

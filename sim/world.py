@@ -31,6 +31,8 @@ from broker_core.types import TopicPartition
 from sim.broker_host import BrokerHost, broker_name
 from sim.clients import SimReader
 from sim.consumer import SimConsumer
+from sim.group_consumer import SimGroupConsumer
+from sim.group_member_types import member_configs
 from sim.producer import SimProducer
 from sim.coordination import SERVICE, CoordinationService
 from sim.disk import SimDisk
@@ -143,6 +145,12 @@ class World:
                                               auto_offset_reset=w.auto_offset_reset, start_offset=w.start_offset,
                                               validate_positions=validate))
             self.consumers[-1].client_id = client_id(w, "consumer", i)
+        self.group_members: dict[str, SimGroupConsumer] = {}
+        partitions = {t.name: t.partitions for t in scenario.cluster.topics}
+        for number, w in enumerate(scenario.group_consumers):
+            for name, config in member_configs(w, number):
+                self.group_members[name] = SimGroupConsumer(self.env, self.network, name, brokers, self.trace,
+                                                            config, w, partitions)
 
     def _incarnation(self, node: str) -> int:
         broker = broker_id_of(node)
@@ -280,6 +288,8 @@ class World:
     def stop_consumers(self) -> None:
         for consumer in self.consumers:
             consumer.stop()
+        for member in self.group_members.values():
+            member.stop()
 
     def trace_replica_logs(self) -> None:
         """What every replica holds below the leader's high watermark, as digests of

@@ -91,26 +91,14 @@ def test_mistakes_name_the_file_line_and_field(change, field, words):
     assert field.split(".")[-1].split("[")[0] in line or field.endswith("]") or "topics" in field, line
 
 
-@pytest.mark.parametrize("binding", ["sim", "real"])
-def test_both_bindings_refuse_group_consumers_for_now(binding):
+def test_the_real_binding_refuses_group_consumers_and_the_simulation_runs_them():
     s = parse_scenario(GOOD, "s.yaml")
+    check_binding(s, "sim")  # the simulation runs group members (sim/group_consumer.py)
     with pytest.raises(ScenarioError) as info:
-        check_binding(s, binding)
+        check_binding(s, "real")
     error = info.value
     assert error.field == "workload.consumers[1].group"
-    assert "consumer groups: not yet run by" in error.message and "'g'" in error.message
-    if binding == "sim":
-        assert "not yet run by the simulation" in error.message
-
-
-def test_a_simulated_run_of_a_group_scenario_is_refused_before_it_starts(tmp_path: Path):
-    path = tmp_path / "groups.yaml"
-    path.write_text(GOOD, encoding="utf-8")
-    scenario = parse_scenario(GOOD, str(path))
-    with pytest.raises(ScenarioError) as info:
-        run_scenario(scenario, 1, tmp_path / "out")
-    assert info.value.line == 12 and str(path) in str(info.value)  # the line of "group: g"
-    assert not (tmp_path / "out" / "trace.jsonl").exists()
+    assert "consumer groups: not yet run by --binding real" in error.message and "'g'" in error.message
 
 
 def test_each_entry_maps_to_its_members_settings():
@@ -130,16 +118,16 @@ def test_each_entry_maps_to_its_members_settings():
     assert (auto_config.auto_commit, auto_config.auto_commit_interval_ms) == (True, 1000)
 
 
-def test_isrlab_run_refuses_a_group_scenario_with_exit_2_and_no_trace(tmp_path: Path):
+def test_isrlab_run_on_the_real_binding_refuses_a_group_scenario_with_exit_2_and_no_trace(tmp_path: Path):
     import subprocess
     import sys
     scenario = tmp_path / "g.yaml"
     scenario.write_text("cluster:\n  brokers: 1\n  topics: [{name: t, partitions: 2, replication_factor: 1}]\n"
                         "workload:\n  consumers:\n    - {group: g, topic: t, members: 2}\nduration: 5s\n")
     root = Path(__file__).resolve().parents[2]
-    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario), "--out", str(tmp_path / "out")],
-                            cwd=root, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "isrlab", "run", str(scenario), "--binding", "real",
+                             "--out", str(tmp_path / "out")], cwd=root, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert f"{scenario}:6: workload.consumers[0].group: consumer groups: not yet run by the simulation" \
+    assert f"{scenario}:6: workload.consumers[0].group: consumer groups: not yet run by --binding real" \
         in result.stderr
     assert not (tmp_path / "out").exists()
