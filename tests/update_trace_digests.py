@@ -87,6 +87,13 @@ RUNS: tuple[tuple[str, str | None, int], ...] = (
     ("jepsen-2013-nemesis.yaml", "unclean", 1),
     ("jepsen-2013-nemesis.yaml", "unclean", 2),
     ("jepsen-2013-nemesis.yaml", "safe", 1),
+    # issue 24's consumer-group scenarios in the simulation: a crash between processing
+    # and commit, a commit before processing, a coordinator failover mid-rebalance, a
+    # zombie fenced by its generation
+    ("group-crash-before-commit.yaml", None, 1),
+    ("group-commit-before-processing.yaml", None, 1),
+    ("group-coordinator-failover.yaml", None, 1),
+    ("group-zombie-fenced.yaml", None, 1),
     # bench/sim_speed.py's scenario, 5 simulated seconds at 10 ms linger: the hot path
     # every speed lever changes, with no faults at all.
     ("bench:round_robin", None, 1),
