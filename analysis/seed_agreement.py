@@ -46,7 +46,7 @@ def run_signature(outcome: str, metrics: Mapping[str, object]) -> str:
 
 def verdict_signature(outcome: str, verdict) -> str:
     """run_signature of an analysis.verdict.Verdict."""
-    return run_signature(outcome, {name: verdict.results[name].value for name in COMPARED})
+    return run_signature(outcome, {name: verdict.value(name) for name in COMPARED})
 
 
 def all_the_same(signatures: Iterable[str]) -> bool:

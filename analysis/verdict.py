@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from analysis.checkers import (
-    CHECKER_NAMES, MAPPING_CHECKERS, CheckResult, LeadershipSamples, collector_paused, run_checkers)
+    CHECKER_NAMES, GROUPS_ONLY, MAPPING_CHECKERS, CheckResult, LeadershipSamples, collector_paused, run_checkers)
 from analysis.history import History, build_history
 from analysis.trace import Event, read_events, read_header
 
@@ -38,14 +38,21 @@ class Verdict:
         return all(r.valid for r in self.results.values())
 
     def __getitem__(self, name: str) -> CheckResult:
-        return self.results[name]
+        """A result by name; a groups_only result the run left out (no group consumed)
+        reads as the checker's own answer for such a run: 0, valid."""
+        found = self.results.get(name)
+        if found is None and name in GROUPS_ONLY:
+            return CheckResult(name, 0, True, "no group consumers", (), {"no_groups": True})
+        if found is None:
+            raise KeyError(name)
+        return found
 
     def value(self, name: str) -> int | float | dict:
-        return self.results[name].value
+        return self[name].value
 
     def number(self, name: str) -> int | float:
         """A count's or a rate's value: every checker's but MAPPING_CHECKERS'."""
-        value = self.results[name].value
+        value = self[name].value
         if isinstance(value, dict):
             raise TypeError(f"{name} maps partitions to numbers: Verdict.mapping reads it")
         return value
@@ -242,8 +249,7 @@ def evaluate(verdict: Verdict, expectations: Mapping[str, Any]) -> list[Evaluati
     """(name, expectation, actual value, passed) for each expectation, in the given order."""
     out = []
     for name, expectation in parse_expectations(expectations).items():
-        # a groups_only result is left out of a run without group consumption: none counted
-        actual = verdict.results[name].value if name in verdict.results else 0
+        actual = verdict.value(name)
         out.append(Evaluation(name, expectation, actual, expectation.matches(actual)))
     return out
 

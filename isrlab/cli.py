@@ -224,7 +224,7 @@ def _print_side_by_side(results) -> None:
     for metric in metrics:
         cells = []
         for r, w in zip(results, widths):
-            check = r.verdict.results[metric]
+            check = r.verdict[metric]
             cells.append(f"{_fmt(check.value) + ('' if check.valid else ' !!'):>{w}}")
         print(f"  {metric:<{width}}  " + "  ".join(cells))
     print()

@@ -29,10 +29,10 @@ def why_failed(result: RunResult) -> str:
 def verdict_row(key: dict, result: RunResult, variant: str | None, grid: str, replay: str) -> tuple:
     verdict = result.verdict
     assert verdict is not None  # run_task's runs are always judged
-    unavailable = verdict.results["unavailable_ms"].details
+    unavailable = verdict["unavailable_ms"].details
     first = {}
     for name in TIMED_ANOMALIES:
-        check = verdict.results[name]
+        check = verdict[name]
         if check.value and check.examples and "t_ms" in check.examples[0]:
             first[name] = int(check.examples[0]["t_ms"])
     row = {**key, "variant": variant, "grid": grid, "outcome": "PASS" if result.passed else "FAIL",

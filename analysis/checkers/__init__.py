@@ -15,12 +15,12 @@ from analysis.checkers.availability import LeadershipSamples, replay_leadership
 from analysis.checkers.index import RunIndex, build_index
 from analysis.checkers.leadership import clients_of
 from analysis.checkers.registry import (
-    CHECKER_NAMES, CHECKERS, MAPPING_CHECKERS, RATE_CHECKERS, TIMED_ANOMALIES, UNTESTED_NAMES, RunFacts, run_all)
+    CHECKER_NAMES, CHECKERS, GROUPS_ONLY, MAPPING_CHECKERS, RATE_CHECKERS, TIMED_ANOMALIES, UNTESTED_NAMES, RunFacts, run_all)
 from analysis.checkers.result import MAX_EXAMPLES, CheckResult
 from analysis.history import History
 from analysis.trace import Event
 
-__all__ = ["CHECKERS", "CHECKER_NAMES", "MAPPING_CHECKERS", "RATE_CHECKERS", "TIMED_ANOMALIES", "UNTESTED_NAMES",
+__all__ = ["CHECKERS", "CHECKER_NAMES", "GROUPS_ONLY", "MAPPING_CHECKERS", "RATE_CHECKERS", "TIMED_ANOMALIES", "UNTESTED_NAMES",
            "MAX_EXAMPLES", "CheckResult", "LeadershipSamples", "RunIndex", "build_index", "collector_paused",
            "run_checkers"]
 

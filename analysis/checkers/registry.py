@@ -138,6 +138,8 @@ RATE_CHECKERS: tuple[str, ...] = tuple(r.name for r in RESULTS if r.value == "ra
 # unless the scenario expects them).
 UNTESTED_NAMES: tuple[str, ...] = tuple(r.name for r in RESULTS if r.untested)
 TIMED_ANOMALIES: tuple[str, ...] = tuple(r.name for r in RESULTS if r.timed)
+# Results a verdict holds only when the run had group consumption (Verdict reads them as 0 otherwise).
+GROUPS_ONLY: tuple[str, ...] = tuple(r.name for r in RESULTS if r.groups_only)
 
 
 def run_all(run: RunFacts) -> list[CheckResult]:

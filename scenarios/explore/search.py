@@ -42,7 +42,7 @@ def violated(result: RunResult, prop: str) -> bool:
     verdict = result.verdict
     if verdict is None:
         return False
-    outcome = verdict.results[prop]
+    outcome = verdict[prop]
     return not outcome.valid and (prop not in UNTESTED_NAMES or outcome.details.get("tested") is True)
 
 
