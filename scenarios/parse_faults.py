@@ -45,7 +45,10 @@ class FaultParser:
             if allow_roles and (role := self.role(ipath, item)) is not None:
                 out.append(role)
                 continue
-            if members and isinstance(item, str) and item.startswith("group-") and item in self.nodes:
+            if members and isinstance(item, str) and item.startswith("group-"):
+                if item not in self.nodes:
+                    known = sorted(n for n in self.nodes if n.startswith("group-"))
+                    raise self.source.error(ipath, f"unknown group member {item!r}; members: {known}")
                 out.append(item)
                 continue
             broker = convert(self.source, ipath, item, "int")

@@ -131,3 +131,26 @@ def test_isrlab_run_on_the_real_binding_refuses_a_group_scenario_with_exit_2_and
     assert f"{scenario}:6: workload.consumers[0].group: consumer groups: not yet run by --binding real" \
         in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_process_faults_may_name_a_group_member_and_processing_is_read():
+    from faults import model as fm
+    text = GOOD.replace("faults:\n", "faults:\n  - {at: 1s, crash: group-0-1, for: 2s}\n  - {at: 2s, pause: group-1-0}\n"
+                                     "  - {at: 3s, resume: group-1-0}\n")
+    text = text.replace("      static: true\n", "      static: true\n      processing: 300ms\n")
+    s = parse_scenario(text, "s.yaml")
+    faults = [step.fault for step in s.faults]
+    assert fm.Crash(("group-0-1",)) in faults and fm.Pause(("group-1-0",)) in faults
+    assert s.group_consumers[0].processing_ms == 300 and s.group_consumers[1].processing_ms == 0
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("crash: group-7-0", "unknown group member 'group-7-0'"),
+    ("shutdown: group-0-1", "integer"),        # a controlled shutdown is a broker's
+    ("crash: consumer-0", "integer"),          # a plain consumer is not a member process
+])
+def test_other_client_targets_of_process_faults_are_refused(fault, words):
+    text = GOOD.replace("faults:\n", f"faults:\n  - {{at: 1s, {fault}}}\n")
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, "s.yaml")
+    assert info.value.line == 26 and words in info.value.message, info.value.message
