@@ -128,7 +128,10 @@ def _owned(consumer: KafkaConsumer) -> set[int]:
 def test_two_kafka_python_members_share_the_partitions_and_the_survivor_takes_them_back(broker):
     """A second member joins: the rebalance splits the partitions (range, two each); it
     leaves (LeaveGroup on close): the first gets all four back. Both poll in turn, as
-    kafka-python drives its heartbeats and rejoins from poll."""
+    kafka-python drives its heartbeats and rejoins from poll. Each poll may take a second:
+    with polls of 100 ms at load 8, kafka-python 3.0.12 was seen to time out inside its
+    join, join again at the next poll, and so rebalance for 40 s (its log: "timeout in
+    ensure_active_group", then a new JoinGroup after the SyncGroup answer)."""
     create_and_produce(broker.bootstrap, "shared", [b"x"] * 8)
     everything = set(range(TOPIC_PARTITIONS))
     one = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="pair", **KP)
@@ -138,8 +141,8 @@ def test_two_kafka_python_members_share_the_partitions_and_the_survivor_takes_th
     two.subscribe(["shared"])
 
     def split() -> bool:
-        one.poll(timeout_ms=100)
-        two.poll(timeout_ms=100)
+        one.poll(timeout_ms=1000)
+        two.poll(timeout_ms=1000)
         mine, theirs = _owned(one), _owned(two)
         return mine.isdisjoint(theirs) and mine | theirs == everything and len(mine) == len(theirs) == 2
     wait_for(split, 40, "the partitions split between two members")
