@@ -49,7 +49,7 @@ SHIPPED_ARCHIVE = "isrlab-compiled-build.zip"  # the build's name among a Spark 
 # nothing measurable, and leaving it out keeps every module `import isrlab.cli` loads
 # interpreted, so that a command can still switch the build on when it starts.
 # sim.consumer is compiled too because its SimConsumer extends SimClient: an interpreted
-# class cannot extend a compiled one. So is sim.invariant_checks, whose CheckedBrokerHost
+# class cannot extend a compiled one (and sim.group_consumer for its SimGroupConsumer). So is sim.invariant_checks, whose CheckedBrokerHost
 # extends BrokerHost (interpreted, every --check-invariants run raised TypeError). sim.world (it relays every trace line) and
 # analysis.workload (every record's value) took off another 2 to 5% of the CPU time;
 # analysis.replica_digest (the final phase's digest of every replica's log) a little more.
@@ -58,7 +58,7 @@ SHIPPED_ARCHIVE = "isrlab-compiled-build.zip"  # the build's name among a Spark 
 # binding shared them: compiled, so that the simulation's hot loops stay compiled too.
 SIM_MODULES = ("sim.broker_host", "sim.network", "sim.producer", "sim.disk", "sim.clients", "sim.deadlines",
                "sim.consumer", "sim.invariant_checks", "sim.world", "analysis.workload", "analysis.replica_digest", "analysis.read_records",
-               "analysis.client_history")
+               "analysis.client_history", "sim.group_consumer")
 
 
 def modules() -> list[str]:

@@ -17,7 +17,7 @@ that a crash can fall between processing and the commit.
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 from typing import Any
 
 from analysis.client_history import CLIENT_TIMEOUT
@@ -210,9 +210,9 @@ class SimGroupConsumer(SimClient):
             return
 
         def build(cid: int) -> Any:
-            request = copy.copy(item.request)  # the member's own correlation id stays in context
-            object.__setattr__(request, "correlation_id", cid)
-            return request
+            # the member's own correlation id stays in context; replace, not copy and set:
+            # the compiled build's frozen messages refuse a copy's __setstate__
+            return dataclasses.replace(item.request, correlation_id=cid)
         self.request(broker, build, ("member", member_cid, self.incarnation))
 
     def _target(self, to: Any) -> int | None:

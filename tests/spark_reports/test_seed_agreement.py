@@ -10,13 +10,14 @@ import html
 
 import pytest
 
+from analysis.seed_agreement import COMPARED
 from isrlab.cli import main
 from isrlab.spark_commands import _print_sweep
 from spark_reports.sweep import plan_configs
 from tests.spark_reports.conftest import JEPSEN, ROOT, SWEEP_SEEDS
 
 CRASH = str((ROOT / "scenarios" / "library" / "single-broker-crash.yaml").relative_to(ROOT))
-SAID = "all 4 seeds gave the same outcome (PASS) and the same value of each of the 36 verdict metrics"
+SAID = f"all 4 seeds gave the same outcome (PASS) and the same value of each of the {len(COMPARED)} verdict metrics"
 RANDOM = "not estimates of anything random"
 
 
