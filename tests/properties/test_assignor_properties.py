@@ -13,6 +13,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker_core import sticky_assignor
 from broker_core.assignors import RANGE, ROUND_ROBIN, STICKY, STRATEGIES, Subscription, assign, java_order
 from broker_core.types import TopicPartition
 from tests.properties.depth import examples
@@ -195,3 +196,55 @@ def test_sticky_after_subscriptions_change_is_still_as_balanced_as_possible(befo
     result = assign(STICKY, rejoined, partitions_per_topic)
     check_exclusive_and_complete(rejoined, partitions_per_topic, result)
     assert as_balanced_as_possible(rejoined, partitions_per_topic, result)
+
+
+class _ScoredGeneralAssign(sticky_assignor._GeneralAssign):
+    """The general algorithm, scoring the assignment around every move it makes."""
+
+    moves = 0
+
+    def _reassign(self, tp, new_owner):
+        before = balance_score(self.current)
+        super()._reassign(tp, new_owner)
+        assert balance_score(self.current) < before, (tp, new_owner, self.current)
+        _ScoredGeneralAssign.moves += 1
+
+
+def balance_score(assignment) -> int:
+    """AbstractStickyAssignor.getBalanceScore: the sum over pairs of members of their
+    partition count difference."""
+    counts = [len(tps) for tps in assignment.values()]
+    return sum(abs(a - b) for i, a in enumerate(counts) for b in counts[i + 1:])
+
+
+def general_assign_scored(subscriptions, partitions_per_topic):
+    members = sorted(subscriptions, key=java_order)
+    owned = sticky_assignor._valid_prior(members, subscriptions, partitions_per_topic)
+    return _ScoredGeneralAssign(members, subscriptions, owned, partitions_per_topic).run()
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(groups(), groups(equal=False))
+def test_every_sticky_move_lowers_the_balance_score(before, after):
+    """2.7.0's AbstractStickyAssignor.balance reverts its moves when, not initializing,
+    they did not lower getBalanceScore. broker_core/sticky_assignor.py leaves that revert
+    out because it cannot happen: each move (performReassignments, reassignPartition)
+    lowers the score. Checked here move by move over the general algorithm, with the
+    priors a rejoining group brings."""
+    first = assign(STICKY, *before)
+    subscriptions, partitions_per_topic = after
+    rejoined = {m: Subscription.of(s.topics, first.get(m, ()), 1 if m in first else None)
+                for m, s in subscriptions.items()}
+    result = general_assign_scored(rejoined, partitions_per_topic)
+    check_exclusive_and_complete(rejoined, partitions_per_topic, {m: result[m] for m in sorted(result, key=java_order)})
+
+
+def test_the_general_algorithm_does_move_partitions_to_balance():
+    """The property above checks something: this group, where C0 kept all six of t0's
+    partitions and C1 joins subscribing to t0 and t1, needs moves (2 of C0's go to C1)."""
+    t0 = [TopicPartition("t0", p) for p in range(6)]
+    rejoined = {"C0": Subscription.of(["t0"], t0, 1), "C1": Subscription.of(["t0", "t1"])}
+    _ScoredGeneralAssign.moves = 0
+    result = general_assign_scored(rejoined, {"t0": 6, "t1": 2})
+    assert _ScoredGeneralAssign.moves >= 1
+    assert sorted(map(len, result.values())) == [4, 4]
