@@ -68,7 +68,10 @@ class GroupHost:
         self.coordinator = GroupCoordinator(group_config(ctx.config), member_id_seed(ctx.broker_id),
                                             deferred_writes=True, ownership=partitions.status)
         # OffsetCommits answered partly here (unknown partitions): merged into the
-        # coordinator's answer, by (connection, correlation id)
+        # coordinator's answer, by (connection, correlation id). That pair names one
+        # commit: the real listener reads a connection's next request only once the
+        # last is answered (real_io/server.py, as 2.7.0's SocketServer mutes), and a
+        # simulated client numbers its requests.
         self._commit_errors: dict[tuple[Hashable, int], tuple[OffsetCommitRequest, dict[TopicPartition, ErrorCode]]] = {}
         partitions.on_loaded = self._loaded
         partitions.on_unloaded = self._unloaded
