@@ -108,6 +108,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if report is None:  # Spark could not run the search (said on stderr)
         return EXIT_BAD_INPUT
     rate = report.runs / max(report.seconds, 1e-9)
+    if args.master is not None:
+        print(_spark_tasks(report.loaded_from))
     if report.file is None:
         print(f"no violation of {args.property} in {report.runs} runs ({report.seconds:.0f}s, {rate:.1f} runs/s)")
         return EXIT_OK
@@ -123,17 +125,27 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def _explore_on_spark(options, master: str):
-    """The explore with its search as Spark tasks (spark_reports/explore.py); None when
-    Spark could not start or run it (one line on stderr, as isrlab sweep does)."""
+    """The explore with its search as Spark tasks (spark_reports/explore.py), on the
+    session and with the build a sweep's tasks get (session_with_build: compiled when the
+    build matches the sources); None when Spark could not start or run it (one line on
+    stderr, as isrlab sweep does)."""
     from dataclasses import replace
-    from isrlab.spark_commands import _on_spark
+    from isrlab.spark_commands import _on_spark, session_with_build
     from scenarios.explore.explorer import ExploreError, explore
     from scenarios.explore.search import Progress
     from spark_reports.explore import spark_searcher
-    from spark_reports.session import check_master, spark_session
+    from spark_reports.session import check_master
 
     def job():
         check_master(master)
-        with spark_session(master, "isrlab explore") as spark:
-            return explore(replace(options, searcher=spark_searcher(spark)), Progress(sys.stderr))
+        with session_with_build(master, "isrlab explore") as (spark, setup):
+            return explore(replace(options, searcher=spark_searcher(spark, setup)), Progress(sys.stderr))
     return _on_spark(job, ExploreError)
+
+
+def _spark_tasks(loaded_from: tuple[str, ...]) -> str:
+    """The search's Spark tasks and which simulation they ran, as isrlab sweep says it."""
+    from isrlab.spark_commands import tasks_code
+    from spark_reports.executor import is_compiled
+    compiled_tasks = sum(1 for file in loaded_from if is_compiled(file))
+    return f"searched in {len(loaded_from)} Spark tasks ({tasks_code(compiled_tasks, len(loaded_from))})"

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from isrlab import compiled
 from isrlab.usage import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, UsageError, parse_seeds
@@ -54,8 +56,24 @@ def _on_spark(job, bad_input: type[Exception]):
     return None
 
 
+@contextmanager
+def session_with_build(master: str, app_name: str) -> Iterator[tuple]:
+    """The Spark session of a command whose tasks run the simulation (``isrlab sweep``,
+    ``isrlab explore --master``), and the setup its Python workers call before they
+    import it: the switch to the compiled build when the build matches the sources
+    (isrlab/compiled.py), else None (interpreted). The executors switch themselves;
+    this driver only plans. A local master's workers load the build from this machine's
+    folder; a cluster's get it with the job (a ShippedBuild, shipped here)."""
+    from spark_reports.session import spark_session
+    setup = compiled.executor_setup(master)
+    with spark_session(master, app_name) as spark:
+        if isinstance(setup, compiled.ShippedBuild):
+            setup.ship(spark.sparkContext)
+        yield spark, setup
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from spark_reports.session import check_master, spark_session
+    from spark_reports.session import check_master
     from spark_reports.sweep import SweepError, check_out, plan_configs, print_progress, run_sweep
     seeds = parse_seeds(args.seeds)
     out = Path(args.out)
@@ -66,12 +84,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         configs = plan_configs(args.file, args.variant, args.grid or (), args.set or ())  # bad input before Spark starts
         print(f"sweep of {args.file}: {len(configs)} configuration(s) x {len(seeds)} seeds = "
               f"{len(configs) * len(seeds)} runs on {args.master}")
-        # The executors switch to the compiled build themselves, before they import the
-        # simulation (isrlab/compiled.py); this driver only plans.
-        setup = compiled.executor_setup(args.master)
-        with spark_session(args.master, "isrlab sweep") as spark:
-            if isinstance(setup, compiled.ShippedBuild):  # a cluster's executors get the build with the job
-                setup.ship(spark.sparkContext)
+        with session_with_build(args.master, "isrlab sweep") as (spark, setup):
             return configs, run_sweep(spark, args.file, seeds, out, args.variant, args.grid or (), args.set or (),
                                       args.keep, progress=print_progress, configs=configs, executor_setup=setup)
     done = _on_spark(job, SweepError)
@@ -93,8 +106,7 @@ def _print_sweep(result, configs, seeds: int) -> None:
         errors = sum(1 for e in result.errors if e["config"] == config.label)
         print(f"  {config.label:<{width}}  {seeds:>6}  {seeds - failed - errors:>6}  {failed + errors:>6}")
     rate = result.runs / result.wall_seconds if result.wall_seconds else 0.0
-    code = ("compiled" if result.tasks_compiled == result.tasks else "interpreted" if not result.tasks_compiled
-            else f"compiled in {result.tasks_compiled} of {result.tasks} tasks")
+    code = tasks_code(result.tasks_compiled, result.tasks)
     print(f"{result.runs} runs in {result.tasks} tasks ({code}), {result.wall_seconds:.1f} s ({rate:.1f} runs/s); "
           f"tables under {result.out}: verdicts, operations, cluster_events, traces")
     print(f"  report: isrlab report {result.out}")
@@ -106,6 +118,13 @@ def _print_sweep(result, configs, seeds: int) -> None:
     from analysis.seed_agreement import same_results_note
     for same in result.same_results:
         print(same_results_note(same["runs"], same["outcome"], same["config"]))
+
+
+def tasks_code(compiled_tasks: int, tasks: int) -> str:
+    """Which simulation the Spark tasks ran, in a word or a few (``compiled in 3 of 4 tasks``)."""
+    if compiled_tasks == tasks:
+        return "compiled"
+    return "interpreted" if not compiled_tasks else f"compiled in {compiled_tasks} of {tasks} tasks"
 
 
 def cmd_report(args: argparse.Namespace) -> int:

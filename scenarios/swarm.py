@@ -11,7 +11,7 @@ from typing import Any
 
 from broker_core.config import broker_config
 from broker_core.errors import ConfigError
-from scenarios.explore.generate import GENERATORS
+from scenarios.explore.generate import GENERATORS, OPT_IN
 from scenarios.model import ClusterSpec, SwarmSpec
 from scenarios.source import Fields, Source, convert
 
@@ -27,7 +27,8 @@ def parse_swarm(source: Source, data: Any, cluster: ClusterSpec, duration_ms: in
     path = ("swarm",)
     f = Fields(source, data, path, "the swarm block")
     known = swarm_kinds()
-    kinds = f.take("faults", "list", list(known), lambda v: None if v else "names no fault kind")
+    default = [kind for kind in known if kind not in OPT_IN]
+    kinds = f.take("faults", "list", default, lambda v: None if v else "names no fault kind")
     for i, kind in enumerate(kinds):
         if kind not in known:
             raise source.error(path + ("faults", i), f"unknown fault kind {kind!r}; known: {', '.join(known)}")

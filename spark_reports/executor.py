@@ -58,6 +58,17 @@ def part_task(setup: Callable[[], object] | None, configs, keep: str, tally: "Ta
     return written
 
 
+def explore_task(setup: Callable[[], object] | None, scenario, prop: str, seed: int) -> tuple:
+    """One seed of ``isrlab explore --master`` (spark_reports.explore), on an executor:
+    the setup, then the seed judged as the local search judges it, and where this
+    worker loaded the simulation from (so the driver can say whether the search ran
+    compiled). ``scenario`` is the broadcast searched scenario."""
+    if setup is not None:
+        setup()
+    from spark_reports.explore import judge_seed  # imports the simulation: after the setup
+    return (*judge_seed(scenario.value, prop, seed), simulation_file())
+
+
 def run_task(configs: Sequence["Config"], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:
     """On an executor: run each seed of the task and yield (table, row) pairs; a run
     whose simulation raised yields one ("errors", (config, seed, message, replay))."""

@@ -61,6 +61,7 @@ class Report:
     first: str = ""  # the first violating run, in a few words
     final: str = ""  # the written one
     replay: str = ""
+    loaded_from: tuple[str, ...] = ()  # the search's Spark tasks: where each loaded the simulation from
 
 
 def base_document(options: Options) -> tuple[dict, Scenario]:
@@ -107,7 +108,7 @@ def explore(options: Options, progress: Progress, worker_setup: Callable[[], obj
     options.out.mkdir(parents=True, exist_ok=True)
     outcome = (options.searcher or search)(searched, options.prop, options.seed, options.budget_s, options.max_runs,
                                            options.jobs, options.out / "search", progress, worker_setup)
-    report = Report(outcome.runs, outcome.seconds, prop=options.prop)
+    report = Report(outcome.runs, outcome.seconds, prop=options.prop, loaded_from=outcome.loaded_from)
     if outcome.seed is None:
         progress.done()
         return report

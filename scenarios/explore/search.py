@@ -78,6 +78,9 @@ class SearchOutcome:
     seconds: float
     seed: int | None = None  # the lowest violating seed among the runs that ended
     invariant: str | None = None  # the invariant that stopped it (an invariant property)
+    # where each task's simulation was loaded from, when the runs were Spark tasks
+    # (spark_reports.explore): a .py file interpreted, an extension module compiled
+    loaded_from: tuple[str, ...] = ()
 
 
 def found(results: list[RunResult], prop: str) -> tuple[int, str | None] | None:

@@ -74,6 +74,39 @@ def test_a_drawn_role_or_trigger_and_every_kind_validate():
     assert len(kinds) >= 20, kinds
 
 
+# sha256 of the texts seeds 1-10 draw with every kind on (``choose: all``) and with the
+# swarm's own choice of kinds, as drawn before slow_nodes was added: the searches the
+# tests size (tests/test_mutants.py's explorer rows) draw what they drew.
+DRAWS_BEFORE_SLOW_NODES = {
+    "swarm:\n  choose: all\n  roles: 0.5\n  triggers: 0.5\n  rate: 30\n":
+        "8136393a002a64fa7d61cfd0eece5d249df382af7cc5d829825ced803cd5f203",
+    "swarm:\n  rate: 30\n": "0c22d3315bf59c504d4f4a4a26bba7d54c906d56632091b78e5d7a9cde6555f7",
+}
+
+
+@pytest.mark.parametrize("block", sorted(DRAWS_BEFORE_SLOW_NODES))
+def test_the_default_kinds_leave_slow_nodes_out_and_draw_what_they_drew(block):
+    swarm = scenario(block)
+    assert "slow_nodes" not in swarm.swarm.kinds
+    texts = "".join(drawn_scenario(swarm, seed)[1] for seed in range(1, 11))
+    assert hashlib.sha256(texts.encode()).hexdigest() == DRAWS_BEFORE_SLOW_NODES[block]
+
+
+def test_slow_nodes_slows_every_link_of_one_node_or_of_it_and_zk_with_a_jitter():
+    swarm = scenario("swarm:\n  faults: [slow_nodes]\n  rate: 30\n")
+    steps = [step for seed in range(1, 11) for step in drawn_scenario(swarm, seed)[0].faults]
+    assert len(steps) > 20
+    sides = set()
+    for step in steps:
+        fault = step.fault
+        assert type(fault).__name__ == "LinkFault" and fault.symmetric and step.for_ms, step
+        assert fault.destinations == ("broker-1", "broker-2", "broker-3", "zk"), fault.destinations
+        assert fault.jitter_ms in (20, 50, 100) and fault.latency_ms is None and fault.loss is None
+        assert 1 <= len(fault.sources) <= 2 and (len(fault.sources) == 1 or fault.sources[1] == "zk")
+        sides.add(len(fault.sources))
+    assert sides == {1, 2}
+
+
 @pytest.mark.slow
 def test_isrlab_run_of_a_swarm_file_draws_per_seed_and_its_drawn_file_replays_the_trace(tmp_path):
     path = tmp_path / "sw.yaml"
