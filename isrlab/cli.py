@@ -109,6 +109,8 @@ def _role_words(expression: str) -> str:
     role, _, rest = expression.partition(": ")
     if not rest:
         return expression  # controller, random
+    if role == "coordinator":
+        return f"coordinator of group {rest}"
     partition, _, isr = rest.partition(", ")
     return f"{role} of {partition}" + {"isr: true": " in the ISR", "isr: false": " outside the ISR"}.get(isr, "")
 
