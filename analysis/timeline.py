@@ -1,11 +1,14 @@
-"""Timelines: one PNG per partition showing what happened during a run.
+"""Timelines: one PNG per partition showing what happened during a run, and one per
+consumer group when the run had group consumers.
 
 Each figure stacks, on one time axis in seconds: the faults, who led (and who only
 believed it led), the ISR, every replica's log end offset and high watermark with the
 truncations, its log start offset and cleaning passes (compacted or retention-bound
 logs), and the produce outcomes with the acknowledged records that were lost.
 The data comes from timeline_data (pure functions over events), the drawing from
-timeline_draw (matplotlib's Agg canvas, no pyplot).
+timeline_draw (matplotlib's Agg canvas, no pyplot). A group's figure
+(``timeline-group-<group>.png``: its coordinator and a lane per member) comes from
+timeline_groups and timeline_groups_draw; a run without groups draws none.
 
     plot_trace("out/trace.jsonl", "out/", lost_values={"producer-0:17"})
 """
@@ -18,9 +21,11 @@ from typing import Iterable, Iterator, Sequence
 from analysis import timeline_data as data
 from analysis.history import HISTORY_TYPES, History, Operation, build_history
 from analysis.timeline_draw import PartitionTimeline, render, save
+from analysis.timeline_groups import group_names, group_timeline, offsets_partitions
+from analysis.timeline_groups_draw import render_group
 from analysis.trace import COMMON_FIELDS, SCHEMA_VERSION, Event, TraceError, read_header
 
-__all__ = ["plot_trace", "plot_history", "partition_timeline", "figure_name"]
+__all__ = ["plot_trace", "plot_history", "partition_timeline", "figure_name", "group_figure_name"]
 
 
 # Polls and reads carry every record they return: most of a trace's bytes and decoding
@@ -65,6 +70,11 @@ def events_by_partition(internal: Iterable[Event], partitions: Iterable[str]) ->
 def figure_name(partition: str) -> str:
     """``timeline-<topic>-<partition>.png`` for a partition name such as ``t-0``."""
     return f"timeline-{partition}.png"
+
+
+def group_figure_name(group: str) -> str:
+    """``timeline-group-<group>.png``: a group's figure (a scenario's group names hold no /)."""
+    return f"timeline-group-{group}.png"
 
 
 def partition_timeline(internal: Sequence[Event], operations: Iterable[Operation], partition: str,
@@ -135,6 +145,25 @@ def _plot(internal: Sequence[Event], operations: Sequence[Operation], out_dir: s
         fig = render(tl, _title(run, seed, partition, replicas), _verdict(tl, lost_values), lost_values is not None)
         path = out / figure_name(partition)
         save(fig, path)
+        paths.append(path)
+    return paths + _plot_groups(internal, operations, out, seed, run)
+
+
+def _plot_groups(internal: Sequence[Event], operations: Sequence[Operation], out: Path, seed: int | None,
+                 run: data.RunInfo) -> list[Path]:
+    """One figure per consumer group of the run (none without groups)."""
+    groups = group_names(internal)
+    if not groups:
+        return []
+    faults = data.fault_intervals(internal, run.end_ms)
+    partitions = offsets_partitions(internal)
+    paths = []
+    for group in groups:
+        tl = group_timeline(internal, operations, group, run.end_ms, partitions)
+        tl.faults, tl.markers = faults, run.markers
+        title = "   ".join([run.scenario or "run"] + ([f"seed {seed}"] if seed is not None else []) + [f"group {group}"])
+        path = out / group_figure_name(group)
+        save(render_group(tl, title), path)
         paths.append(path)
     return paths
 

@@ -5,7 +5,7 @@ dispatches them by class and keeps their books, and each binding carries out its
 primitives: the simulation (sim/faults.py) on the simpy world, the real binding
 (real_io/real_faults.py) on processes. A target broker may be a role, resolved when the fault
 starts: ``controller``, ``random`` (one broker drawn from the seed), or a Role (the
-leader or a follower of a partition). Faults with a natural end (a crash ends with a
+leader or a follower of a partition, or a consumer group's coordinator). Faults with a natural end (a crash ends with a
 restart, a partition with a heal) may carry a duration after which they are undone.
 """
 from __future__ import annotations
@@ -19,13 +19,20 @@ RANDOM = "random"
 @dataclass(frozen=True)
 class Role:
     """The ``leader`` of ``partition``, or one ``follower`` of it (``isr``: True only
-    followers in the leader's ISR, False only those outside it, None any)."""
+    followers in the leader's ISR, False only those outside it, None any), or the
+    ``coordinator`` of consumer group ``group``: the leader of its partition of
+    __consumer_offsets (``coordinator_role`` computes which), which is how Kafka finds a
+    group's coordinator too."""
     role: str
     partition: str
     isr: bool | None = None
+    group: str | None = None
 
     def __str__(self) -> str:
-        """The expression as a scenario writes it, e.g. ``follower: t-0, isr: false``."""
+        """The expression as a scenario writes it, e.g. ``follower: t-0, isr: false``
+        or ``coordinator: g`` (the partition follows from the group and the config)."""
+        if self.group is not None:
+            return f"{self.role}: {self.group}"
         text = f"{self.role}: {self.partition}"
         return text if self.isr is None else f"{text}, isr: {'true' if self.isr else 'false'}"
 

@@ -109,6 +109,8 @@ def _role_words(expression: str) -> str:
     role, _, rest = expression.partition(": ")
     if not rest:
         return expression  # controller, random
+    if role == "coordinator":
+        return f"coordinator of group {rest}"
     partition, _, isr = rest.partition(", ")
     return f"{role} of {partition}" + {"isr: true": " in the ISR", "isr: false": " outside the ISR"}.get(isr, "")
 
@@ -515,7 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("files", nargs="+", metavar="FILE")
     validate.set_defaults(func=cmd_validate)
     plot = sub.add_parser("plot", help="draw the timelines of an existing trace",
-                          description="Draw one timeline PNG per partition from a trace.jsonl.")
+                          description="Draw one timeline PNG per partition from a trace.jsonl, and one per "
+                                      "consumer group (timeline-group-<group>.png) when the run had group consumers.")
     plot.add_argument("trace", help="a trace.jsonl written by isrlab run")
     plot.add_argument("--out", help="directory for the PNGs (default: beside the trace)")
     plot.set_defaults(func=cmd_plot)

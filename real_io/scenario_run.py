@@ -48,6 +48,7 @@ from faults.final_phase import (
     Lag, ReadEverything, Request, StopProducers, Wait, carried_out_blocking, final_phase_steps, partition_settled)
 from faults.nodes import SERVICE_NODE, broker_node
 from faults.rng import derive
+from faults.roles import role_partitions
 from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.cluster import CHROOT, CLIENT_NODE, ClusterError, LocalCluster
@@ -132,7 +133,9 @@ class RealRun:
                 sample_interval_ms=scenario.sample_interval_ms)}
             self.traces = {broker_id: trace}
             self.data_dirs = {broker_id: data_dir}
-        self.view = TraceClusterView(self.traces, self._running, self.partitions)
+        # the view also holds the __consumer_offsets partitions coordinator roles name
+        self.view = TraceClusterView(self.traces, self._running,
+                                     self.partitions + role_partitions(s.fault for s in scenario.faults))
         self.binding: RealFaultBinding | None = None
         self._final_started_ms: dict[int, float] = {}  # when the final phase last started each broker
         self.final_phase = False

@@ -77,7 +77,7 @@ def _scenario(source: Source, data: dict, filename: str) -> Scenario:
                    for i, item in enumerate(raw_consumers) if _is_group(item))
     workload.done()
     nodes = _node_names(cluster, producers, consumers, groups)
-    fault_parser = FaultParser(source, cluster, nodes, duration_ms)
+    fault_parser = FaultParser(source, cluster, nodes, duration_ms, tuple(g.group for g in groups))
     raw_faults = top.take("faults", "list", [])
     paths = [("faults", i) for i in range(len(raw_faults))]
     faults = tuple(fault_parser.step(item, path) for item, path in zip(raw_faults, paths))

@@ -7,6 +7,7 @@ from typing import Any
 from broker_core.config import TOPIC_KEYS, broker_config, kafka_name, topic_config
 from broker_core.quotas import entity_of_path, parse_quota_config
 from broker_core.errors import ConfigError
+from broker_core.group_records import OFFSETS_TOPIC, partition_for
 from broker_core.types import TopicPartition
 from broker_core.topic_admin import TopicCreationError, validate_topic_name
 from faults import model as fm
@@ -21,11 +22,14 @@ STEP_KEYS = ("at", "when", "after", "delay", "for", "optional")
 
 
 class FaultParser:
-    def __init__(self, source: Source, cluster: ClusterSpec, nodes: set[str], duration_ms: int):
+    def __init__(self, source: Source, cluster: ClusterSpec, nodes: set[str], duration_ms: int,
+                 groups: tuple[str, ...] = ()):
+        """``groups``: the consumer groups of the workload, the ones a coordinator role may name."""
         self.source = source
         self.cluster = cluster
         self.nodes = nodes
         self.duration_ms = duration_ms
+        self.groups_named = tuple(sorted(set(groups)))
         self.partitions = {str(TopicPartition(t.name, p)): r for t in cluster.topics for p, r in t.assignment.items()}
 
     # -- targets ---------------------------------------------------------------------
@@ -58,19 +62,23 @@ class FaultParser:
         return tuple(out)
 
     def role(self, path: tuple, value: Any):
-        """``controller``, ``random``, ``{leader: t-0}`` or ``{follower: t-0, isr: true}``
-        as a role target (resolved when the fault starts); None for anything else."""
+        """``controller``, ``random``, ``{leader: t-0}``, ``{follower: t-0, isr: true}`` or
+        ``{coordinator: g}`` as a role target (resolved when the fault starts); None for
+        anything else."""
         if value in (fm.CONTROLLER, fm.RANDOM):
             return value
         if not isinstance(value, dict):
             return None
-        named = [k for k in ("leader", "follower") if k in value]
+        named = [k for k in ("leader", "follower", "coordinator") if k in value]
         if not named and "isr" in value:
             raise self.source.error(path + ("isr",), "isr: goes with follower:, e.g. {follower: t-0, isr: false}")
         if len(named) != 1:
             raise self.source.error(path, "a role target names one of leader: or follower: with a partition, "
-                                    "e.g. {leader: t-0} or {follower: t-0, isr: true}")
+                                    "or coordinator: with a consumer group, e.g. {leader: t-0}, "
+                                    "{follower: t-0, isr: true} or {coordinator: g}")
         f = Fields(self.source, value, path, "a role target")
+        if named[0] == "coordinator":
+            return self._coordinator(path, f)
         partition = f.take(named[0], "str", check=self._partition_check)
         isr = None
         for key, inside in (("isr", True), ("not_isr", False)):  # isr: true and not_isr: true, or false
@@ -84,6 +92,24 @@ class FaultParser:
         f.done()
         return fm.Role(named[0], partition, isr)
 
+    def _coordinator(self, path: tuple, f: Fields) -> fm.Role:
+        """``{coordinator: g}``: the leader of the partition of __consumer_offsets that
+        Kafka's hash of g picks among offsets.topic.num.partitions (the cluster's config),
+        computed here once so that both bindings resolve it as a leader."""
+        def known(group: str) -> str | None:
+            if group in self.groups_named:
+                return None
+            if not self.groups_named:
+                return "names a consumer group, but the workload has no group consumers (consumers with group:)"
+            return f"unknown consumer group {group!r}; the workload's groups: {list(self.groups_named)}"
+        group = f.take("coordinator", "str", check=known)
+        for key in ("isr", "not_isr"):
+            if f.has(key):
+                raise self.source.error(path + (key,), f"{key}: goes with follower: (a coordinator is a leader)")
+        f.done()
+        count = broker_config(self.cluster.profile, dict(self.cluster.config)).offsets_topic_num_partitions
+        return fm.Role("coordinator", f"{OFFSETS_TOPIC}-{partition_for(group, count)}", group=group)
+
     def node(self, path: tuple, value: Any):
         if (role := self.role(path, value)) is not None:
             return role
@@ -94,7 +120,8 @@ class FaultParser:
         if isinstance(value, str) and value in self.nodes:
             return value
         raise self.source.error(path, f"unknown node {value!r}; a broker id, a role (controller, random, "
-                                f"{{leader: t-0}}, {{follower: t-0}}), or one of {sorted(self.nodes)}")
+                                f"{{leader: t-0}}, {{follower: t-0}}, {{coordinator: g}}), "
+                                f"or one of {sorted(self.nodes)}")
 
     def node_list(self, path: tuple, value: Any) -> tuple:
         items = value if isinstance(value, list) else [value]

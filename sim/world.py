@@ -13,6 +13,7 @@ from faults.final_phase import (
     SETTLE_POLL_MS, Lag, StopProducers, Wait, carried_out, final_phase_steps, partition_settled)
 from faults.schedule import nemesis_life, step_life
 from faults.nodes import broker_id_of
+from faults.roles import role_partitions
 from faults.triggers import cluster_view
 
 import simpy
@@ -109,6 +110,8 @@ class World:
                 self.service.store.put(path, data)
         self.partitions = [TopicPartition(t.name, p) for t in cluster.topics for p in range(t.partitions)]
         self.replicas = {TopicPartition(t.name, p): r for t in cluster.topics for p, r in t.assignment.items()}
+        # the view also holds the __consumer_offsets partitions coordinator roles name
+        self.view_partitions = [str(tp) for tp in self.partitions] + role_partitions(s.fault for s in scenario.faults)
         self._start_clients(scenario, seed)
         self.reader = SimReader(self.env, self.network, "reader", list(cluster.brokers), self.trace, self.partitions)
         self.faults = SimFaultExecutor(self, derive(seed, "faults"), derive(seed, "fault-roles"))
@@ -336,7 +339,7 @@ class World:
     def cluster_view(self) -> dict:
         """What triggers judge (faults/triggers.py): per partition, the leader with the
         highest epoch, its ISR and high watermark, and every replica's state."""
-        return cluster_view(self.controller(), self.snapshots(), [str(tp) for tp in self.partitions])
+        return cluster_view(self.controller(), self.snapshots(), self.view_partitions)
 
     def is_settled(self) -> bool:
         """Every partition settled by the rule both bindings share (faults/final_phase.py)."""

@@ -39,14 +39,16 @@ class Context:
     topics: tuple[str, ...]
     clients: tuple[str, ...]
     duration_ms: int
+    groups: tuple[str, ...] = ()  # the consumer groups of the workload, sorted
 
     @classmethod
     def of(cls, scenario: Scenario) -> "Context":
         partitions = {f"{t.name}-{p}": r for t in scenario.cluster.topics for p, r in sorted(t.assignment.items())}
         clients = tuple(f"producer-{i}" for i in range(len(scenario.producers))) + tuple(
             f"consumer-{i}" for i in range(len(scenario.consumers)))
+        groups = tuple(sorted({g.group for g in scenario.group_consumers}))
         return cls(scenario.cluster.brokers, partitions, tuple(t.name for t in scenario.cluster.topics), clients,
-                   scenario.duration_ms)
+                   scenario.duration_ms, groups)
 
 
 def duration_text(ms: int) -> str:
@@ -89,14 +91,19 @@ class Draw:
         """A broker, or (with probability ``roles``) a role resolved when the fault starts.
         Under a trigger, roles are likelier and name the trigger's partition: "when the
         ISR of t-0 is the leader alone, crash its leader" is the kind of step that finds
-        the known losses."""
+        the known losses. With group consumers a fifth role, a group's coordinator, is
+        drawn as often as each of the others (a base without groups draws exactly as
+        before: the same calls on the same stream)."""
         chance = self.spec.roles if self.focus is None else max(self.spec.roles, 0.7)
         if self.rng.random() >= chance:
             return self.broker()
         partition = self.focus or self.rng.choice(sorted(self.context.partitions))
-        pick = self.rng.randrange(4)
+        groups = self.context.groups
+        pick = self.rng.randrange(5 if groups else 4)
         if pick == 0:
             return fm.CONTROLLER
+        if pick == 4:
+            return {"coordinator": groups[self.rng.randrange(len(groups))]}
         if pick == 1 or len(self.context.partitions[partition]) < 2:
             return {"leader": partition}
         if pick == 2:

@@ -164,6 +164,8 @@ def _role_text(value: Any) -> str | None:
     """The role a raw target names, as the trace's ``roles`` keys spell it."""
     if value in (fm.CONTROLLER, fm.RANDOM):
         return value
+    if isinstance(value, dict) and "coordinator" in value and "leader" not in value and "follower" not in value:
+        return f"coordinator: {value['coordinator']}"
     if isinstance(value, dict) and len([k for k in ("leader", "follower") if k in value]) == 1:
         role = "leader" if "leader" in value else "follower"
         isr = value.get("isr")

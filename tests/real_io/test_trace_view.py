@@ -124,3 +124,31 @@ def test_a_replica_deleted_by_stop_replica_leaves_the_view(tmp_path):
     assert sorted(tail.partitions) == ["t-0", "t-1"]
     tail.apply({"type": "replicas_stopped", "partitions": ["t-0"], "delete": True})
     assert sorted(tail.partitions) == ["t-1"]
+
+
+def test_the_real_view_resolves_a_coordinator_role_as_the_simulation_did(tmp_path):
+    """The real runner's view holds the __consumer_offsets partitions a coordinator role
+    names (real_io/scenario_run.py adds faults/roles.py ``role_partitions``): built from
+    each broker's own lines of a simulated run's trace up to the crash, it resolves
+    ``{coordinator: g}`` to the broker the simulation's executor crashed."""
+    import random
+
+    from faults import model as fm
+    from faults.roles import resolve_role, role_partitions
+    scenario = load_scenario(LIBRARY / "group-coordinator-failover.yaml")
+    run_scenario(scenario, 1, tmp_path / "run", judge=False)
+    events = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    [crash] = [e for e in events if e["type"] == "fault_started"]
+    traces: dict[int, Path] = {}
+    for event in events:
+        broker = broker_id_of(event["node"])
+        if broker is not None and event["t_ms"] < crash["t_ms"]:
+            traces.setdefault(broker, tmp_path / f"broker-{broker}.jsonl")
+            with open(traces[broker], "a") as stream:
+                stream.write(json.dumps(event) + "\n")
+    faults = [step.fault for step in scenario.faults]
+    partitions = ["t-0", "t-1", "t-2"] + role_partitions(faults)
+    assert partitions[3:] == ["__consumer_offsets-1"]
+    view = TraceClusterView(traces, lambda broker: 0, partitions)()
+    [role] = fm.roles_of(faults[0])
+    assert resolve_role(role, view, sorted(traces), random.Random(0)) == (crash["roles"]["coordinator: g"], "")

@@ -25,3 +25,12 @@ def test_a_run_goes_to_the_shortest_the_faults_allow_first():
     assert [label for label, _ in edits] == ["run 11s", "run 22s", "run 33s"]
     late = list(_shorter_run(document(faults=[{"at": "30s", "crash": 1}]), NO_FACTS))
     assert [label for label, _ in late] == ["run 32s", "run 33s"]
+
+
+def test_a_coordinator_role_is_replaced_by_the_broker_it_resolved_to():
+    from scenarios.explore.shrink import _concrete
+    step = {"at": "3s", "crash": [{"coordinator": "g"}, {"leader": "t-0"}], "for": "2s"}
+    facts = Facts({7: 3000}, {7: {"coordinator: g": 3, "leader: t-0": None}}, [7], 0, 0)
+    [(label, edited)] = list(_concrete(document(faults=[step]), facts))
+    assert label == "fault 1's role targets replaced by their brokers"
+    assert edited["faults"][0]["crash"] == [3, {"leader": "t-0"}]  # a role that resolved to nothing stays

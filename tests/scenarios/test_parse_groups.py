@@ -154,3 +154,47 @@ def test_other_client_targets_of_process_faults_are_refused(fault, words):
     with pytest.raises(ScenarioError) as info:
         parse_scenario(text, "s.yaml")
     assert info.value.line == 26 and words in info.value.message, info.value.message
+
+
+def test_a_coordinator_role_names_the_leader_of_the_groups_offsets_partition():
+    """``{coordinator: g}`` is the leader of __consumer_offsets-<partition_for(g)>, out
+    of the cluster's offsets.topic.num.partitions (50 unless set), as a broker or a node
+    target; the trace spells it as the file does."""
+    from broker_core.group_records import partition_for
+    from faults import model as fm
+    text = GOOD.replace("faults:\n", "faults:\n  - {at: 1s, crash: {coordinator: g}, for: 2s}\n"
+                                     "  - {at: 4s, isolate: [{coordinator: h}, zk], for: 1s}\n")
+    s = parse_scenario(text, "s.yaml")
+    crash, isolate = s.faults[0].fault, s.faults[1].fault
+    g = fm.Role("coordinator", f"__consumer_offsets-{partition_for('g', 50)}", group="g")
+    assert crash == fm.Crash((g,)) and str(g) == "coordinator: g" and fm.is_role(g)
+    assert [str(r) for r in fm.roles_of(isolate)] == ["coordinator: h"]
+    three = parse_scenario(text.replace("cluster:\n", "cluster:\n  config: {offsets.topic.num.partitions: 3}\n"),
+                           "s.yaml")
+    assert fm.roles_of(three.faults[0].fault)[0].partition == f"__consumer_offsets-{partition_for('g', 3)}"
+
+
+@pytest.mark.parametrize("target, field, words", [
+    ("{coordinator: nope}", "faults[0].crash.coordinator", "unknown consumer group 'nope'; the workload's groups: "
+                                                            "['g', 'h', 'i']"),
+    ("{coordinator: [g]}", "faults[0].crash.coordinator", "must be a string"),
+    ("{coordinator: g, isr: true}", "faults[0].crash.isr", "goes with follower"),
+    ("{coordinator: g, not_isr: true}", "faults[0].crash.not_isr", "goes with follower"),
+    ("{coordinator: g, leader: t-0}", "faults[0].crash", "names one of leader: or follower: with a partition, "
+                                                          "or coordinator: with a consumer group"),
+    ("{coordinator: g, colour: red}", "faults[0].crash.colour", "unknown key"),
+    ("[1, {coordinator: x}]", "faults[0].crash[1].coordinator", "unknown consumer group"),
+])
+def test_a_bad_coordinator_role_names_the_file_line_and_field(target, field, words):
+    text = GOOD.replace("faults:\n", f"faults:\n  - {{at: 1s, crash: {target}}}\n")
+    error = error_of(text)
+    assert (error.filename, error.line, error.field) == ("s.yaml", 26, field), (error.line, error.field)
+    assert words in error.message, error.message
+
+
+def test_a_coordinator_role_without_group_consumers_says_so():
+    text = ("cluster:\n  brokers: 3\n  topics: [{name: t, partitions: 1, replication_factor: 3}]\n"
+            "workload:\n  producers: [{topic: t}]\nfaults:\n  - {at: 1s, isolate: {coordinator: g}}\nduration: 5s\n")
+    error = error_of(text)
+    assert (error.line, error.field) == (7, "faults[0].isolate.coordinator")
+    assert "the workload has no group consumers" in error.message

@@ -5,6 +5,8 @@ import hashlib
 
 import pytest
 
+from faults import model as fm
+
 from scenarios.parse import load_scenario, parse_scenario
 from scenarios.runner import run_scenario
 from scenarios.source import ScenarioError
@@ -122,3 +124,17 @@ def test_isrlab_run_of_a_swarm_file_draws_per_seed_and_its_drawn_file_replays_th
     replayed = run_scenario(load_scenario(drawn_path), seed, tmp_path / "c")
     assert digest(replayed) == digest(first)
     assert first.replay_command.split(" run ")[1].startswith(str(path))
+
+
+def test_a_base_with_group_consumers_also_draws_the_coordinator_role():
+    """The fifth role (scenarios/explore/generate.py) is drawn only when the base has
+    group consumers; each drawn one names one of its groups and validates."""
+    groups = BASE.replace("duration:", "  consumers:\n    - {group: g, topic: t, members: 2}\n"
+                                       "    - {group: h, topic: t}\nduration:")
+    block = "swarm:\n  faults: [crash, pause, isolate]\n  roles: 1\n  rate: 30\n"
+    drawn = [drawn_scenario(parse_scenario(groups + block, "sw.yaml"), seed)[0] for seed in range(1, 6)]
+    coordinators = {str(role) for s in drawn for step in s.faults for role in fm.roles_of(step.fault)
+                    if getattr(role, "group", None) is not None}
+    assert coordinators == {"coordinator: g", "coordinator: h"}
+    plain = [drawn_scenario(scenario(block), seed)[0] for seed in range(1, 6)]
+    assert not [r for s in plain for step in s.faults for r in fm.roles_of(step.fault) if getattr(r, "group", None)]

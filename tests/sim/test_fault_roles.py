@@ -128,3 +128,4 @@ def test_the_console_names_the_role_beside_its_broker():
     assert _roles({"targets": [1, 3], "roles": {"follower: t-0, isr: true": 3}}) == " (3 = follower of t-0 in the ISR)"
     assert _roles({"targets": [[], []], "roles": {"controller": 2, "random": None}}) == " (2 = controller, nothing = random)"
     assert _roles({"targets": [1]}) == ""
+    assert _roles({"targets": [3], "roles": {"coordinator: g": 3}}) == " (coordinator of group g)"

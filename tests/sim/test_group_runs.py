@@ -85,8 +85,17 @@ def test_a_coordinator_failover_during_a_rebalance_loses_nothing_and_the_group_i
     assert value(verdict, "group_duplicates") <= 3 * 20  # the in-flight batches at most
     assert verdict["valid"]
     members = ("group-0-0", "group-0-1", "group-1-0")
+    # {coordinator: g} resolved at 3020 ms to the leader of g's partition, the broker the
+    # members had found as coordinator: the crash is the coordinator's
+    [crash] = [e for e in events if e["type"] == "fault_started"]
+    became = [e for e in events if e["type"] == "became_leader" and e["partition"] == "__consumer_offsets-1"
+              and e["t_ms"] <= 3020]
+    coordinator = int(became[-1]["node"].removeprefix("broker-"))
+    assert crash["roles"] == {"coordinator: g": coordinator} and crash["targets"] == [coordinator]
+    before = {e["coordinator"] for m in members for e in of(events, m, "group_coordinator_found") if e["t_ms"] <= 3020}
+    assert before == {coordinator}
     found = [e for m in members for e in of(events, m, "group_coordinator_found") if e["t_ms"] > 3020]
-    assert {e["coordinator"] for e in found} - {3}  # the new coordinator: another broker
+    assert {e["coordinator"] for e in found} - {coordinator}  # the new coordinator: another broker
     last = {m: of(events, m, "group_assigned")[-1] for m in members}
     generations = {e["generation"] for e in last.values()}
     assert len(generations) == 1 and all(e["t_ms"] > 3020 for e in last.values())
