@@ -17,6 +17,9 @@ Interface (docs/groups.md, "The group coordinator"):
   BrokerNode's is ``GroupPartitions.status``); ``load`` takes groups read back from
   ``__consumer_offsets`` (onGroupLoaded), ``unload`` drops groups whose partition this
   broker no longer leads (onResignation). broker_core/group_host.py wires it.
+- DeleteGroups and OffsetDelete are requests like the others (broker_core/group_admin.py);
+  ``start_offset_expiration(now_ms)`` starts the periodic expiry of committed offsets
+  (offsets.retention.*), whose tombstones go out through ``take_writes`` like commits.
 
 It does not know about the broker or the internal topic: which partition a group maps
 to is ``group_records.partition_for``, and BrokerNode, not this module, decides whether it leads it.

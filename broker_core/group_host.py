@@ -17,6 +17,9 @@ keeps what it owns and nothing twice:
   which maps it as storeGroup / storeOffsets do (once, in group_context.client_error);
 - a loaded partition's ``LoadedGroups`` become the coordinator's groups, Empty or Stable
   as GroupMetadataManager.loadGroup makes them; an unloaded one's groups are unloaded.
+- KafkaApis' own checks before the coordinator: unknown partitions of OffsetCommit and
+  OffsetDelete, and group.instance.id below inter.broker.protocol.version 2.3; and
+  GroupMetadataManager.startup's offset expiry, started with the broker.
 """
 from __future__ import annotations
 
