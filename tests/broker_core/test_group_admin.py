@@ -357,3 +357,18 @@ def test_an_offset_deleted_while_its_commit_is_written_stays_deleted():
     d.coord.write_completed(commit.token, ErrorCode.NONE, d.now)
     d.coord.write_completed(tombstones.token, ErrorCode.NONE, d.now)
     assert fetched(d.fetch("x", [("t", 0), ("u", 0)])["x"]) == {("t", 0): -1, ("u", 0): 1}
+
+
+def test_a_deleted_group_takes_its_pending_member_timer_with_it():
+    """A member id given with MEMBER_ID_REQUIRED (KIP-394) to an Empty group that is then
+    deleted: the group's timers leave with it (isrlab; Kafka's pending member simply
+    finds no group), and the member's join with that id is UNKNOWN_MEMBER_ID
+    (handleJoinGroup: a known member id for a group the coordinator lacks)."""
+    d = Driver()
+    d.commit("x", {("t", 0): 1})
+    first = d.join("c")["c"]
+    assert first.error_code is ErrorCode.MEMBER_ID_REQUIRED
+    assert ("group-pending", "g", first.member_id) in d.coord.ctx.timers
+    assert results(delete_groups(d, "admin", "g")["admin"]) == {"g": "NONE"}
+    assert not [k for k in d.coord.ctx.timers if k[0] != "group-expire"]
+    assert d.join("c", member_id=first.member_id)["c"].error_code is ErrorCode.UNKNOWN_MEMBER_ID
