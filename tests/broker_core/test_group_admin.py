@@ -248,6 +248,17 @@ def test_the_expiry_check_runs_every_interval_and_not_without_being_started():
     assert EXPIRE_TIMER not in Driver().coord.ctx.timers
 
 
+def test_one_expiry_check_can_be_run_at_any_time():
+    """GroupMetadataManager.cleanupGroupMetadata() called directly (Kafka's tests do):
+    what the timer runs, without one."""
+    d = Driver(GroupConfig(initial_rebalance_delay_ms=0, offsets_retention_ms=1000))
+    d.commit("x", {("t", 0): 1})
+    d.coord.expire_offsets(999)
+    assert "g" in d.coord.groups
+    d.coord.expire_offsets(1000)
+    assert "g" not in d.coord.groups and EXPIRE_TIMER not in d.coord.ctx.timers
+
+
 def test_offsets_of_a_group_that_only_stores_offsets_expire_from_their_commit():
     """removeExpiredOffsets, protocolType None: commit timestamp + retention; then
     cleanupGroupMetadata finds the Empty group without offsets and drops it (no group
