@@ -14,7 +14,8 @@ from typing import Any
 from broker_core.errors import ErrorCode
 from broker_core.group_loader import load_groups
 from broker_core.group_messages import (
-    DeleteGroupsRequest, HeartbeatRequest, JoinGroupRequest, OffsetCommitPartition, OffsetCommitRequest,
+    DeleteGroupsRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, MemberIdentity,
+    OffsetCommitPartition, OffsetCommitRequest,
     OffsetCommitTopic, OffsetDeleteRequest, OffsetDeleteTopic, SyncGroupRequest)
 from broker_core.group_partitions import stored_group_records
 from broker_core.group_records import partition_for
@@ -64,8 +65,7 @@ def test_a_deleted_group_stays_deleted_at_the_next_coordinator():
     assert delete_group(a) is ErrorCode.GROUP_ID_NOT_FOUND
 
 
-def _leave(cid: int, group: str, member_id: str):
-    from broker_core.group_messages import LeaveGroupRequest, MemberIdentity
+def _leave(cid: int, group: str, member_id: str) -> LeaveGroupRequest:
     return LeaveGroupRequest(cid, group, (MemberIdentity(member_id),))
 
 
