@@ -162,6 +162,7 @@ class BrokerNode:
         # Kafka's kafka-log-retention task: first after InitialTaskDelayMs, then every
         # log.retention.check.interval.ms (broker_core.retention).
         ctx.set_timer(("retention-check",), LOG_FLUSHER_INITIAL_DELAY_MS)
+        self.group_host.started()  # the offset expiry check (offsets.retention.check.interval.ms)
         self.cleaner.recovered(event.storage)
         self.cleaner.maybe_start([self.config, *self.topic_configs.values(),
                                   *(self.replicas.config_for(tp.topic) for tp in sorted(recovered))])

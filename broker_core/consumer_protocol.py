@@ -122,6 +122,17 @@ def decode_subscription(data: bytes) -> ProtocolSubscription:
     return ProtocolSubscription(version, topics, user_data, owned)
 
 
+def subscription_topics(data: bytes) -> tuple[str, ...]:
+    """The topics of a subscription read as version 0 (its version, topics and user
+    data; the prefix of every version), as GroupMetadata.computeSubscribedTopics reads
+    a member's metadata: whatever follows is not looked at."""
+    reader = _Reader(data)
+    _version(reader, "subscription")
+    topics = tuple(reader.string() for _ in range(reader.count()))
+    reader.nullable_bytes()
+    return topics
+
+
 def encode_assignment(partitions: Iterable[TopicPartition], user_data: bytes | None = None,
                       version: int = HIGHEST_VERSION) -> bytes:
     """ConsumerProtocol.serializeAssignment (versions 0 and 1 have the same fields)."""

@@ -58,6 +58,7 @@ class ErrorCode(IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    GROUP_SUBSCRIBED_TO_TOPIC = 86  # OffsetDelete of a topic the group's members consume
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
     INVALID_UPDATE_VERSION = 95

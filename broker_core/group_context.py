@@ -38,18 +38,27 @@ class GroupConfig:
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
     offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
+    offsets_retention_ms: int = 10080 * 60 * 1000  # offsets.retention.minutes (seven days)
+    offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
 
 
 @dataclass(frozen=True)
 class GroupWrite:
     """A record the coordinator waits to see replicated in ``__consumer_offsets``:
     the group's metadata after a rebalance (``assignment`` per member, empty for an
-    Empty group), or offsets committed (``offsets``)."""
+    Empty group), offsets committed (``offsets``), or tombstones (``tombstones``: the
+    offsets deleted or expired, and the group's own when ``group_tombstone``)."""
     token: int
     group_id: str
     generation_id: int
     assignment: dict[str, bytes] | None = None
     offsets: dict[TopicPartition, OffsetAndMetadata] | None = None
+    tombstones: tuple[TopicPartition, ...] | None = None
+    group_tombstone: bool = False
+
+    @property
+    def is_group_metadata(self) -> bool:
+        return self.offsets is None and self.tombstones is None
 
 
 # GroupMetadataManager.storeGroup / storeOffsets: the log append's error, as the client
@@ -125,9 +134,10 @@ class GroupContext:
 
     def store(self, group_id: str, generation_id: int, on_done: Callable[[ErrorCode], None],
               assignment: dict[str, bytes] | None = None,
-              offsets: dict[TopicPartition, OffsetAndMetadata] | None = None) -> None:
+              offsets: dict[TopicPartition, OffsetAndMetadata] | None = None,
+              tombstones: tuple[TopicPartition, ...] | None = None, group_tombstone: bool = False) -> None:
         self._tokens += 1
-        write = GroupWrite(self._tokens, group_id, generation_id, assignment, offsets)
+        write = GroupWrite(self._tokens, group_id, generation_id, assignment, offsets, tombstones, group_tombstone)
         if not self.deferred_writes:
             on_done(ErrorCode.NONE)
             return

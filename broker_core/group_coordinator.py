@@ -17,6 +17,9 @@ Interface (docs/groups.md, "The group coordinator"):
   BrokerNode's is ``GroupPartitions.status``); ``load`` takes groups read back from
   ``__consumer_offsets`` (onGroupLoaded), ``unload`` drops groups whose partition this
   broker no longer leads (onResignation). broker_core/group_host.py wires it.
+- DeleteGroups and OffsetDelete are requests like the others (broker_core/group_admin.py);
+  ``start_offset_expiration(now_ms)`` starts the periodic expiry of committed offsets
+  (offsets.retention.*), whose tombstones go out through ``take_writes`` like commits.
 
 It does not know about the broker or the internal topic: which partition a group maps
 to is ``group_records.partition_for``, and BrokerNode, not this module, decides whether it leads it.
@@ -27,12 +30,12 @@ from typing import Any, Callable, Hashable, Iterable
 
 from broker_core.effects import CancelTimer, SetTimer
 from broker_core.errors import CoreError, ErrorCode, InvariantViolation
-from broker_core import group_offsets
+from broker_core import group_admin, group_offsets
 from broker_core.group_context import GroupConfig, GroupContext, GroupWrite, client_error
 from broker_core.group_messages import (
-    DescribeGroupsRequest, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
-    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
-    SyncGroupRequest, SyncGroupResponse)
+    DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, SyncGroupRequest, SyncGroupResponse)
 from broker_core.group_rebalance import Rebalancer
 from broker_core.group_state import GroupMetadata, GroupState, Waiter
 
@@ -57,6 +60,16 @@ class GroupCoordinator:
         waiter = Waiter(src, request.correlation_id)
         if isinstance(request, (OffsetCommitRequest, OffsetFetchRequest, DescribeGroupsRequest, ListGroupsRequest)):
             self._handle_offsets_and_views(waiter, request)
+        elif isinstance(request, DeleteGroupsRequest):
+            errors = {}
+            for group_id in request.groups_names:
+                error = self._status(group_id, allow_empty_id=True)
+                if error is not None:
+                    errors[group_id] = error
+            group_admin.delete_groups(self.ctx, self.groups, waiter, request, errors)
+        elif isinstance(request, OffsetDeleteRequest):
+            group_admin.delete_offsets(self.ctx, self.groups, waiter, request,
+                                       self._status(request.group_id, allow_empty_id=False))
         else:
             self._handle_membership(waiter, request)
         return self.ctx.take_out()
@@ -154,8 +167,26 @@ class GroupCoordinator:
         self.ctx.now_ms = now_ms
         return out
 
+    def start_offset_expiration(self, now_ms: int) -> None:
+        """GroupMetadataManager.startup(enableMetadataExpiration = true): offsets expire
+        at a check every offsets.retention.check.interval.ms from now (Kafka's first
+        check runs at startup, when nothing is loaded yet). A coordinator not started
+        so keeps offsets for ever."""
+        self.ctx.now_ms = now_ms
+        self.ctx.set_timer(group_admin.EXPIRE_TIMER, self.ctx.config.offsets_retention_check_interval_ms)
+
+    def expire_offsets(self, now_ms: int) -> list[tuple[Hashable, Any]]:
+        """One expiry check now (what the timer runs); tombstones go out as writes."""
+        self.ctx.now_ms = now_ms
+        group_admin.expire_offsets(self.ctx, self.groups, lambda g: self.ownership(g) is ErrorCode.NONE)
+        return self.ctx.take_out()
+
     def _fire(self, key: tuple) -> None:
         self.ctx.pop_timer(key)
+        if key == group_admin.EXPIRE_TIMER:
+            group_admin.expire_offsets(self.ctx, self.groups, lambda g: self.ownership(g) is ErrorCode.NONE)
+            self.ctx.set_timer(key, self.ctx.config.offsets_retention_check_interval_ms)
+            return
         kind, group_id = key[0], key[1]
         group = self.groups.get(group_id)
         if group is None:
@@ -183,7 +214,7 @@ class GroupCoordinator:
         if entry is None:
             raise CoreError(f"no pending group write {token}")
         write, on_done = entry
-        on_done(client_error(append_error, group_write=write.offsets is None))
+        on_done(client_error(append_error, group_write=write.is_group_metadata))
         return self.ctx.take_out()
 
     def load(self, groups: Iterable[GroupMetadata], now_ms: int) -> list[tuple[Hashable, Any]]:
@@ -226,6 +257,6 @@ class GroupCoordinator:
                 self.ctx.reply(member.awaiting_sync, SyncGroupResponse(
                     member.awaiting_sync.correlation_id, ErrorCode.NOT_COORDINATOR))
                 member.awaiting_sync = None
-        for key in [k for k in self.ctx.timers if k[1] == group.group_id]:
+        for key in [k for k in self.ctx.timers if len(k) > 1 and k[1] == group.group_id]:
             self.ctx.cancel_timer(key)
         group.join_op = None

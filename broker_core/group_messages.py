@@ -2,7 +2,8 @@
 
 Fields follow Kafka 2.7.0's message definitions,
 clients/src/main/resources/common/message/{JoinGroup,SyncGroup,Heartbeat,LeaveGroup,
-OffsetCommit,OffsetFetch,DescribeGroups,ListGroups}{Request,Response}.json, at their
+OffsetCommit,OffsetFetch,DescribeGroups,ListGroups,DeleteGroups,
+OffsetDelete}{Request,Response}.json, at their
 newest version there, named in snake case; a field a version lacks takes the JSON's
 default, and the real binding's codec maps older versions onto these (which is why
 some requests carry ``version``: the coordinator's rules differ by version, as
@@ -289,7 +290,64 @@ class ListGroupsResponse:
     throttle_time_ms: int = 0
 
 
+# -- DeleteGroups (API 42) ------------------------------------------------------------
+@dataclass(frozen=True)
+class DeleteGroupsRequest:
+    correlation_id: int
+    groups_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeletableGroupResult:
+    group_id: str
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True)
+class DeleteGroupsResponse:
+    correlation_id: int
+    results: tuple[DeletableGroupResult, ...]
+    throttle_time_ms: int = 0
+
+
+# -- OffsetDelete (API 47) ------------------------------------------------------------
+@dataclass(frozen=True)
+class OffsetDeleteTopic:
+    name: str
+    partitions: tuple[int, ...]  # partition indexes
+
+
+@dataclass(frozen=True)
+class OffsetDeleteRequest:
+    correlation_id: int
+    group_id: str
+    topics: tuple[OffsetDeleteTopic, ...]
+
+
+@dataclass(frozen=True)
+class OffsetDeleteResponsePartition:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True)
+class OffsetDeleteResponseTopic:
+    name: str
+    partitions: tuple[OffsetDeleteResponsePartition, ...]
+
+
+@dataclass(frozen=True)
+class OffsetDeleteResponse:
+    """A group error (not NONE) comes without partitions (OffsetDeleteRequest.getErrorResponse)."""
+    correlation_id: int
+    error_code: ErrorCode
+    topics: tuple[OffsetDeleteResponseTopic, ...] = ()
+    throttle_time_ms: int = 0
+
+
 GroupRequest = (JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
-                | OffsetFetchRequest | DescribeGroupsRequest | ListGroupsRequest)
+                | OffsetFetchRequest | DescribeGroupsRequest | ListGroupsRequest | DeleteGroupsRequest
+                | OffsetDeleteRequest)
 GroupResponse = (JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
-                 | OffsetFetchResponse | DescribeGroupsResponse | ListGroupsResponse)
+                 | OffsetFetchResponse | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
+                 | OffsetDeleteResponse)

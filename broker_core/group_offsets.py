@@ -37,11 +37,14 @@ def _commit_response(waiter: Waiter, req: OffsetCommitRequest,
 
 
 def requested_offsets(req: OffsetCommitRequest, now_ms: int) -> dict[TopicPartition, OffsetAndMetadata]:
-    """The commit's offsets; a v1 commit's own timestamp is kept, others get now."""
+    """The commit's offsets (KafkaApis.handleOffsetCommitRequest): a v1 commit's own
+    timestamp is kept, others get now; a v2-4 commit's retention_time_ms (-1: none)
+    makes an expire timestamp of now plus it."""
+    expire = now_ms + req.retention_time_ms if req.retention_time_ms != -1 else None
     return {TopicPartition(t.name, p.partition_index): OffsetAndMetadata(
         p.committed_offset, p.committed_leader_epoch,
         p.committed_metadata if p.committed_metadata is not None else "",
-        p.commit_timestamp if p.commit_timestamp >= 0 else now_ms)
+        p.commit_timestamp if p.commit_timestamp >= 0 else now_ms, expire)
         for t in req.topics for p in t.partitions}
 
 
@@ -90,8 +93,10 @@ def _store_offsets(ctx: GroupContext, group: GroupMetadata, waiter: Waiter, req:
 
     def stored(error: ErrorCode) -> None:
         for tp, o in valid.items():
-            if error is ErrorCode.NONE and not group.is_(S.DEAD):
-                group.offsets[tp] = o  # onOffsetCommitAppend
+            # onOffsetCommitAppend: applied only while still pending (OffsetDelete or
+            # DeleteGroups may have removed it meanwhile, group_admin.remove_offsets)
+            if error is ErrorCode.NONE and not group.is_(S.DEAD) and tp in group.pending_offset_commits:
+                group.offsets[tp] = o
             if group.pending_offset_commits.get(tp) == o:
                 del group.pending_offset_commits[tp]
             errors[tp] = error

@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Hashable
 
+from broker_core.consumer_protocol import ConsumerProtocolError, subscription_topics
 from broker_core.errors import CoreError, ErrorCode
 from broker_core.group_messages import (
     DescribedGroup, DescribedGroupMember, JoinGroupProtocol, JoinGroupResponseMember)
 from broker_core.types import TopicPartition
+
+
+CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
 
 
 class GroupState(Enum):
@@ -47,11 +51,15 @@ class Waiter:
 
 @dataclass(frozen=True)
 class OffsetAndMetadata:
-    """A committed offset: the next offset the group will read (seed 003)."""
+    """A committed offset: the next offset the group will read (seed 003).
+    ``expire_timestamp`` is an OffsetCommit v2-4's own retention (commit time plus
+    retention_time_ms), which expires the offset whatever the group does; None: the
+    broker's offsets.retention.minutes rules (GroupMetadata.removeExpiredOffsets)."""
     offset: int
     leader_epoch: int
     metadata: str
     commit_timestamp: int
+    expire_timestamp: int | None = None
 
 
 @dataclass
@@ -122,6 +130,10 @@ class GroupMetadata:
     join_op: JoinOp | None = None
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
     pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # GroupMetadata.subscribedTopics: the topics the members of the current generation
+    # subscribe to, read from their consumer protocol metadata; None when unknown (not
+    # a consumer group, or metadata that does not parse), which counts as every topic.
+    subscribed_topics: frozenset[str] | None = None
 
     def is_(self, state: GroupState) -> bool:
         return self.state is state
@@ -238,10 +250,35 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(GroupState.EMPTY, now_ms)
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """GroupMetadata.computeSubscribedTopics: for a consumer group with members and a
+        protocol, every member's subscribed topics (the metadata read as version 0, the
+        prefix of every version); without members none; otherwise, or if any member's
+        metadata does not parse, unknown (None)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                topics.update(subscription_topics(member.metadata(self.protocol_name)))
+            except (ConsumerProtocolError, CoreError):
+                return None
+        return frozenset(topics)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """GroupMetadata.isSubscribedToTopic: unknown subscriptions count as subscribed."""
+        return self.subscribed_topics is None or topic in self.subscribed_topics
 
     def current_member_metadata(self) -> tuple[JoinGroupResponseMember, ...]:
         """The members listed to the leader in its JoinGroup response, with the chosen

@@ -6,7 +6,7 @@ of its version present, the others at their defaults) in, a
 codec encodes at the request's version out. The field-by-field rules are Kafka 2.7.0's
 message definitions (clients/src/main/resources/common/message/*.json) and what
 KafkaApis (core/src/main/scala/kafka/server/KafkaApis.scala, handleJoinGroupRequest and
-the seven after it) and the request and response classes
+the seven after it, handleDeleteGroupsRequest, handleOffsetDeleteRequest) and the request and response classes
 (clients/src/main/java/org/apache/kafka/common/requests/) do per version before or after
 the coordinator. Each function names the Kafka code it follows.
 
@@ -28,7 +28,8 @@ from typing import Any, Callable
 
 from broker_core.errors import ErrorCode
 from broker_core.group_messages import (
-    AUTHORIZED_OPERATIONS_OMITTED, INVALID_OFFSET, NO_LEADER_EPOCH, DescribeGroupsRequest, DescribeGroupsResponse,
+    AUTHORIZED_OPERATIONS_OMITTED, INVALID_OFFSET, NO_LEADER_EPOCH, DeleteGroupsRequest, DeleteGroupsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteTopic,
     HeartbeatRequest, HeartbeatResponse, JoinGroupProtocol, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
     LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, MemberIdentity, OffsetCommitPartition,
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic, OffsetFetchRequest, OffsetFetchResponse,
@@ -216,6 +217,31 @@ def list_groups_response(response: ListGroupsResponse, version: int) -> dict:
         for g in response.groups]}
 
 
+# -- DeleteGroups (42) and OffsetDelete (47) ---------------------------------------------
+def delete_groups_request(correlation_id: int, version: int, body: dict, client: Client) -> DeleteGroupsRequest:
+    """v0-2 carry the same list of group ids (v2 is the flexible encoding); KafkaApis
+    hands each id to the coordinator once (``distinct``), which the core does too."""
+    return DeleteGroupsRequest(correlation_id, tuple(body["groups_names"]))
+
+
+def delete_groups_response(response: DeleteGroupsResponse, version: int) -> dict:
+    return {"throttle_time_ms": response.throttle_time_ms, "results": [
+        {"group_id": r.group_id, "error_code": int(r.error_code)} for r in response.results]}
+
+
+def offset_delete_request(correlation_id: int, version: int, body: dict, client: Client) -> OffsetDeleteRequest:
+    return OffsetDeleteRequest(correlation_id, body["group_id"], tuple(
+        OffsetDeleteTopic(t["name"], tuple(p["partition_index"] for p in t["partitions"])) for t in body["topics"]))
+
+
+def offset_delete_response(response: OffsetDeleteResponse, version: int) -> dict:
+    """KafkaApis.handleOffsetDeleteRequest: a group error is the top-level error with no
+    topics (OffsetDeleteRequest.getErrorResponse), else each partition's error."""
+    return {"error_code": int(response.error_code), "throttle_time_ms": response.throttle_time_ms, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": int(p.error_code)}
+                                        for p in t.partitions]} for t in response.topics]}
+
+
 # -- the table the server dispatches by -------------------------------------------------
 @dataclass(frozen=True)
 class GroupApi:
@@ -240,4 +266,6 @@ INBOUND: dict[int, GroupApi] = {
     ApiKey.OFFSET_FETCH: GroupApi(offset_fetch_request, offset_fetch_response),
     ApiKey.DESCRIBE_GROUPS: GroupApi(describe_groups_request, describe_groups_response),
     ApiKey.LIST_GROUPS: GroupApi(list_groups_request, _plain(list_groups_response)),
+    ApiKey.DELETE_GROUPS: GroupApi(delete_groups_request, _plain(delete_groups_response)),
+    ApiKey.OFFSET_DELETE: GroupApi(offset_delete_request, _plain(offset_delete_response)),
 }

@@ -25,11 +25,9 @@ from it (``api_versions_response``). The ranges, and why:
 and writes (``group_schemas.py``). ``GROUPS_SERVED`` is the one switch: while it is False
 none of them is in SUPPORTED (ApiVersions does not advertise them, a request for one is
 refused like any unknown API, and FindCoordinator keeps the binding's own refusal: see
-real_io/server.py); set, ``SERVED_GROUP_APIS`` (the eight the core's coordinator answers,
-real_io/group_api.py) join SUPPORTED and FindCoordinator goes to the core.
-DeleteGroups and OffsetDelete stay codec only either way: the coordinator has no
-handler for them yet, and an API left out of ApiVersions makes an admin client fail at
-once rather than wait. The ranges are every version of 2.7.0's definitions: JoinGroup
+real_io/server.py); set, ``SERVED_GROUP_APIS`` (all ten, which the core's coordinator
+answers, real_io/group_api.py) join SUPPORTED and FindCoordinator goes to the core.
+The ranges are every version of 2.7.0's definitions: JoinGroup
 0-7, Heartbeat 0-4, LeaveGroup 0-4, SyncGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-7,
 DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0. Both clients pick
 the newest version both sides speak: kafka-python 3.x's newer tables reach past them
@@ -143,9 +141,7 @@ GROUP_APIS: dict[int, tuple[int, int]] = {
 # (FindCoordinator: GROUP_AUTHORIZATION_FAILED); on with no coordinator behind it, clients
 # would wait out their timeouts.
 GROUPS_SERVED = True
-SERVED_GROUP_APIS: dict[int, tuple[int, int]] = {
-    key: versions for key, versions in GROUP_APIS.items()
-    if key not in (ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)}
+SERVED_GROUP_APIS: dict[int, tuple[int, int]] = dict(GROUP_APIS)
 
 
 def serve_groups(served: bool) -> None:

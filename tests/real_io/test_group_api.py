@@ -1,7 +1,7 @@
 """The consumer-group APIs between the wire and the core (real_io/group_api.py), and the
 switch that serves them (real_io/protocol/apis.py GROUPS_SERVED).
 
-Requests: for every version in apis.GROUP_APIS of the eight APIs the coordinator
+Requests: for every version in apis.GROUP_APIS of the ten APIs the coordinator
 answers, the bytes kafka-python's own classes encode (its JSON-driven classes,
 ``kafka.protocol.consumer.group`` / ``kafka.protocol.admin.groups``; the hand-written
 ``kafka.protocol.old.commit`` for the versions the JSON ones no longer have) decode and
@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 
 from broker_core.errors import ErrorCode
 from broker_core.group_messages import (
-    AUTHORIZED_OPERATIONS_OMITTED, DescribedGroup, DescribedGroupMember, DescribeGroupsRequest,
+    AUTHORIZED_OPERATIONS_OMITTED, DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse, DescribedGroup, DescribedGroupMember, DescribeGroupsRequest,
     DescribeGroupsResponse, HeartbeatResponse, JoinGroupResponse, JoinGroupResponseMember, LeaveGroupResponse,
     LeaveMemberResponse, ListedGroup, ListGroupsResponse, MemberIdentity, OffsetCommitResponse,
     OffsetCommitResponsePartition, OffsetCommitResponseTopic, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic, SyncGroupResponse)
+    OffsetDeleteRequest, OffsetDeleteResponse, OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+    OffsetDeleteTopic, OffsetFetchResponsePartition, OffsetFetchResponseTopic, OffsetFetchTopic, SyncGroupResponse)
 from real_io import group_api
 from real_io.group_api import Client
 from real_io.protocol import apis
@@ -109,13 +110,12 @@ def test_not_served_api_versions_lists_no_group_api_and_find_coordinator_stays_l
         apis.decode_request(struct.pack(">hhih", ApiKey.JOIN_GROUP, 5, 1, -1))
 
 
-def test_served_api_versions_lists_the_eight_the_coordinator_answers_at_every_2_7_0_version(groups_served):
-    """DeleteGroups and OffsetDelete have no handler in the core: not offered, so an
-    admin client fails at once instead of waiting."""
+def test_served_api_versions_lists_the_ten_the_coordinator_answers_at_every_2_7_0_version(groups_served):
+    """With DeleteGroups and OffsetDelete (broker_core/group_admin.py) every group API
+    the codec reads is offered, at every version of 2.7.0's definitions."""
     advertised = _advertised()
     served = {key: versions for key, versions in advertised.items() if key in apis.GROUP_APIS}
-    assert served == {key: v for key, v in apis.GROUP_APIS.items()
-                      if key not in (ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)}
+    assert served == apis.GROUP_APIS
     assert set(served) == set(group_api.INBOUND)
     assert {k: v for k, v in advertised.items() if k not in served} == {
         k: v for k, v in apis.SUPPORTED.items() if k not in apis.GROUP_APIS}
@@ -515,3 +515,37 @@ def test_any_request_the_codec_decodes_converts_without_an_exception(key, versio
     assert "memoryview" not in repr(request)
     refusal = api.refusal(request, version)
     assert refusal is None or refusal.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+# -- DeleteGroups and OffsetDelete -------------------------------------------------------
+@pytest.mark.parametrize("version", versions(ApiKey.DELETE_GROUPS))
+def test_delete_groups_requests_and_responses_of_every_version(version):
+    """KafkaApis.handleDeleteGroupsRequest: the ids go to the coordinator as sent (it
+    asks each once); every result carries its group and error, throttle at every
+    version."""
+    body = theirs_request(ApiKey.DELETE_GROUPS, version, {"groups_names": ["g", "h", "g"]})
+    assert group_api.delete_groups_request(3, version, body, CLIENT) == DeleteGroupsRequest(3, ("g", "h", "g"))
+    response = DeleteGroupsResponse(3, (DeletableGroupResult("g", ErrorCode.NONE),
+                                        DeletableGroupResult("h", ErrorCode.NON_EMPTY_GROUP)), 7)
+    theirs = theirs_response(ApiKey.DELETE_GROUPS, version, group_api.delete_groups_response(response, version))
+    assert [(r.group_id, r.error_code) for r in theirs.results] == [("g", 0), ("h", 68)]
+    _throttle(theirs, version, 0)
+
+
+def test_offset_delete_requests_and_responses():
+    """KafkaApis.handleOffsetDeleteRequest: per partition errors, or a group error with
+    no topics (OffsetDeleteRequest.getErrorResponse)."""
+    body = theirs_request(ApiKey.OFFSET_DELETE, 0, {"group_id": "g", "topics": [
+        {"name": "t", "partitions": [{"partition_index": 0}, {"partition_index": 2}]}]})
+    assert group_api.offset_delete_request(3, 0, body, CLIENT) == \
+        OffsetDeleteRequest(3, "g", (OffsetDeleteTopic("t", (0, 2)),))
+    response = OffsetDeleteResponse(3, ErrorCode.NONE, (OffsetDeleteResponseTopic("t", (
+        OffsetDeleteResponsePartition(0, ErrorCode.NONE),
+        OffsetDeleteResponsePartition(2, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))),), 7)
+    theirs = theirs_response(ApiKey.OFFSET_DELETE, 0, group_api.offset_delete_response(response, 0))
+    assert (theirs.error_code, theirs.throttle_time_ms) == (0, 7)
+    assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in theirs.topics] == \
+        [("t", [(0, 0), (2, 86)])]
+    refused = OffsetDeleteResponse(3, ErrorCode.GROUP_ID_NOT_FOUND)
+    theirs = theirs_response(ApiKey.OFFSET_DELETE, 0, group_api.offset_delete_response(refused, 0))
+    assert (theirs.error_code, list(theirs.topics)) == (69, [])
