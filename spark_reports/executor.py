@@ -65,8 +65,28 @@ def explore_task(setup: Callable[[], object] | None, scenario, prop: str, seed: 
     compiled). ``scenario`` is the broadcast searched scenario."""
     if setup is not None:
         setup()
-    from spark_reports.explore import judge_seed  # imports the simulation: after the setup
-    return (*judge_seed(scenario.value, prop, seed), simulation_file())
+    return (*judge_seed(scenario.value, prop, seed), simulation_file())  # imports the simulation: after the setup
+
+
+def judge_seed(scenario, prop: str, seed: int) -> tuple:
+    """On an executor: run one seed as the local search does (the invariants checked for
+    an invariant property) in a temporary folder; (seed, violated, the invariant that
+    stopped it, verdict.json, drawn.yaml, error) with the files' texts or None."""
+    from pathlib import Path
+
+    from scenarios.explore.draw import DRAWN_FILE
+    from scenarios.explore.search import is_invariant, violated
+    from scenarios.runner import VERDICT_FILE, SimulationFailed, run_scenario
+    with tempfile.TemporaryDirectory(prefix="isrlab-explore-") as folder:
+        out = Path(folder)
+        try:
+            result = run_scenario(scenario, seed, out, check_invariants=is_invariant(prop))
+        except SimulationFailed as exc:
+            return seed, False, None, None, None, (str(exc), exc.traceback_path.read_text(encoding="utf-8"))
+        texts = [(out / name).read_text(encoding="utf-8") if (out / name).exists() else None
+                 for name in (VERDICT_FILE, DRAWN_FILE)]
+        invariant = result.violation.invariant if result.violation is not None else None
+        return seed, violated(result, prop), invariant, texts[0], texts[1], None
 
 
 def run_task(configs: Sequence["Config"], keep: str, task: tuple[int, tuple[int, ...]]) -> Iterator[tuple[str, tuple]]:

@@ -19,36 +19,17 @@ pool of that setup (``worker_pool``), so a search runs compiled wherever a sweep
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from scenarios.explore.search import Progress, SearchOutcome, is_invariant, search_line, violated
+from scenarios.explore.search import Progress, SearchOutcome, search_line
 from scenarios.model import Scenario
-from scenarios.runner import SimulationFailed, _rebuild_failure
+from scenarios.runner import _rebuild_failure
 from spark_reports.executor import explore_task, worker_pool
 
 SEEDS_PER_CORE = 2  # seeds of a batch per core: a job lasts about two runs
-
-
-def judge_seed(scenario: Scenario, prop: str, seed: int) -> tuple:
-    """On an executor: run one seed as the local search does (the invariants checked for
-    an invariant property) in a temporary folder; (seed, violated, the invariant that
-    stopped it, verdict.json, drawn.yaml, error) with the files' texts or None."""
-    from scenarios.explore.draw import DRAWN_FILE
-    from scenarios.runner import VERDICT_FILE, run_scenario
-    with tempfile.TemporaryDirectory(prefix="isrlab-explore-") as folder:
-        out = Path(folder)
-        try:
-            result = run_scenario(scenario, seed, out, check_invariants=is_invariant(prop))
-        except SimulationFailed as exc:
-            return seed, False, None, None, None, (str(exc), exc.traceback_path.read_text(encoding="utf-8"))
-        texts = [(out / name).read_text(encoding="utf-8") if (out / name).exists() else None
-                 for name in (VERDICT_FILE, DRAWN_FILE)]
-        invariant = result.violation.invariant if result.violation is not None else None
-        return seed, violated(result, prop), invariant, texts[0], texts[1], None
 
 
 def spark_searcher(spark, executor_setup: Callable[[], object] | None = None) -> Callable[..., SearchOutcome]:
