@@ -67,11 +67,6 @@ def check_binding(scenario: Scenario, binding: str, zk: str | None = None) -> No
     the simulation can do everything else."""
     if binding == "sim":
         return
-    if scenario.group_consumers:  # the real binding has no simulated group member to run yet
-        first = scenario.group_consumers[0]
-        path = ("workload", "consumers", first.index, "group")
-        raise ScenarioError(scenario.path, _line_of(scenario, path), _dotted(path),
-                            f"consumer groups: not yet run by --binding {binding} (group {first.group!r})")
     if scenario.expect_invariant is not None:
         raise ScenarioError(scenario.path, scenario.expect_lines.get("invariant_violated"), "expect.invariant_violated",
                             f"--binding {binding}: the invariants are checked in the simulation only (the real "
