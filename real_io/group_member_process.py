@@ -103,13 +103,16 @@ class Member:
         self._async: list[tuple[int, dict[str, int]]] = []  # async commits not yet answered, oldest first
         self._retries: list[tuple[float, dict[str, int]]] = []  # failed async commits to send again
         self._in_hand: dict[str, list[int]] = {}  # committed, not yet processed
-        self.consumer = Consumer(librdkafka_config(spec, self._on_commit))
+        self.consumer: Consumer  # made at go: a consumer looks for its coordinator as soon as it exists
 
     # -- the application ---------------------------------------------------------------
     def run(self) -> None:
         while not self.go.wait(0.05):
             if self.stopping.is_set():
                 return
+        # librdkafka asks a failed FindCoordinator again only a second later: made before
+        # the run found the coordinator ready, the consumer could start that much late
+        self.consumer = Consumer(librdkafka_config(self.spec, self._on_commit))
         wait = self.start_at - time.monotonic()
         if wait > 0 and self.stopping.wait(wait):
             return

@@ -51,7 +51,7 @@ from faults.rng import derive
 from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.cluster import CHROOT, CLIENT_NODE, ClusterError, LocalCluster
-from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
+from real_io.real_clients import QUIET, RealConsumer, RealProducer, Worker, final_read, join_all, start_thread
 from real_io.real_faults import RealFaultBinding, RealFaultExecutor
 from real_io.real_groups import RealGroupMember, await_coordinators, member_specs, stop_members
 from real_io.replica_files import read_replica
@@ -147,6 +147,7 @@ class RealRun:
         self._due_ms = 0.0  # the schedule's nominal time (now_ms)
         self.scenario_start: float | None = None  # the scenario's 0 ms (monotonic); None: when the workload starts
         self.members: dict[str, RealGroupMember] = {}  # the group consumers' processes, by node name
+        self._no_coordinator: list[str] = []  # groups whose coordinator never answered before the clients
         self.work_dir = work_dir
 
     @property
@@ -179,8 +180,12 @@ class RealRun:
         try:
             self._start_brokers()
             self.faults = self._faults()
+            coordinators = self._prepare_groups()
             self._create_topics()
-            self._await_group_coordinators()
+            join_all(coordinators)
+            if self._no_coordinator:
+                raise RealRunError(f"no coordinator answered for the groups {', '.join(self._no_coordinator)} "
+                                   f"within {READY_TIMEOUT_S:.0f}s")
             self._workload_and_faults()
             self._final_phase()
             self.record("world", "run_finished", {"settled": self.settled})
@@ -266,22 +271,25 @@ class RealRun:
                 raise RealRunError(f"the topics' partitions had no leader within {READY_TIMEOUT_S:.0f}s")
             time.sleep(0.05)
 
-    def _await_group_coordinators(self) -> None:
-        """The group members' processes start now, waiting (``_begin_members``), while
-        each group's coordinator is made ready (real_io/real_groups.py await_coordinators)."""
+    def _prepare_groups(self) -> list[Worker]:
+        """Once the brokers are live: launch the group members' processes, which wait
+        (``_begin_members``), and make each group's coordinator ready on a thread of its
+        own (real_io/real_groups.py await_coordinators), while the topics are created:
+        the broker creates ``__consumer_offsets`` at the first FindCoordinator, so the
+        two creations overlap and the group forms as early as it can."""
         groups = sorted({workload.group for workload in self.scenario.group_consumers})
         if not groups:
-            return
+            return []
         for number, workload in enumerate(self.scenario.group_consumers):
             for name, spec in member_specs(workload, number, self.bootstrap):
                 self.members[name] = RealGroupMember(name, spec, self.record.at,
                                                      self.work_dir / "group-members" / f"{name}.stderr")
                 self.members[name].launch()
         first = self.scenario.group_consumers[0].topics[0]
-        missing = await_coordinators(self.bootstrap, groups, (first, 0), READY_TIMEOUT_S)
-        if missing:
-            raise RealRunError(f"no coordinator answered for the groups {', '.join(missing)} within "
-                               f"{READY_TIMEOUT_S:.0f}s")
+        return [start_thread(self._await_coordinators, groups, (first, 0))]
+
+    def _await_coordinators(self, groups: list[str], partition: tuple[str, int]) -> None:
+        self._no_coordinator = await_coordinators(self.bootstrap, groups, partition, READY_TIMEOUT_S)
 
     def _workload_and_faults(self) -> None:
         scenario = self.scenario
