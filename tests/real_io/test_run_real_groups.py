@@ -19,8 +19,7 @@ from scenarios.runner import run_scenario
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios" / "library"
 FENCED = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(server_available() is not None, reason=f"no ZooKeeper: {server_available()}")]
+NEEDS_ZOOKEEPER = pytest.mark.skipif(server_available() is not None, reason=f"no ZooKeeper: {server_available()}")
 
 
 # group-zombie-fenced pauses group-0-0 at 2 s for 5 s, during its 200 ms batches. On a
@@ -58,6 +57,8 @@ def _fault_ms(events, kind: str) -> int:
     return next(e.t_ms for e in events if e.type == "fault_started" and e["fault"] == kind)
 
 
+@pytest.mark.slow
+@NEEDS_ZOOKEEPER
 def test_a_member_killed_between_processing_and_commit_makes_the_group_consume_twice(tmp_path):
     simulated, real, events = _both("group-crash-before-commit", tmp_path)
     _same_verdict(simulated, real)
@@ -77,6 +78,8 @@ def test_a_member_killed_between_processing_and_commit_makes_the_group_consume_t
     assert any(e.type == "group_position" and e["reason"] == "committed" for e in after)
 
 
+@pytest.mark.slow
+@NEEDS_ZOOKEEPER
 def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_path):
     simulated, real, events = _both("group-zombie-fenced", tmp_path, ZOMBIE_SETTINGS)
     _same_verdict(simulated, real)
@@ -99,3 +102,90 @@ def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_p
     # then it learns it is out of the group and joins again, in a newer generation
     lost = next(e for e in zombie if e.type == "group_revoked" and e["reason"] == "lost")
     assert any(e.type == "group_joined" and e["generation"] > generation and e.t_ms >= lost.t_ms for e in zombie)
+
+
+ONE_BROKER = """\
+name: {name}
+cluster:
+  brokers: 1
+  config: {{offsets.topic.replication.factor: 1, offsets.topic.num.partitions: 3,
+           group.initial.rebalance.delay.ms: 0, group.min.session.timeout.ms: 1000}}
+  topics: [{{name: t, partitions: 2, replication_factor: 1}}]
+workload:
+  producers: [{producers}]
+  consumers:
+{consumers}
+duration: 4s
+"""
+MEMBER = "auto.offset.reset: earliest, session.timeout.ms: 2s, heartbeat.interval.ms: 500ms"
+
+
+def _one_broker(tmp_path: Path, name: str, producers: str, consumers: list[str]):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(ONE_BROKER.format(name=name, producers=producers,
+                                      consumers="".join(f"    - {{{c}, {MEMBER}}}\n" for c in consumers)))
+    result = run_scenario(load_scenario(path), 1, tmp_path / "out", binding="real", plot=False)
+    return result, list(read_events(result.trace_path))
+
+
+@pytest.mark.slow
+def test_each_commit_policy_commits_as_the_simulated_member_does(tmp_path):
+    """auto (librdkafka's auto-commit of what was processed), async (answered through
+    the commit callback) and before_processing (a sync commit before the batch is
+    handed over), one group each, on one broker."""
+    result, events = _one_broker(tmp_path, "policies", "{topic: t, acks: all, rate: 50}", [
+        "group: auto, topic: t, commit: auto, auto.commit.interval.ms: 500ms",
+        "group: async, topic: t, commit: async, processing: 100ms",
+        "group: before, topic: t, commit: before_processing, processing: 100ms"])
+    assert result.passed and not result.untested, (result.untested, result.verdict.results)
+    commits = {e["op"]: e for e in events if e.type == "invoke" and e.get("f") == "commit"}
+    by_group: dict[str, list] = {}
+    for event in events:
+        if event.type in ("ok", "fail", "info") and event.get("f") == "commit":
+            invoke = [e for e in events if e.type == "invoke" and e.node == event.node and e.get("op") == event["op"]
+                      and e.t_ms <= event.t_ms][-1]
+            by_group.setdefault(invoke["group"], []).append((invoke["mode"], event.type, event["committed"]))
+    assert commits and set(by_group) == {"auto", "async", "before"}
+    assert {mode for mode, _, _ in by_group["auto"]} == {"auto"}
+    assert {mode for mode, _, _ in by_group["async"]} == {"async"}
+    assert {mode for mode, _, _ in by_group["before"]} == {"sync"}
+    assert all(outcome == "ok" and committed for g in by_group.values() for _, outcome, committed in g)
+    # before_processing: each batch is committed before it is handed over, as simulated
+    before = [e for e in events if e.node == "group-2-0" and e.type in ("invoke", "group_consumed")]
+    for i, event in enumerate(before):
+        if event.type == "group_consumed":
+            end = {event["partition"]: event["offsets"][-1] + 1}
+            assert any(e.type == "invoke" and end.items() <= e["offsets"].items() for e in before[:i])
+    # auto: only what was processed is committed (offsets stored after the batch)
+    consumed_ends = {}
+    for e in events:
+        if e.node == "group-0-0" and e.type == "group_consumed":
+            consumed_ends.setdefault(e["partition"], set()).add(e["offsets"][-1] + 1)
+    for _, _, committed in by_group["auto"]:
+        assert all(offset in consumed_ends[p] for p, offset in committed.items())
+
+
+@pytest.mark.slow
+def test_a_group_that_consumed_nothing_is_not_tested(tmp_path):
+    """No producer: the member joins and polls, consumes nothing, and the run says so."""
+    result, events = _one_broker(tmp_path, "quiet", "", ["group: g, topic: t"])
+    assert any(e.type == "group_joined" for e in events)
+    assert not result.passed
+    assert any(reason.startswith("tested nothing: the group members consumed no record") for reason in result.untested)
+
+
+def test_the_generation_is_read_from_librdkafkas_group_metadata():
+    import sys
+
+    from confluent_kafka import Consumer
+
+    from real_io.group_member_process import parse_group_metadata
+    generation = (7).to_bytes(4, sys.byteorder, signed=True)  # librdkafka writes it in the machine's order
+    assert parse_group_metadata(b"CGMDv2:" + generation + b"g\0member-1\0\1") == (7, "member-1")
+    consumer = Consumer({"group.id": "g", "bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    try:  # a consumer that never joined: no generation, no member id yet
+        assert parse_group_metadata(bytes(consumer.consumer_group_metadata())) == (-1, "")
+    finally:
+        consumer.close()
+    assert parse_group_metadata(b"CGMDv2:\xff\xff\xff\xffg\0\0\1") == (-1, "")
+    assert parse_group_metadata(b"nonsense") is None and parse_group_metadata(b"CGMDv2:\0") is None
