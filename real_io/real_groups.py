@@ -61,6 +61,8 @@ class RealGroupMember:
         self.process: subprocess.Popen | None = None
         self.paused = False
         self.incarnations = 0
+        self.failures: list[str] = []  # incarnations that ended by themselves, not by a kill or a stop
+        self._killed: set[int] = set()  # the pids this run sent SIGKILL
         self._readers: list[threading.Thread] = []
         self._lock = threading.Lock()
 
@@ -95,12 +97,23 @@ class RealGroupMember:
             except ValueError:
                 continue  # the line a SIGKILL cut short
             self.record_at(line["t"], self.name, line["type"], line["fields"])
+        code = process.wait()
+        if code != 0 and process.pid not in self._killed:
+            self.failures.append(f"{self.name} (pid {process.pid}) exited with {code}: {self._last_words()}")
+
+    def _last_words(self) -> str:
+        try:
+            lines = self.stderr_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        except OSError:
+            return "no stderr"
+        return lines[-1] if lines else "nothing on stderr"
 
     def kill(self) -> None:
         """SIGKILL (a SIGSTOPped process dies too)."""
         with self._lock:
             if self.alive:
                 assert self.process is not None
+                self._killed.add(self.process.pid)
                 self.process.send_signal(signal.SIGKILL)
                 self.process.wait()
             self.paused = False
@@ -152,13 +165,22 @@ class RealGroupMember:
             reader.join(5.0)
 
 
+class GroupMemberFailed(Exception):
+    """A member's process ended by itself (a bug in it, or librdkafka refusing its
+    settings): the run fails rather than go on without that member's history."""
+
+
 def stop_members(members: list[RealGroupMember]) -> None:
-    """Stop every member at once (each one's batch in hand handed over), then wait."""
+    """Stop every member at once (each one's batch in hand handed over), then wait;
+    raise GroupMemberFailed if any incarnation had ended by itself."""
     for member in members:
         member.ask_to_stop()
     deadline = time.monotonic() + STOP_TIMEOUT_S
     for member in members:
         member.finish(deadline)
+    failures = [failure for member in members for failure in member.failures]
+    if failures:
+        raise GroupMemberFailed("; ".join(failures))
 
 
 def await_coordinators(bootstrap: str, groups: list[str], partition: tuple[str, int], timeout_s: float) -> list[str]:

@@ -189,3 +189,28 @@ def test_the_generation_is_read_from_librdkafkas_group_metadata():
         consumer.close()
     assert parse_group_metadata(b"CGMDv2:\xff\xff\xff\xffg\0\0\1") == (-1, "")
     assert parse_group_metadata(b"nonsense") is None and parse_group_metadata(b"CGMDv2:\0") is None
+
+
+def test_a_member_process_that_dies_by_itself_fails_the_run_and_a_killed_one_does_not(tmp_path):
+    """A member whose process ends on its own (here librdkafka refuses its settings)
+    is a failure of the run, named with its last words; a SIGKILL (a crash fault) is not."""
+    from real_io.real_groups import GroupMemberFailed, RealGroupMember, stop_members
+    recorded: list = []
+    spec = {"name": "group-0-0", "bootstrap": "127.0.0.1:1", "group": "g", "topics": ["t"], "client_id": "c",
+            "commit": "auto", "processing_ms": 0, "poll_interval_ms": 100, "max_poll_records": 10,
+            "session_timeout_ms": 2000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 300000,
+            "assignors": ["range"], "auto_commit_interval_ms": 1000, "auto_offset_reset": "earliest",
+            "static": False, "retry_failed_commits": False, "retry_backoff_ms": 100}
+    killed = RealGroupMember("group-0-0", spec, lambda *event: recorded.append(event), tmp_path / "killed.stderr")
+    killed.launch()
+    killed.begin(0.0)
+    killed.kill()
+    stop_members([killed])  # nothing raised: the run killed it
+    broken = RealGroupMember("group-0-1", {**spec, "assignors": ["no-such-assignor"]},
+                             lambda *event: recorded.append(event), tmp_path / "broken.stderr")
+    broken.launch()
+    broken.begin(0.0)
+    with pytest.raises(GroupMemberFailed) as failed:
+        stop_members([broken])
+    assert "group-0-1" in str(failed.value) and "exited with 1" in str(failed.value)
+    assert not broken.alive and not killed.alive and recorded == []
