@@ -104,6 +104,32 @@ def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_p
     assert any(e.type == "group_joined" and e["generation"] > generation and e.t_ms >= lost.t_ms for e in zombie)
 
 
+@pytest.mark.slow
+@NEEDS_ZOOKEEPER
+def test_a_commit_before_processing_then_a_kill_loses_the_batch_for_the_group(tmp_path):
+    simulated, real, _ = _both("group-commit-before-processing", tmp_path)
+    _same_verdict(simulated, real)
+    assert real.verdict["group_unconsumed"].value > 0 and real.verdict["group_duplicates"].value == 0
+
+
+@pytest.mark.slow
+@NEEDS_ZOOKEEPER
+def test_the_group_moves_to_a_new_coordinator_and_is_stable_again(tmp_path):
+    """The coordinator's broker (3) is killed as a third member joins; the group's
+    partition of __consumer_offsets is loaded by another broker and the three members
+    end in one generation."""
+    simulated, real, events = _both("group-coordinator-failover", tmp_path)
+    _same_verdict(simulated, real)
+    crashed = _fault_ms(events, "crash")
+    loaded = [e for e in events if e.type == "group_partition_loaded" and e["partition"] == 1]
+    assert loaded[0].node == "broker-3" and any(e.node != "broker-3" and e.t_ms > crashed for e in loaded)
+    last = {}
+    for e in events:
+        if e.type == "group_joined":
+            last[e.node] = e["generation"]
+    assert sorted(last) == ["group-0-0", "group-0-1", "group-1-0"] and len(set(last.values())) == 1
+
+
 ONE_BROKER = """\
 name: {name}
 cluster:
