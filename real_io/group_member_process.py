@@ -100,7 +100,7 @@ class Member:
         self.go = threading.Event()
         self.start_at = 0.0  # from the go command
         self._op = 0
-        self._async: list[tuple[int, dict[str, int]]] = []  # async commits not yet answered, oldest first
+        self._async: list[tuple[int, str, dict[str, int]]] = []  # async commits (op, mode, offsets) not yet answered
         self._retries: list[tuple[float, dict[str, int]]] = []  # failed async commits to send again
         self._in_hand: dict[str, list[int]] = {}  # committed, not yet processed
         self.consumer: Consumer  # made at go: a consumer looks for its coordinator as soon as it exists
@@ -201,7 +201,7 @@ class Member:
             error = exc.args[0]
             self._failed_async(self._complete(op, {}, {p: error.name() for p in ends}, _reason(error)), mode, ends)
             return
-        self._async.append((op, ends))
+        self._async.append((op, mode, ends))
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """librdkafka's answer to a commit: an async one of ours (matched by its offsets,
@@ -209,9 +209,8 @@ class Member:
         does not say when it sent it). Sync commits are answered in ``_commit_sync``."""
         offsets = {_name(tp): tp.offset for tp in partitions}
         if self._async:
-            match = next((i for i, (_, sent) in enumerate(self._async) if sent == offsets), 0)
-            op, sent = self._async.pop(match)
-            mode = gh.ASYNC
+            match = next((i for i, (_, _, sent) in enumerate(self._async) if sent == offsets), 0)
+            op, mode, sent = self._async.pop(match)
         elif self.spec["commit"] == "auto":
             if error is not None and error.code() == KafkaError._NO_OFFSET:
                 return  # nothing stored since the last one: nothing sent
@@ -222,8 +221,7 @@ class Member:
             outcome = self._complete(op, {}, {p: error.name() for p in sent}, _reason(error))
         else:
             outcome = self._complete(op, *_split(partitions))
-        if mode == gh.ASYNC:
-            self._failed_async(outcome, mode, sent)
+        self._failed_async(outcome, mode, sent)
 
     def _failed_async(self, outcome: str, mode: str, ends: dict[str, int]) -> None:
         """seed 003's application: a failed async commit sent again, unchecked, after
