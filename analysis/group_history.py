@@ -60,7 +60,9 @@ def coordinator_lost(group: str, coordinator: int, reason: str) -> dict[str, Any
     return {"group": group, "coordinator": coordinator, "reason": reason}
 
 
-def joined(group: str, member_id: str, generation: int, leader: str, protocol: str | None) -> dict[str, Any]:
+def joined(group: str, member_id: str, generation: int, leader: str | None, protocol: str | None) -> dict[str, Any]:
+    """``leader`` and ``protocol`` None when the client does not say (librdkafka names
+    neither to its application: the real binding's members)."""
     return {**_member(group, member_id, generation), "leader": leader, "protocol": protocol}
 
 

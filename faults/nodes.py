@@ -13,6 +13,7 @@ from functools import lru_cache
 
 BROKER_PREFIX = "broker-"
 SERVICE_NODE = "zk"
+GROUP_PREFIX = "group-"
 
 
 def broker_node(broker_id: int) -> str:
@@ -27,3 +28,10 @@ def broker_id_of(node: str) -> int | None:
     if node.startswith(BROKER_PREFIX) and node[len(BROKER_PREFIX):].isdigit():
         return int(node[len(BROKER_PREFIX):])
     return None
+
+
+def group_member_node(entry: int, member: int) -> str:
+    """The node name of the ``member``-th member of a scenario's ``entry``-th group
+    consumer entry, e.g. ``group-0-1``: what faults name and the member's history is
+    written under, in both bindings."""
+    return f"{GROUP_PREFIX}{entry}-{member}"

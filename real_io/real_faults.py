@@ -7,6 +7,7 @@ real machine allows, applied with signals to ``isrlab serve`` processes.
 | restart | starts the process again on the same port and data directory; it recovers from its files |
 | shutdown | SIGTERM: the broker's controlled shutdown, then it exits by itself |
 | pause / resume | SIGSTOP / SIGCONT |
+| crash, restart, pause, resume of a group member (``group-0-1``) | the same signals to the member's own process (real_io/real_groups.py) |
 | expire_session | on ZooKeeper only (``--zk``): another client takes the broker's session over with its id and password (published by ``isrlab serve --zk-session-file``) and closes it, so ZooKeeper expires it as it does for a client that is gone |
 | isolate, partition, random_halves, bridge, cut | with a fault proxy on every link (a cluster run): the proxy stops the directions ``faults/links.py`` cuts (no byte passes, the sender is not read: as packets a firewall drops and TCP sends again once healed) |
 | reset | with a proxy: the proxy resets every connection of the links between each pair of nodes, both directions (``FaultProxyClient.reset``); the count is of TCP connections |
@@ -37,6 +38,7 @@ from faults.links import Link
 from real_io.broker_process import BrokerProcess
 from real_io.fault_proxy_client import FaultProxyClient
 from real_io.lossy_mount import LossyMount
+from real_io.real_groups import RealGroupMember
 from real_io.zk_admin_store import ZkAdminStore
 
 SUPPORTED = frozenset({"crash", "restart", "shutdown", "pause", "resume", "heal"})
@@ -91,12 +93,15 @@ class RealFaultBinding:
     def __init__(self, brokers: dict[int, BrokerProcess], trace: TraceFn, view: Callable[[], dict],
                  zk: str | None = None, proxy: FaultProxyClient | None = None,
                  nodes: Callable[[], list[str]] | None = None,
-                 lossy_disks: dict[int, LossyMount] | None = None, chroot: str = "") -> None:
+                 lossy_disks: dict[int, LossyMount] | None = None, chroot: str = "",
+                 members: dict[str, RealGroupMember] | None = None) -> None:
         """``zk``: the ZooKeeper servers (no chroot) the brokers run on, ``chroot`` the
         brokers' chroot in it (where the admin steps write); ``proxy``: the
         fault proxy on every link, with ``nodes`` the nodes its links join;
-        ``lossy_disks``: each broker's data directory's lossy file system."""
+        ``lossy_disks``: each broker's data directory's lossy file system; ``members``:
+        the scenario's group members by node name (filled before the schedule runs)."""
         self.processes = brokers
+        self.members = members if members is not None else {}
         self.zk = zk
         self.chroot = chroot
         self._admin: ZkAdminStore | None = None
@@ -124,19 +129,30 @@ class RealFaultBinding:
         return sorted(self.processes)
 
     # -- processes -------------------------------------------------------------------
-    def is_alive(self, broker: int) -> bool:
-        return self.processes[broker].alive
+    # A process is a broker (by id) or a group member (by node name, ``group-0-1``:
+    # real_io/real_groups.py), as in the simulation's binding.
+    def _process(self, process: int | str) -> BrokerProcess | RealGroupMember:
+        return self.members[process] if isinstance(process, str) else self.processes[process]
 
-    def is_paused(self, broker: int) -> bool:
-        return self.processes[broker].paused
+    def is_alive(self, broker: int | str) -> bool:
+        return self._process(broker).alive
 
-    def crash(self, broker: int) -> None:
-        self.processes[broker].kill()
+    def is_paused(self, broker: int | str) -> bool:
+        return self._process(broker).paused
+
+    def crash(self, broker: int | str) -> None:
+        self._process(broker).kill()
 
     def shutdown(self, broker: int) -> None:
         self.processes[broker].terminate()  # it continues a paused process first
 
-    def start(self, broker: int) -> bool:
+    def start(self, broker: int | str) -> bool:
+        if isinstance(broker, str):
+            member = self.members[broker]
+            if member.alive:
+                return False
+            member.start()
+            return True
         process = self.processes[broker]
         if process.alive:  # a shutdown still under way: the restart waits for the exit
             if not process.wait_exit(30.0):
@@ -144,11 +160,11 @@ class RealFaultBinding:
         process.start()
         return True
 
-    def pause(self, broker: int) -> None:
-        self.processes[broker].pause()
+    def pause(self, broker: int | str) -> None:
+        self._process(broker).pause()
 
-    def resume(self, broker: int) -> None:
-        self.processes[broker].resume()
+    def resume(self, broker: int | str) -> None:
+        self._process(broker).resume()
 
     # -- coordination ----------------------------------------------------------------
     def expire_session(self, broker: int) -> Callable[[], None] | str:

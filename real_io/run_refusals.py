@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields as dataclass_fields
 
-from broker_core.config import PROFILES
+from broker_core.config import PROFILES, broker_config
 from faults import model as fm
 from faults.nodes import SERVICE_NODE, broker_id_of
 from real_io import lossy_mount
@@ -53,6 +53,19 @@ def refusals(scenario, on_zookeeper: bool = False) -> list[tuple[tuple, int | No
         if consumer.auto_offset_reset == "none" or consumer.validate_positions is not None:
             out.append((("workload", "consumers", i), None, "auto_offset_reset: none and validate_positions are "
                         "not supported by the real binding's consumers"))
+    if scenario.group_consumers:
+        factor = broker_config(cluster.profile, dict(cluster.config)).offsets_topic_replication_factor
+        if factor > len(cluster.brokers):
+            first = scenario.group_consumers[0]
+            out.append((("workload", "consumers", first.index, "group"), None,
+                        f"offsets.topic.replication.factor is {factor} but the cluster has {len(cluster.brokers)} "
+                        f"broker(s): the broker never creates __consumer_offsets, so group {first.group!r} would "
+                        "wait for a coordinator all run (set cluster.config.offsets.topic.replication.factor)"))
+    for group in scenario.group_consumers:
+        if "sticky" in group.assignors:
+            out.append((("workload", "consumers", group.index, "partition.assignment.strategy"), None,
+                        "the real binding's group members are librdkafka's, which has no eager sticky assignor "
+                        "(only cooperative-sticky, another protocol): use range or roundrobin"))
     for i, step in enumerate(scenario.faults):
         kind = fm.kind_of(step.fault)
         if kind not in kinds:

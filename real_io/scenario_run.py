@@ -52,8 +52,9 @@ from faults.roles import role_partitions
 from faults.schedule import nemesis_life, step_life
 from real_io.broker_process import BrokerProcess, free_port
 from real_io.cluster import CHROOT, CLIENT_NODE, ClusterError, LocalCluster
-from real_io.real_clients import QUIET, RealConsumer, RealProducer, final_read, join_all, start_thread
+from real_io.real_clients import QUIET, RealConsumer, RealProducer, Worker, final_read, join_all, start_thread
 from real_io.real_faults import RealFaultBinding, RealFaultExecutor
+from real_io.real_groups import RealGroupMember, await_coordinators, member_specs, stop_members
 from real_io.replica_files import read_replica
 from real_io.run_refusals import is_cluster, refusals  # noqa: F401 (refusals: the runner asks here)
 from real_io.trace_view import TraceClusterView
@@ -82,6 +83,12 @@ class _Recorder:
     def __call__(self, node: str, type_: str, fields: dict) -> None:
         with self._lock:
             self.events.append((self.now_ms(), next(self._order), node, type_, fields))
+
+    def at(self, monotonic: float, node: str, type_: str, fields: dict) -> None:
+        """An event another process of the machine stamped with its own
+        ``time.monotonic()`` (one clock for every process: CLOCK_MONOTONIC)."""
+        with self._lock:
+            self.events.append((int((monotonic - self.origin) * 1000), next(self._order), node, type_, fields))
 
 
 class RealRun:
@@ -142,6 +149,9 @@ class RealRun:
         self.settled = False
         self._due_ms = 0.0  # the schedule's nominal time (now_ms)
         self.scenario_start: float | None = None  # the scenario's 0 ms (monotonic); None: when the workload starts
+        self.members: dict[str, RealGroupMember] = {}  # the group consumers' processes, by node name
+        self._no_coordinator: list[str] = []  # groups whose coordinator never answered before the clients
+        self.work_dir = work_dir
 
     @property
     def bootstrap(self) -> str:
@@ -162,7 +172,8 @@ class RealRun:
         proxy = cluster.proxy if cluster is not None else None
         nodes = [broker_node(b) for b in sorted(self.brokers)] + [SERVICE_NODE, CLIENT_NODE]
         self.binding = RealFaultBinding(self.brokers, self.record, self.view, self.zk, proxy, lambda: nodes,
-                                        cluster.lossy_disks if cluster is not None else None, self.chroot)
+                                        cluster.lossy_disks if cluster is not None else None, self.chroot,
+                                        self.members)
         return RealFaultExecutor(self.binding, derive(self.seed, "fault-roles"))
 
     # -- the run -------------------------------------------------------------------
@@ -172,11 +183,18 @@ class RealRun:
         try:
             self._start_brokers()
             self.faults = self._faults()
+            coordinators = self._prepare_groups()
             self._create_topics()
+            join_all(coordinators)
+            if self._no_coordinator:
+                raise RealRunError(f"no coordinator answered for the groups {', '.join(self._no_coordinator)} "
+                                   f"within {READY_TIMEOUT_S:.0f}s")
             self._workload_and_faults()
             self._final_phase()
             self.record("world", "run_finished", {"settled": self.settled})
         finally:
+            for member in self.members.values():  # a run that failed on the way leaves none behind
+                member.kill()
             if self.binding is not None:
                 self.binding.close()
             # after the run: the brokers' shutdown is not part of the trace
@@ -256,6 +274,26 @@ class RealRun:
                 raise RealRunError(f"the topics' partitions had no leader within {READY_TIMEOUT_S:.0f}s")
             time.sleep(0.05)
 
+    def _prepare_groups(self) -> list[Worker]:
+        """Once the brokers are live: launch the group members' processes, which wait
+        (``_begin_members``), and make each group's coordinator ready on a thread of its
+        own (real_io/real_groups.py await_coordinators), while the topics are created:
+        the broker creates ``__consumer_offsets`` at the first FindCoordinator, so the
+        two creations overlap and the group forms as early as it can."""
+        groups = sorted({workload.group for workload in self.scenario.group_consumers})
+        if not groups:
+            return []
+        for number, workload in enumerate(self.scenario.group_consumers):
+            for name, spec in member_specs(workload, number, self.bootstrap):
+                self.members[name] = RealGroupMember(name, spec, self.record.at,
+                                                     self.work_dir / "group-members" / f"{name}.stderr")
+                self.members[name].launch()
+        first = self.scenario.group_consumers[0].topics[0]
+        return [start_thread(self._await_coordinators, groups, (first, 0))]
+
+    def _await_coordinators(self, groups: list[str], partition: tuple[str, int]) -> None:
+        self._no_coordinator = await_coordinators(self.bootstrap, groups, partition, READY_TIMEOUT_S)
+
     def _workload_and_faults(self) -> None:
         scenario = self.scenario
         start = self.scenario_start if self.scenario_start is not None else time.monotonic()
@@ -269,6 +307,7 @@ class RealRun:
         self.consumers = [RealConsumer(f"consumer-{i}", w, scenario.topic(w.topic).partitions, self.bootstrap,
                                        self.record, client_id(w, "consumer", i))
                           for i, w in enumerate(scenario.consumers)]
+        self._begin_members(start)
         over = lambda: time.monotonic() >= end  # noqa: E731
         self._producing = [start_thread(p.run, start, over) for p in self.producers]
         self._consuming = [start_thread(c.run, start) for c in self.consumers]
@@ -278,6 +317,12 @@ class RealRun:
             if self.progress:
                 self.progress((time.monotonic() - start) * 1000, scenario.duration_ms)
             time.sleep(min(0.2, max(end - time.monotonic(), 0)))
+
+    def _begin_members(self, start: float) -> None:
+        """Every group member's application begins at its entry's ``start``."""
+        for number, workload in enumerate(self.scenario.group_consumers):
+            for name, _ in member_specs(workload, number, self.bootstrap):
+                self.members[name].begin(start + workload.start_ms / 1000.0)
 
     def _drive(self, start: float) -> None:
         """The fault steps' and the nemesis's lives (faults/schedule.py) on one thread, in
@@ -434,6 +479,7 @@ class RealRun:
         join_all(self._consuming)
         for consumer in self.consumers:
             consumer.consumer.close()
+        stop_members(list(self.members.values()))
 
     # -- one trace -----------------------------------------------------------------
     def write_trace(self, writer: TraceWriter) -> None:

@@ -190,7 +190,7 @@ class Scenario:
     # expect: {invariant_violated: NAME}: the run checks the invariants and passes when
     # NAME stops it (what isrlab explore writes for an invariant property)
     expect_invariant: str | None = None
-    # consumers: entries with group: (not yet run by either binding: scenarios/runner.py refuses them)
+    # consumers: entries with group: (group members: sim/group_consumer.py simulated, real_io/real_groups.py real)
     group_consumers: tuple[GroupConsumerWorkload, ...] = ()
 
     def topic(self, name: str) -> TopicSpec:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis.group_application import COMMIT_POLICIES
 from broker_core.assignors import STRATEGIES
+from faults.nodes import group_member_node
 from scenarios.model import GroupConsumerWorkload
 from scenarios.source import Fields, Source, convert
 
-COMMIT_POLICIES = ("auto", "after_processing", "before_processing", "async")
 GROUP_RESET_POLICIES = ("earliest", "latest")
 
 
@@ -86,4 +87,4 @@ def _assignors(source: Source, f: Fields, path: tuple) -> tuple[str, ...]:
 
 def member_names(workload: GroupConsumerWorkload, number: int) -> list[str]:
     """The nodes of the ``number``-th group entry's members: ``group-<number>-<m>``."""
-    return [f"group-{number}-{m}" for m in range(workload.members)]
+    return [group_member_node(number, m) for m in range(workload.members)]

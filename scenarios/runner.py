@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from analysis.checkers import UNTESTED_NAMES
+from analysis.checkers import GROUPS_ONLY, UNTESTED_NAMES
 from analysis.summary import Summary, summarize_events
 from analysis.trace import TraceWriter, read_events
 from analysis.verdict import Evaluation, Verdict, check_events, evaluate
@@ -67,11 +67,6 @@ def check_binding(scenario: Scenario, binding: str, zk: str | None = None) -> No
     the simulation can do everything else."""
     if binding == "sim":
         return
-    if scenario.group_consumers:  # the real binding has no simulated group member to run yet
-        first = scenario.group_consumers[0]
-        path = ("workload", "consumers", first.index, "group")
-        raise ScenarioError(scenario.path, _line_of(scenario, path), _dotted(path),
-                            f"consumer groups: not yet run by --binding {binding} (group {first.group!r})")
     if scenario.expect_invariant is not None:
         raise ScenarioError(scenario.path, scenario.expect_lines.get("invariant_violated"), "expect.invariant_violated",
                             f"--binding {binding}: the invariants are checked in the simulation only (the real "
@@ -146,8 +141,23 @@ class RunResult:
         results = self.verdict.results
         # A compaction checker that judged and found an anomaly says tested: true; that
         # is a failure, not a run that tested nothing.
-        return [results[n].explanation for n in UNTESTED_NAMES
-                if n not in named and not results[n].valid and results[n].details.get("tested") is not True]
+        untested = [results[n].explanation for n in UNTESTED_NAMES
+                    if n not in named and not results[n].valid and results[n].details.get("tested") is not True]
+        return untested + self._groups_untested()
+
+    def _groups_untested(self) -> list[str]:
+        """A scenario with group consumers whose members consumed nothing, or wrote no
+        group event at all (none ever joined: the verdict has no group result), tested
+        nothing of its groups, whatever its ``expect:`` names (``group_duplicates: 0``
+        would hold vacuously)."""
+        assert self.verdict is not None
+        if not self.scenario.group_consumers:
+            return []
+        results = self.verdict.results
+        if not any(name in results for name in GROUPS_ONLY):
+            return ["tested nothing: the scenario's group consumers wrote no group event (no member joined its group)"]
+        return [results[n].explanation for n in GROUPS_ONLY
+                if n in results and not results[n].valid and results[n].details.get("tested") is False]
 
     @property
     def invariant_expected(self) -> bool | None:

@@ -21,6 +21,7 @@ import dataclasses
 from typing import Any
 
 from analysis.client_history import CLIENT_TIMEOUT
+from analysis.group_application import COMMIT_SYNC, CONSUME, WORK, batch_ends, batch_steps, in_hand_after
 from analysis.read_records import records_from
 from broker_core.errors import ErrorCode
 from broker_core.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
@@ -150,30 +151,28 @@ class SimGroupConsumer(SimClient):
             yield self.env.timeout(self.workload.poll_interval_ms)
 
     def _process(self, member: GroupMember, batch: dict[TopicPartition, list[int]], incarnation: int):
-        """One batch: ``after_processing`` and ``async`` hand it to the application, work
-        ``processing`` ms, then commit its end; ``before_processing`` commits first and
-        hands the batch over ``processing`` ms later (the commit's wait). A crash within
-        those ms duplicates (the batch was consumed, not committed) or loses (committed,
-        never consumed) the batch for the group."""
-        policy = self.workload.commit
-        ends = {tp: offsets[-1] + 1 for tp, offsets in batch.items()}
-        if policy == "before_processing":
-            self._carry(member.commit_sync(self.now(), ends))
-            self._in_hand = batch
-        else:
-            self._hand_over(member, batch)
-        self._processing = True
-        if self.workload.processing_ms:
-            yield self.env.timeout(self.workload.processing_ms)
-            if not (yield from self._current(incarnation)):
-                return
-        self._processing = False
-        if policy == "before_processing":
-            self._hand_over(member, batch)
-        elif policy == "after_processing":
-            self._carry(member.commit_sync(self.now(), ends))
-        elif policy == "async":
-            self._carry(member.commit_async(self.now(), ends))
+        """One batch, by the ``commit`` policy's steps (analysis/group_application.py,
+        which the real binding's members follow too): hand it to the application, work
+        ``processing`` ms, commit its end, in the policy's order. A crash within those ms
+        duplicates (the batch was consumed, not committed) or loses (committed, never
+        consumed) the batch for the group."""
+        steps = batch_steps(self.workload.commit)
+        ends = batch_ends(batch)
+        for index, step in enumerate(steps):
+            if step == CONSUME:
+                self._hand_over(member, batch)
+            elif step == WORK:
+                self._processing = True
+                if self.workload.processing_ms:
+                    yield self.env.timeout(self.workload.processing_ms)
+                    if not (yield from self._current(incarnation)):
+                        return
+                self._processing = False
+            else:
+                commit = member.commit_sync if step == COMMIT_SYNC else member.commit_async
+                self._carry(commit(self.now(), ends))
+                if in_hand_after(steps, index):
+                    self._in_hand = batch
 
     def _hand_over(self, member: GroupMember, batch: dict[TopicPartition, list[int]]) -> None:
         self._in_hand = {}

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from broker_core.assignors import STRATEGIES
 from broker_core.types import TopicPartition
+from faults.nodes import group_member_node
 
 ANY_BROKER = "any"  # FindCoordinator goes to whichever broker the runtime can reach (leastLoadedNode)
 
@@ -70,7 +71,7 @@ def member_configs(workload: Any, number: int) -> list[tuple[str, MemberConfig]]
     hands ``consumed``), ``start`` and ``poll_interval``."""
     out = []
     for m in range(workload.members):
-        name = f"group-{number}-{m}"
+        name = group_member_node(number, m)
         out.append((name, MemberConfig(
             workload.group, tuple(workload.topics), client_id=workload.client_id or name,
             session_timeout_ms=workload.session_timeout_ms, heartbeat_interval_ms=workload.heartbeat_interval_ms,

@@ -11,6 +11,12 @@ consumers"), so that a simulated and a real run are judged alike:
   took before for the same group and partition (seed 003: an async commit retried
   after a newer one).
 
+A run whose group members wrote their group's events but consumed nothing tested
+nothing: ``group_duplicates`` and ``group_unconsumed`` are then invalid with
+``tested: false`` in their details (scenarios/runner.py names such a run NOT TESTED),
+rather than 0 and valid. A run without any group event at all is not judged here
+(``no_groups``); the runner knows whether its scenario had group consumers.
+
 Only what a commit's answer says was stored counts as committed (its ``committed``
 partitions: NONE answers); a commit whose outcome is unknown (``info``) proves
 nothing either way. Commits are ordered by their answers, which a coordinator gives in
@@ -30,10 +36,22 @@ def check_group_consumption(index: RunIndex, history: History) -> list[CheckResu
     """The three results, in GROUP_RESULT_NAMES's order."""
     consumed = _consumptions(index)
     commits = sorted((op for op in history.of(gh.COMMIT) if op.completion is not None), key=lambda o: o.done_seq)
-    if not consumed and not commits:
+    facts = sum(1 for event in index.events if event.type in gh.GROUP_EVENTS)
+    if not consumed and not commits and not facts:
         return [CheckResult(name, 0, True, "no group consumers", (), {"no_groups": True})
                 for name in GROUP_RESULT_NAMES]
-    return [_duplicates(consumed), _unconsumed(index, consumed, commits), _backwards(commits)]
+    judged = [_duplicates(consumed), _unconsumed(index, consumed, commits)]
+    if not consumed:
+        judged = [_consumed_nothing(result, facts, len(commits)) for result in judged]
+    return [*judged, _backwards(commits)]
+
+
+def _consumed_nothing(result: CheckResult, facts: int, commits: int) -> CheckResult:
+    """A consumption result of a run whose members consumed no record: 0 proves nothing."""
+    if result.value:
+        return result
+    return CheckResult(result.name, 0, False, f"tested nothing: the group members consumed no record ({facts} group "
+                       f"events, {commits} commits answered)", (), {**result.details, "tested": False})
 
 
 Consumption = tuple[str, str, int, int]  # (node, member_id, generation, t_ms)

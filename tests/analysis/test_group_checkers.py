@@ -207,3 +207,22 @@ def test_the_seed_003_async_retry_is_caught_going_backwards():
     world.run(700)
     back = results(world.events + world.final_read())["group_commits_backwards"]
     assert back.value == 1 and (back.examples[0]["offset"], back.examples[0]["previous"]) == (5, 8)
+
+
+def test_members_that_consumed_nothing_tested_nothing():
+    """A group that joined and committed but consumed no record: the consumption
+    results say so (invalid, tested: false) instead of a vacuous 0."""
+    b = Group()
+    b.position(0, "c0", 0, reason="earliest")
+    b.commit(1, "c0", 0)
+    checked = results(b.events)
+    for name in ("group_duplicates", "group_unconsumed"):
+        result = checked[name]
+        assert (result.value, result.valid, result.details["tested"]) == (0, False, False)
+        assert result.explanation.startswith("tested nothing: the group members consumed no record")
+    assert checked["group_commits_backwards"].valid
+    # a commit past records nobody consumed is still an anomaly, not "nothing tested"
+    b.send(2, ["a", "b"], offset=0)
+    b.commit(3, "c0", 2)
+    lost = results(b.events)["group_unconsumed"]
+    assert (lost.value, lost.valid) == (2, False) and "tested" not in lost.details

@@ -135,3 +135,41 @@ def test_a_group_run_is_deterministic(tmp_path: Path):
 def test_runs_without_groups_have_no_group_results(tmp_path: Path):
     verdict = run_scenario(load_scenario(LIBRARY / "single-broker-crash.yaml").variants[0], 1, tmp_path, plot=False)
     assert not {"group_duplicates", "group_unconsumed", "group_commits_backwards"} & set(verdict.verdict.results)
+
+
+QUIET_GROUP = """\
+name: quiet-group
+cluster:
+  brokers: {brokers}
+  config: {{group.initial.rebalance.delay.ms: 0, group.min.session.timeout.ms: 1000,
+           offsets.topic.num.partitions: 3}}
+  topics:
+    - {{name: t, partitions: 2, replication_factor: {brokers}}}
+workload:
+  consumers:
+    - {{group: g, topic: t, members: 2, auto.offset.reset: earliest, session.timeout.ms: 2s,
+       heartbeat.interval.ms: 500ms}}
+duration: 3s
+expect:
+  group_duplicates: 0
+"""
+
+
+def test_a_group_that_consumed_nothing_tested_nothing(tmp_path: Path):
+    """No producer: the members join, find positions and poll, but have nothing to
+    consume. ``group_duplicates: 0`` would hold vacuously; the run is NOT TESTED."""
+    from scenarios.parse import parse_scenario
+    result = run_scenario(parse_scenario(QUIET_GROUP.format(brokers=3), "quiet.yaml"), 1, tmp_path, plot=False)
+    assert not result.passed
+    assert any(r.startswith("tested nothing: the group members consumed no record") for r in result.untested)
+    assert result.verdict["group_duplicates"].details["tested"] is False
+
+
+def test_a_group_whose_members_never_joined_tested_nothing(tmp_path: Path):
+    """One broker with offsets.topic.replication.factor 3 (the default): no
+    __consumer_offsets, no coordinator, no group event at all."""
+    from scenarios.parse import parse_scenario
+    result = run_scenario(parse_scenario(QUIET_GROUP.format(brokers=1), "quiet.yaml"), 1, tmp_path, plot=False)
+    assert not result.passed
+    assert result.untested == ["tested nothing: the scenario's group consumers wrote no group event (no member "
+                               "joined its group)"]
