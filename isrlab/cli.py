@@ -140,8 +140,9 @@ def _print_happened(verdict) -> None:
         print(f"  ... and {len(faults) - 20} more faults (verdict.json)")
     for never in results["triggers_never_fired"].examples:
         print(f"  trigger on line {never['line']} never fired: {never['when']}")
+    groups = f", {results['group_consumed'].value} consumed by groups" if "group_consumed" in results else ""
     print(f"  records: {results['produced'].value} produced, {results['acknowledged'].value} acknowledged, "
-          f"{results['consumed'].value} consumed; {results['leader_elections'].value} leader elections")
+          f"{results['consumed'].value} consumed{groups}; {results['leader_elections'].value} leader elections")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -13,11 +13,11 @@ from analysis.checkers import CHECKER_NAMES
 from tests.test_cli import ROOT, isrlab
 
 SCENARIO = str(ROOT / "scenarios" / "library" / "single-broker-crash.yaml")
-NOTE = "seeds gave the same outcome (PASS) and the same value of each of the 39 verdict metrics"
+NOTE = "seeds gave the same outcome (PASS) and the same value of each of the 40 verdict metrics"
 
 
 def test_the_compared_metrics_are_every_checker_result():
-    assert COMPARED == CHECKER_NAMES and len(COMPARED) == 39  # the note names the count
+    assert COMPARED == CHECKER_NAMES and len(COMPARED) == 40  # the note names the count
 
 
 def test_equal_means_equal_numbers_and_mappings_and_a_single_run_proves_nothing():

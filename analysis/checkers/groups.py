@@ -9,7 +9,10 @@ consumers"), so that a simulated and a real run are judged alike:
   processing, then a crash);
 - ``group_commits_backwards``: a commit the coordinator took that is below the one it
   took before for the same group and partition (seed 003: an async commit retried
-  after a newer one).
+  after a newer one);
+- ``group_consumed``: how many records the groups' members consumed (every delivery
+  counted, duplicates too): what happened, always valid, for ``expect:`` to name and the
+  run's summary to show beside plain consumers' ``consumed``.
 
 A run whose group members wrote their group's events but consumed nothing tested
 nothing: ``group_duplicates`` and ``group_unconsumed`` are then invalid with
@@ -30,20 +33,24 @@ from analysis.checkers.result import CheckResult, Examples, anomaly
 from analysis.history import History, Operation
 
 GROUP_RESULT_NAMES = ("group_duplicates", "group_unconsumed", "group_commits_backwards")
+GROUP_CONSUMED = "group_consumed"
 
 
 def check_group_consumption(index: RunIndex, history: History) -> list[CheckResult]:
-    """The three results, in GROUP_RESULT_NAMES's order."""
+    """The three anomalies, in GROUP_RESULT_NAMES's order, then ``group_consumed``."""
     consumed = _consumptions(index)
     commits = sorted((op for op in history.of(gh.COMMIT) if op.completion is not None), key=lambda o: o.done_seq)
     facts = sum(1 for event in index.events if event.type in gh.GROUP_EVENTS)
     if not consumed and not commits and not facts:
         return [CheckResult(name, 0, True, "no group consumers", (), {"no_groups": True})
-                for name in GROUP_RESULT_NAMES]
+                for name in (*GROUP_RESULT_NAMES, GROUP_CONSUMED)]
     judged = [_duplicates(consumed), _unconsumed(index, consumed, commits)]
     if not consumed:
         judged = [_consumed_nothing(result, facts, len(commits)) for result in judged]
-    return [*judged, _backwards(commits)]
+    deliveries = sum(len(who) for who in consumed.values())
+    return [*judged, _backwards(commits),
+            CheckResult(GROUP_CONSUMED, deliveries, True, f"{deliveries} records consumed by group members",
+                        (), {"no_groups": False})]
 
 
 def _consumed_nothing(result: CheckResult, facts: int, commits: int) -> CheckResult:

@@ -20,7 +20,7 @@ from analysis.checkers.compaction_logs import check_keeping_up, check_offsets_un
 from analysis.checkers.compaction_values import check_final_values, check_resurrected_keys
 from analysis.checkers.consumers import check_consumer_order, check_hw_regressions, check_truncated_reads
 from analysis.checkers.facts import check_facts
-from analysis.checkers.groups import GROUP_RESULT_NAMES, check_group_consumption
+from analysis.checkers.groups import GROUP_CONSUMED, GROUP_RESULT_NAMES, check_group_consumption
 from analysis.checkers.happened import check_happened
 from analysis.checkers.index import RunIndex
 from analysis.checkers.leadership import LeadershipReplay
@@ -117,7 +117,8 @@ CHECKERS: tuple[Checker, ...] = (
     Checker((Result("keeping_up_consumer_sees_all", untested=True),),
             lambda run: check_keeping_up(run.compaction, run.history)),
     # Consumer groups (analysis/checkers/groups.py): only in runs with group consumers.
-    Checker(tuple(Result(name, timed=True, groups_only=True) for name in GROUP_RESULT_NAMES),
+    Checker((*(Result(name, timed=True, groups_only=True) for name in GROUP_RESULT_NAMES),
+             Result(GROUP_CONSUMED, groups_only=True)),
             lambda run: check_group_consumption(run.index, run.history)),
     # What happened rather than what went wrong: always valid, for expect: to name.
     Checker((*_counts("unclean_elections", "leader_elections", "fenced_requests", "isr_shrinks", "isr_expansions"),

@@ -4,7 +4,7 @@ runs against broker_core's GroupCoordinator (tests/sim/group_world.py)."""
 from __future__ import annotations
 
 from analysis import group_history as gh
-from analysis.checkers.groups import GROUP_RESULT_NAMES, check_group_consumption
+from analysis.checkers.groups import GROUP_CONSUMED, GROUP_RESULT_NAMES, check_group_consumption
 from analysis.checkers.index import build_index
 from analysis.history import build_history
 from broker_core.types import TopicPartition
@@ -15,7 +15,7 @@ from tests.sim.group_world import GroupWorld
 def results(events) -> dict:
     history = build_history(events)
     answered = check_group_consumption(build_index(history), history)
-    assert tuple(r.name for r in answered) == GROUP_RESULT_NAMES
+    assert tuple(r.name for r in answered) == (*GROUP_RESULT_NAMES, GROUP_CONSUMED)
     return {r.name: r for r in answered}
 
 
@@ -62,6 +62,8 @@ def test_records_consumed_twice_are_counted_with_who_consumed_them():
     assert dup.examples[0]["consumed_by"] == [
         {"process": "c0", "member_id": "c0-id", "generation": 1, "t_ms": 10},
         {"process": "c1", "member_id": "c1-id", "generation": 2, "t_ms": 21}]
+    consumed = results(b.events)[GROUP_CONSUMED]
+    assert (consumed.value, consumed.valid) == (7, True)  # every delivery: 4 + 3, the two duplicates too
 
 
 def test_one_record_in_two_groups_is_no_duplicate():
@@ -145,8 +147,9 @@ def test_a_sound_group_run_passes_every_group_checker():
     world.add("c2", auto_offset_reset="earliest")
     world.run(8000)
     checked = results(world.events + world.final_read())
+    consumed = checked.pop(GROUP_CONSUMED)
     assert all(r.valid and r.value == 0 for r in checked.values()), checked
-    assert len(world.of("group_consumed")) > 0
+    assert consumed.value == sum(world.log_end.values())  # each record of each partition once
 
 
 def test_a_crash_after_processing_before_the_commit_duplicates():
