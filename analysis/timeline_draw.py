@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -29,6 +29,20 @@ MAX_LINE_POINTS = 4000
 MAX_DOTS = 30000
 NAN = float("nan")
 LEGEND = dict(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False, borderaxespad=0.0)
+
+
+class FaultSpans(Protocol):
+    """What the fault strip and the shading read: a partition's timeline or a group's
+    (analysis/timeline_groups.py)."""
+
+    @property
+    def faults(self) -> list[FaultInterval]: ...
+
+    @property
+    def markers(self) -> list[tuple[int, str]]: ...
+
+    @property
+    def end_ms(self) -> int: ...
 
 
 @dataclass
@@ -80,7 +94,7 @@ def _fault_lanes(faults: list[FaultInterval], span_ms: int) -> list[int]:
     return lanes
 
 
-def draw_fault_strip(ax, tl: PartitionTimeline) -> None:
+def draw_fault_strip(ax, tl: FaultSpans) -> None:
     lanes = _fault_lanes(tl.faults, tl.end_ms)
     for f, lane in zip(tl.faults, lanes):
         color = FAULT_COLORS.get(f.fault, "#bdbdbd")
@@ -113,7 +127,7 @@ def _label_rows(labels: Sequence[tuple[float, str]], span_ms: int) -> list[int]:
     return rows
 
 
-def shade_faults_and_markers(ax, tl: PartitionTimeline) -> None:
+def shade_faults_and_markers(ax, tl: FaultSpans) -> None:
     for f in tl.faults:
         ax.axvspan(_s(f.start_ms), _s(f.end_ms), color=FAULT_COLORS.get(f.fault, "#bdbdbd"), alpha=0.08, lw=0)
     for t_ms, _ in tl.markers:
@@ -352,7 +366,7 @@ def render(tl: PartitionTimeline, title: str, verdict: tuple[str, str] | None, l
     return fig
 
 
-def _lane_count(tl: PartitionTimeline) -> int:
+def _lane_count(tl: FaultSpans) -> int:
     return max(_fault_lanes(tl.faults, tl.end_ms), default=0) + 1
 
 
