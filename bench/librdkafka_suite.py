@@ -133,6 +133,23 @@ def write_table(results: list[suite.Outcome], out: Path, meta: dict) -> None:
                                                   "results": [o.__dict__ for o in results]}, indent=1))
 
 
+def reparse(chosen: list, out: Path) -> int:
+    """The table again from the logs of the last run (results.json says which ran)."""
+    last = json.loads((out / "results.json").read_text())
+    ran = {(o["name"], o["scenario"]): o for o in last["results"]}
+    results: list[suite.Outcome] = []
+    for number, scenario, members in suite.runs([t for t in chosen if (t.name, t.scenario) in ran]):
+        log = out / "logs" / f"{number}-{scenario}.log"
+        text = suite._ANSI.sub("", log.read_text(errors="replace"))
+        elapsed = max(ran[(t.name, scenario)]["seconds"] for t in members)
+        timed_out = any(ran[(t.name, scenario)]["state"] == "TIMEOUT" for t in members)
+        results += suite.outcomes(text, members, scenario, elapsed, timed_out, str(log))
+    meta = {key: last[key] for key in ("librdkafka", "brokers", "date", "config")}
+    write_table(results, out, meta)
+    print(f"results: {out / 'results.md'}")
+    return 0
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", default=str(ROOT / "runs" / "librdkafka"),
@@ -146,6 +163,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker config for isrlab serve (repeatable)")
     parser.add_argument("--prepare-only", action="store_true", help="fetch and build, run nothing")
+    parser.add_argument("--from-logs", action="store_true",
+                        help="run nothing: rebuild the table from the last run's logs (after a change of the parser)")
     args = parser.parse_args(argv)
     args.config = dict(item.split("=", 1) for item in args.config)
     return args
@@ -167,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     chosen = suite.select(suite.list_tests(src), [t for t in args.tests.split(",") if t])
     out = workdir / "results"
+    if args.from_logs:
+        return reparse(chosen, out)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     planned = suite.runs(chosen)
     results: list[suite.Outcome] = []

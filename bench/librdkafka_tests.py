@@ -21,7 +21,6 @@ from pathlib import Path
 
 _SUMMARY = re.compile(r"^\|\s*(\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|NOT STARTED|DNS)\s*\|\s*([\d.]+)s\s*\|(.*)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_FAILURE_LINE = re.compile(r"(TEST FAILURE|Test FAILED|### Test .* failed|FAIL|ERROR)")
 
 
 @dataclass(frozen=True)
@@ -136,8 +135,10 @@ def run_number(runner: Path, number: str, scenario: str, members: list[SuiteTest
 def outcomes(text: str, members: list[SuiteTest], scenario: str, elapsed: float, timed_out: bool,
              log: str) -> list[Outcome]:
     """Each member's outcome from the runner's summary table (`| name | STATE | 1.2s |
-    reason`); without a table (the run was killed) the member that was running timed out
-    and the rest were not run."""
+    reason`). A failed run often has no table (the runner ends on `assert(0)` once a test
+    failed), so a member missing from it is read from its own banner lines: PASSED or
+    SKIPPED, or `### Test "name (...)" failed at ...` followed by the reason. A member
+    with none of these timed out if the run was stopped, else was not run."""
     summary = {}
     for line in text.splitlines():
         match = _SUMMARY.match(line.strip())
@@ -148,22 +149,41 @@ def outcomes(text: str, members: list[SuiteTest], scenario: str, elapsed: float,
         match = summary.get(test.name)
         if match is not None:
             state, seconds, reason = match.group(2), float(match.group(3)), match.group(4).strip()
-            if state == "FAILED" and not reason:
-                reason = first_failure(text, test.name)
+            if state == "FAILED":
+                reason = first_failure(text, test.name) or reason
             results.append(Outcome(test.name, scenario, state, seconds, _short(reason), log))
-        elif timed_out and f"Test {test.name} " in text or (timed_out and test is members[0]):
-            results.append(Outcome(test.name, scenario, "TIMEOUT", elapsed,
-                                   _short(first_failure(text, test.name) or last_line(text)), log))
+            continue
+        banner = re.search(rf"=+ Test {test.name} (PASSED|SKIPPED)", text)
+        failure = first_failure(text, test.name)
+        if failure:
+            state = "FAILED"
+        elif banner:
+            state = banner.group(1)
+        elif timed_out and (f"[{test.name} " in text or test is members[0]):
+            state, failure = "TIMEOUT", f"stopped after {elapsed:.0f} s; last line: {last_line(text)}"
         else:
-            results.append(Outcome(test.name, scenario, "NOT RUN", 0.0, _short(last_line(text)), log))
+            state, failure = "NOT RUN", last_line(text)
+        results.append(Outcome(test.name, scenario, state, _seconds(text, test.name, elapsed), _short(failure), log))
     return results
 
 
 def first_failure(text: str, name: str) -> str:
-    for line in text.splitlines():
-        if name[:4] in line and _FAILURE_LINE.search(line) and "PASSED" not in line:
-            return line.strip()
+    """The first `### Test "name..." failed at FILE:LINE...` of ``name`` with the line
+    after it (the reason the test gave)."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(f'### Test "{name}') and " failed at " in line:
+            where = line.split(" failed at ", 1)[1].split(" at ", 1)[0]
+            reason = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            context = line[len('### Test "'):].split('"', 1)[0].removeprefix(name).strip(" ()")
+            return f"{reason} ({where}{'; ' + context if context else ''})"
     return ""
+
+
+def _seconds(text: str, name: str, elapsed: float) -> float:
+    """The last elapsed time the runner printed for ``name`` (`[name / 12.345s]`)."""
+    times = re.findall(rf"\[{re.escape(name)}\s*/\s*([\d.]+)s\]", text)
+    return float(times[-1]) if times else elapsed
 
 
 def last_line(text: str) -> str:
