@@ -98,7 +98,7 @@ def run_scenario(runner: Path, scenario: str, planned: list, args, out: Path, re
     config = {**BASE_CONFIG, **args.config}
     if scenario == "noautocreate":
         config["auto.create.topics.enable"] = False
-    brokers = Brokers(Path(args.dir) / f"brokers-{scenario}", args.brokers, config)
+    brokers = Brokers(out / f"brokers-{scenario}", args.brokers, config)
     try:
         bootstrap = brokers.start()
         conf = out / f"test-{scenario}.conf"
@@ -159,6 +159,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one test number may run")
     parser.add_argument("--timeout-multiplier", type=float, default=2.0,
                         help="test.timeout.multiplier in test.conf (a shared, loaded machine)")
+    parser.add_argument("--out", default=None, help="where the results go (default DIR/results)")
     parser.add_argument("--jobs", type=int, default=2, help="make -j")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker config for isrlab serve (repeatable)")
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         return 0
     chosen = suite.select(suite.list_tests(src), [t for t in args.tests.split(",") if t])
-    out = workdir / "results"
+    out = Path(args.out).resolve() if args.out else workdir / "results"
     if args.from_logs:
         return reparse(chosen, out)
     (out / "logs").mkdir(parents=True, exist_ok=True)

@@ -82,11 +82,12 @@ def list_tests(source: Path) -> list[SuiteTest]:
 
 
 def select(tests: list[SuiteTest], only: list[str] | None) -> list[SuiteTest]:
-    """The broker tests (not local, not manual), or those whose name starts with one of
-    ``only`` (numbers like 0012 or whole names)."""
+    """The broker tests (not local, not manual), all of them or those whose name starts
+    with one of ``only`` (numbers like 0012 or whole names)."""
+    broker_tests = [test for test in tests if not test.local and not test.manual]
     if only:
-        return [test for test in tests if any(test.name.startswith(prefix) for prefix in only)]
-    return [test for test in tests if not test.local and not test.manual]
+        return [test for test in broker_tests if any(test.name.startswith(prefix) for prefix in only)]
+    return broker_tests
 
 
 def runs(tests: list[SuiteTest]) -> list[tuple[str, str, list[SuiteTest]]]:
