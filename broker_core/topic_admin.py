@@ -289,6 +289,15 @@ class TopicCreator:
         self.ctx.tasks.start(self._create_all(pending, todo, request.validate_only))
 
     def _create_all(self, pending: _PendingCreate, todo: list, validate_only: bool):
+        """Every topic's own checks first, before any write is in flight (the task runs
+        to its first yield when started), then the writes one topic after another.
+        2.7.0 AdminManager.createTopics checks and writes each topic on the handler thread
+        before its purgatory's timeout starts: however short the timeout, an invalid topic
+        is answered with its own error. Checked inside the writing loop, a topic after the
+        first was still unchecked when a timeout of 0 expired and was answered
+        REQUEST_TIMED_OUT, which librdkafka reads as success when it asked for no wait
+        (its 0081 saw an unknown config accepted on a cluster on ZooKeeper)."""
+        checked = []
         for topic, partitions, replication, asked, pairs in todo:
             try:
                 configs = check_topic_configs(asked)
@@ -296,8 +305,14 @@ class TopicCreator:
                 if assignment is not None:
                     partitions, replication = len(assignment), len(assignment[0])
                 shown = created_topic_configs(self._config_layers(), configs)
+                validate_topic_name(topic)
+            except TopicCreationError as failure:
+                pending.results[topic] = TopicCreationResult(failure.error, failure.message)
+                continue
+            checked.append((topic, partitions, replication, configs, assignment, shown))
+        for topic, partitions, replication, configs, assignment, shown in checked:
+            try:
                 if validate_only:
-                    validate_topic_name(topic)
                     exists = yield coord.Exists(coord.topic_path(topic))
                     if exists.ok:
                         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
