@@ -229,6 +229,7 @@ class _PendingCreate:
     written: bool = False  # every topic's creation was tried
     response_type: type = CreateTopicsResponse
     gone: set[str] = field(default_factory=set)  # topics still to leave the metadata
+    expired: bool = False  # the timeout passed while the writes were still in flight
 
 
 class TopicCreator:
@@ -260,6 +261,11 @@ class TopicCreator:
 
     def written_all(self, pending: _PendingCreate) -> None:
         pending.written = True
+        key = pending.timer_key[1]
+        if pending.expired and key in self._pending:
+            self.ctx.cancel_timer(pending.timer_key)
+            self._answer(key, timed_out=True)
+            return
         self.metadata_updated()
 
     def handle_create_topics(self, src: Hashable, request: CreateTopicsRequest) -> None:
@@ -340,8 +346,21 @@ class TopicCreator:
                 self._answer(key, timed_out=False)
 
     def timed_out(self, key: int) -> None:
-        if key in self._pending:
-            self._answer(key, timed_out=True)
+        """The request's timeout. 2.7.0 AdminManager writes every topic to ZooKeeper on
+        the handler thread before its purgatory's timeout starts, so an answer, even to
+        a timeout of 0, comes only once the writes are done: a client's next request (a
+        CreatePartitions after a CreateTopics that did not wait, librdkafka's 0081) finds
+        the topics. Writes still in flight here are waited for, up to a ZooKeeper
+        session's timeout more (Kafka's thread would wait for ZooKeeper; isrlab bounds
+        it, so a store that never answers still gets the request answered)."""
+        pending = self._pending.get(key)
+        if pending is None:
+            return
+        if not pending.written and not pending.expired:
+            pending.expired = True
+            self.ctx.set_timer(pending.timer_key, self.ctx.config.zookeeper_session_timeout_ms)
+            return
+        self._answer(key, timed_out=True)
 
     def _answer(self, key: int, timed_out: bool) -> None:
         pending = self._pending.pop(key)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from tests.real_io.serve_process import ServeProcess
 from tests.real_io.waiting import wait_for
@@ -47,3 +47,21 @@ def test_an_invalid_topic_after_a_valid_one_keeps_its_error_with_no_wait(broker)
     assert wait_for(lambda: {"valid-first", "valid-last"} <= set(admin.list_topics(timeout=10).topics), 20,
                     "the valid topics in the metadata")
     assert "unknown-config" not in admin.list_topics(timeout=10).topics
+
+
+def test_partitions_added_right_after_a_create_that_did_not_wait(broker):
+    """librdkafka's 0081 creates topics with an operation timeout of 0 and at once adds
+    partitions to them: the CreateTopics answer must come only once the topics are
+    written (2.7.0 writes them before its purgatory's wait), or the CreatePartitions
+    finds no topic (UNKNOWN_TOPIC_OR_PARTITION) and the topics never grow."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    names = [f"grow-{i}" for i in range(6)]
+    created = admin.create_topics([NewTopic(name, 1 + i, 1) for i, name in enumerate(names)], operation_timeout=0)
+    assert {name: outcome(future) for name, future in created.items()} == {name: "NO_ERROR" for name in names}
+    grown = admin.create_partitions([NewPartitions(name, 3 + i) for i, name in enumerate(names)], operation_timeout=0)
+    assert {name: outcome(future) for name, future in grown.items()} == {name: "NO_ERROR" for name in names}
+
+    def counts():
+        topics = admin.list_topics(timeout=10).topics
+        return {name: len(topics[name].partitions) for name in names if name in topics}
+    wait_for(lambda: counts() == {name: 3 + i for i, name in enumerate(names)}, 20, "every topic grown")
