@@ -119,6 +119,9 @@ class BrokerConfig:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_max_bytes: int = 1048576
+    # 2.7.0 KafkaConfig.FetchMaxBytes (55 MiB): the most a consumer's fetch response carries,
+    # whatever its own MaxBytes asks (KafkaApis.handleFetchRequest takes the smaller).
+    fetch_max_bytes: int = 57671680
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30000
     replica_high_watermark_checkpoint_interval_ms: int = 5000

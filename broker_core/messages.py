@@ -131,10 +131,13 @@ class FetchRequest:
     partitions: Mapping[TopicPartition, FetchPartition]
     client_id: str = ""  # as ProduceRequest's: for the client quotas
     user: str = ANONYMOUS
+    # The whole response's limit (Fetch v3+ MaxBytes, a consumer's fetch.max.bytes).
+    # Int.MaxValue: none, as the simulation's fetches model none.
+    max_bytes: int = 2147483647
 
     def __init__(self, correlation_id: int, replica_id: int, max_wait_ms: int, min_bytes: int,
                  partitions: Mapping[TopicPartition, FetchPartition], client_id: str = "",
-                 user: str = ANONYMOUS) -> None:
+                 user: str = ANONYMOUS, max_bytes: int = 2147483647) -> None:
         self.correlation_id = correlation_id
         self.replica_id = replica_id
         self.max_wait_ms = max_wait_ms
@@ -142,6 +145,7 @@ class FetchRequest:
         self.partitions = partitions
         self.client_id = client_id
         self.user = user
+        self.max_bytes = max_bytes
 
 
 @dataclass(slots=True, init=False)

@@ -448,10 +448,15 @@ class ReplicaManager:
 
     def _read_for_fetch(self, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
         follower = request.replica_id != CONSUMER_REPLICA_ID
-        # A consumer under a fetch quota: 2.7.0 ReplicaManager.readFromLocalLog over
-        # fetchMaxBytes capped by KafkaApis' maxQuotaWindowBytes (at least one batch only
-        # until a partition gave some). Otherwise each partition's max bytes alone, as before.
+        # A consumer's response limit: 2.7.0 KafkaApis.handleFetchRequest's fetchMaxBytes,
+        # min(request MaxBytes, fetch.max.bytes, maxQuotaWindowBytes), read over by
+        # ReplicaManager.readFromLocalLog (at least one batch only until a partition gave
+        # some). A request without MaxBytes (the simulation's) and no quota: each
+        # partition's max bytes alone. Followers keep theirs alone (their partitions come
+        # in one fixed order here, where Kafka's fetch sessions rotate them).
         limit = JAVA_INT_MAX if follower else self.client_quotas.fetch_cap(request.client_id, request.user)
+        if not follower and request.max_bytes < JAVA_INT_MAX:
+            limit = min(limit, max(request.max_bytes, 0), self.ctx.config.fetch_max_bytes)
         # a follower's read is throttled only where some topic has throttled replicas
         throttling = follower and bool(self.replication_quotas.leader.throttled)
         results = {}

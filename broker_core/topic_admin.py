@@ -229,6 +229,7 @@ class _PendingCreate:
     written: bool = False  # every topic's creation was tried
     response_type: type = CreateTopicsResponse
     gone: set[str] = field(default_factory=set)  # topics still to leave the metadata
+    expired: bool = False  # the timeout passed while the writes were still in flight
 
 
 class TopicCreator:
@@ -260,6 +261,11 @@ class TopicCreator:
 
     def written_all(self, pending: _PendingCreate) -> None:
         pending.written = True
+        key = pending.timer_key[1]
+        if pending.expired and key in self._pending:
+            self.ctx.cancel_timer(pending.timer_key)
+            self._answer(key, timed_out=True)
+            return
         self.metadata_updated()
 
     def handle_create_topics(self, src: Hashable, request: CreateTopicsRequest) -> None:
@@ -289,6 +295,15 @@ class TopicCreator:
         self.ctx.tasks.start(self._create_all(pending, todo, request.validate_only))
 
     def _create_all(self, pending: _PendingCreate, todo: list, validate_only: bool):
+        """Every topic's own checks first, before any write is in flight (the task runs
+        to its first yield when started), then the writes one topic after another.
+        2.7.0 AdminManager.createTopics checks and writes each topic on the handler thread
+        before its purgatory's timeout starts: however short the timeout, an invalid topic
+        is answered with its own error. Checked inside the writing loop, a topic after the
+        first was still unchecked when a timeout of 0 expired and was answered
+        REQUEST_TIMED_OUT, which librdkafka reads as success when it asked for no wait
+        (its 0081 saw an unknown config accepted on a cluster on ZooKeeper)."""
+        checked = []
         for topic, partitions, replication, asked, pairs in todo:
             try:
                 configs = check_topic_configs(asked)
@@ -296,8 +311,14 @@ class TopicCreator:
                 if assignment is not None:
                     partitions, replication = len(assignment), len(assignment[0])
                 shown = created_topic_configs(self._config_layers(), configs)
+                validate_topic_name(topic)
+            except TopicCreationError as failure:
+                pending.results[topic] = TopicCreationResult(failure.error, failure.message)
+                continue
+            checked.append((topic, partitions, replication, configs, assignment, shown))
+        for topic, partitions, replication, configs, assignment, shown in checked:
+            try:
                 if validate_only:
-                    validate_topic_name(topic)
                     exists = yield coord.Exists(coord.topic_path(topic))
                     if exists.ok:
                         raise TopicCreationError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
@@ -325,8 +346,21 @@ class TopicCreator:
                 self._answer(key, timed_out=False)
 
     def timed_out(self, key: int) -> None:
-        if key in self._pending:
-            self._answer(key, timed_out=True)
+        """The request's timeout. 2.7.0 AdminManager writes every topic to ZooKeeper on
+        the handler thread before its purgatory's timeout starts, so an answer, even to
+        a timeout of 0, comes only once the writes are done: a client's next request (a
+        CreatePartitions after a CreateTopics that did not wait, librdkafka's 0081) finds
+        the topics. Writes still in flight here are waited for, up to a ZooKeeper
+        session's timeout more (Kafka's thread would wait for ZooKeeper; isrlab bounds
+        it, so a store that never answers still gets the request answered)."""
+        pending = self._pending.get(key)
+        if pending is None:
+            return
+        if not pending.written and not pending.expired:
+            pending.expired = True
+            self.ctx.set_timer(pending.timer_key, self.ctx.config.zookeeper_session_timeout_ms)
+            return
+        self._answer(key, timed_out=True)
 
     def _answer(self, key: int, timed_out: bool) -> None:
         pending = self._pending.pop(key)

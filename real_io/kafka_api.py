@@ -94,7 +94,7 @@ def fetch_request(correlation_id: int, body: dict, client_id: str = "") -> Fetch
                                             max(wanted["partition_max_bytes"], 0), wanted["last_fetched_epoch"])
     replica_id = body["replica_id"] if body["replica_id"] >= 0 else CONSUMER_REPLICA_ID
     return FetchRequest(correlation_id, replica_id, max(body["max_wait_ms"], 0), body["min_bytes"], partitions,
-                        client_id)
+                        client_id, max_bytes=max(body["max_bytes"], 0))
 
 
 def fetch_records(result: FetchPartitionResult) -> bytes | Splice:
