@@ -153,14 +153,20 @@ def _controller_steps(ax, tl: PartitionTimeline) -> None:
             ax.annotate("elected: none", (_s(e.t_ms), y), xytext=(4, 2), textcoords="offset points", fontsize=8)
 
 
+def draw_claim(ax, c: LeaderClaim, color: str) -> None:
+    """One broker's belief that it leads, at its epoch: a thick bar on the broker's row,
+    dashed and faded when a newer epoch exists (a zombie's), labelled eN otherwise. A
+    partition's leaders and a group's coordinator (analysis/timeline_groups_draw.py)."""
+    ax.hlines(c.broker, _s(c.start_ms), _s(c.end_ms), colors=color, lw=7,
+              linestyles=(0, (1.2, 0.6)) if c.stale else "-", alpha=0.55 if c.stale else 0.9, zorder=3)
+    if not c.stale:
+        ax.annotate(f"e{c.leader_epoch}", (_s(c.start_ms), c.broker), xytext=(2, 7),
+                    textcoords="offset points", fontsize=9, fontweight="bold", zorder=7)
+
+
 def _claims(ax, tl: PartitionTimeline, brokers: tuple[int, ...]) -> None:
     for c in tl.claims:
-        color = _color(c.broker, brokers)
-        ax.hlines(c.broker, _s(c.start_ms), _s(c.end_ms), colors=color, lw=7,
-                  linestyles=(0, (1.2, 0.6)) if c.stale else "-", alpha=0.55 if c.stale else 0.9, zorder=3)
-        if not c.stale:
-            ax.annotate(f"e{c.leader_epoch}", (_s(c.start_ms), c.broker), xytext=(2, 7),
-                        textcoords="offset points", fontsize=9, fontweight="bold", zorder=7)
+        draw_claim(ax, c, _color(c.broker, brokers))
     labels = [(start, f" two leaders: b{broker} is a zombie") for start, _, broker in tl.zombies]
     for (start, end, broker), row in zip(tl.zombies, _label_rows(labels, tl.end_ms)):
         ax.axvspan(_s(start), _s(end), color=LOST, alpha=0.12, lw=0)

@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from analysis.timeline_draw import (BROKER_COLORS, LEGEND, LOST, _label_rows, _lane_count, _s, _xdata_yaxes,
-                                    draw_fault_strip, shade_faults_and_markers)
+                                    draw_claim, draw_fault_strip, shade_faults_and_markers)
 from analysis.timeline_groups import GroupTimeline, MemberLane
 
 GENERATION_COLORS = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#d9d9d9")
@@ -40,12 +40,7 @@ def draw_coordinator(ax, tl: GroupTimeline) -> None:
     was loading the group (hatched)."""
     brokers = sorted({c.broker for c in tl.coordinator} | {b for _, _, b in tl.loading})
     for c in tl.coordinator:
-        color = _color(c.broker, brokers)
-        ax.hlines(c.broker, _s(c.start_ms), _s(c.end_ms), colors=color, lw=7,
-                  linestyles=(0, (1.2, 0.6)) if c.stale else "-", alpha=0.55 if c.stale else 0.9, zorder=3)
-        if not c.stale:
-            ax.annotate(f"e{c.leader_epoch}", (_s(c.start_ms), c.broker), xytext=(2, 7),
-                        textcoords="offset points", fontsize=9, fontweight="bold", zorder=7)
+        draw_claim(ax, c, _color(c.broker, brokers))
     for start, end, broker in tl.loading:
         width = max(_s(end - start), _s(tl.end_ms) * 0.003)
         ax.broken_barh([(_s(start), width)], (broker - 0.3, 0.6), facecolors="none", edgecolor="black",
