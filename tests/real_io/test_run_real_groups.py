@@ -50,16 +50,16 @@ def _ended_ms(events, kind: str) -> int:
     return next(e.t_ms for e in events if e.type == "fault_ended" and e["fault"] == kind)
 
 
-def _within_a_batch(events, kind: str, first: str, then: str) -> None:
+def _within_a_batch(events, kind: str, first: str) -> None:
     """The member trigger (``when: {member: group-0-0, processing: true}``) put the
-    fault after the batch's first step (``first``) and before its last (``then``), as
-    in the simulation, whenever the real group formed."""
+    fault after the batch's first step (``first``: its last step before the fault) and
+    before its last, as in the simulation, whenever the real group formed. (It may be
+    the member's first batch.)"""
     fired = next(e for e in events if e.type == "trigger_fired")
     assert fired["when"] == {"member": "group-0-0", "processing": True}
     at = _fault_ms(events, kind)
     steps = [e for e in events if e.node == "group-0-0" and e.type in ("group_consumed", "invoke") and e.t_ms <= at]
     assert steps and steps[-1].type == first, steps[-3:]
-    assert any(e.type == then for e in steps), "the member had done a batch before"
 
 
 @pytest.mark.slow
@@ -73,7 +73,7 @@ def test_a_member_killed_between_processing_and_commit_makes_the_group_consume_t
     assert verdict["group_commits_backwards"].value == 0
     # the records consumed twice were first consumed by the member that was killed
     assert all(example["consumed_by"][0]["process"] == "group-0-0" for example in duplicates.examples)
-    _within_a_batch(events, "crash", "group_consumed", "invoke")
+    _within_a_batch(events, "crash", "group_consumed")
     crashed, restarted = _fault_ms(events, "crash"), _ended_ms(events, "crash")
     mine = [e for e in events if e.node == "group-0-0"]
     assert not [e for e in mine if crashed < e.t_ms < restarted], "a killed member wrote nothing until its restart"
@@ -89,7 +89,7 @@ def test_a_member_killed_between_processing_and_commit_makes_the_group_consume_t
 def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_path):
     simulated, real, events = _both("group-zombie-fenced", tmp_path)
     _same_verdict(simulated, real)
-    _within_a_batch(events, "pause", "group_consumed", "invoke")
+    _within_a_batch(events, "pause", "group_consumed")
     verdict = real.verdict
     assert verdict["group_duplicates"].value > 0 and verdict["group_commits_backwards"].value == 0
     paused = _fault_ms(events, "pause")
@@ -116,7 +116,7 @@ def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_p
 def test_a_commit_before_processing_then_a_kill_loses_the_batch_for_the_group(tmp_path):
     simulated, real, events = _both("group-commit-before-processing", tmp_path)
     _same_verdict(simulated, real)
-    _within_a_batch(events, "crash", "invoke", "group_consumed")
+    _within_a_batch(events, "crash", "invoke")
     assert real.verdict["group_unconsumed"].value > 0 and real.verdict["group_duplicates"].value == 0
 
 
