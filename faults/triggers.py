@@ -6,9 +6,14 @@ A condition is judged on a cluster view, the same for both bindings::
      "partitions": {"t-0": {"leader": 1 | None, "leader_epoch": 3, "isr": [1, 2],
                             "high_watermark": 40,
                             "replicas": {1: {"role": "leader", "log_end_offset": 42,
-                                             "high_watermark": 40}, ...}}}}
+                                             "high_watermark": 40}, ...}}},
+     "members": {"group-0-0": {"processing": True, "consumed": 120, "generation": 2 | None}}}
 
-The leader is the broker that believes it leads with the highest leader epoch.
+The leader is the broker that believes it leads with the highest leader epoch. A group
+member's part (``member_view``) is what its application is doing, so that a fault can
+fall where a scenario means it to (within a batch's processing) whatever the binding's
+speed: the simulation reads it from its member, the real binding from the lines its
+member processes write as they go.
 """
 from __future__ import annotations
 
@@ -51,6 +56,18 @@ def parse_comparison(value: Any) -> Comparison:
 # Partition-level fields a condition may test, and broker-level ones (with ``broker:``).
 PARTITION_FIELDS = ("leader", "leader_epoch", "isr", "isr_size", "high_watermark")
 REPLICA_FIELDS = ("role", "log_end_offset", "high_watermark")
+# A group member's fields (with ``member:``): in the middle of a batch (its ``processing``
+# ms, between the batch's consume and commit steps in the policy's order), the records it
+# consumed so far (all its incarnations), the generation it is in (None before it joins
+# and after a crash).
+MEMBER_FIELDS = ("processing", "consumed", "generation")
+
+
+def member_view(alive: bool, processing: bool, consumed: int, generation: int | None) -> dict:
+    """One member's entry of the view; a member whose process is gone is in no batch
+    and no generation, whatever its memory said."""
+    return {"processing": alive and processing, "consumed": consumed,
+            "generation": generation if alive and generation is not None and generation >= 0 else None}
 
 
 @dataclass(frozen=True)
@@ -59,13 +76,17 @@ class Condition:
     broker: int | None
     tests: tuple[tuple[str, Any], ...]  # (field, expected: int | None | tuple | str | Comparison)
     controller: int | None = None
+    member: str | None = None  # a group member's node name: the tests are on its fields
 
     def holds(self, view: dict) -> bool:
         if self.controller is not None and view.get("controller") != self.controller:
             return False
-        if self.partition is None:
+        if self.member is not None:
+            state = view.get("members", {}).get(self.member)
+        elif self.partition is None:
             return True
-        state = view["partitions"].get(self.partition)
+        else:
+            state = view["partitions"].get(self.partition)
         if state is None:
             return False
         if self.broker is not None:
@@ -89,6 +110,8 @@ class Condition:
         out: dict[str, Any] = {}
         if self.controller is not None:
             out["controller"] = self.controller
+        if self.member is not None:
+            out["member"] = self.member
         if self.partition is not None:
             out["partition"] = self.partition
         if self.broker is not None:
@@ -111,8 +134,11 @@ def partition_view(replicas: dict) -> dict:
             "high_watermark": leader["high_watermark"], "replicas": replicas}
 
 
-def cluster_view(controller: int | None, states: dict[int, dict[str, dict]], partitions: list[str]) -> dict:
+def cluster_view(controller: int | None, states: dict[int, dict[str, dict]], partitions: list[str],
+                 members: dict[str, dict] | None = None) -> dict:
     """The view triggers judge and roles resolve on, from each running broker's state of
-    the partitions it hosts (``states``: broker -> partition -> replica state)."""
+    the partitions it hosts (``states``: broker -> partition -> replica state) and each
+    group member's ``member_view`` (node name -> entry)."""
     return {"controller": controller,
-            "partitions": {p: partition_view({b: s[p] for b, s in states.items() if p in s}) for p in partitions}}
+            "partitions": {p: partition_view({b: s[p] for b, s in states.items() if p in s}) for p in partitions},
+            "members": dict(members or {})}

@@ -3,7 +3,11 @@ confluent-kafka (librdkafka) Consumer with ``group.id`` that subscribes, polls,
 processes and commits as the scenario's ``commit:`` and ``processing:`` say
 (analysis/group_application.py, the steps the simulated member follows too), and
 writes the group history (analysis/group_history.py) as JSON lines on its standard
-output: ``{"t": <time.monotonic()>, "type": ..., "fields": {...}}``. The run
+output: ``{"t": <time.monotonic()>, "type": ..., "fields": {...}}``, and between them,
+whenever it changes, the member's state for the run's triggers (faults/triggers.py):
+``{"t": ..., "state": {"processing": bool, "consumed": int, "generation": int}}``
+(``processing``: within a batch's ``processing`` ms; ``consumed``: records handed to
+the application so far; ``generation``: -1 when in none). The run
 (real_io/real_groups.py) reads them onto its clock; CLOCK_MONOTONIC is one clock for
 every process of the machine.
 
@@ -52,7 +56,15 @@ class Output:
         self._lock = threading.Lock()
 
     def __call__(self, type_: str, fields: dict) -> None:
-        line = json.dumps({"t": time.monotonic(), "type": type_, "fields": fields}, separators=(",", ":"))
+        self._write({"t": time.monotonic(), "type": type_, "fields": fields})
+
+    def state(self, processing: bool, consumed: int, generation: int) -> None:
+        """The member's state line (not history: the run's triggers read it)."""
+        self._write({"t": time.monotonic(), "state": {"processing": processing, "consumed": consumed,
+                                                      "generation": generation}})
+
+    def _write(self, content: dict) -> None:
+        line = json.dumps(content, separators=(",", ":"))
         with self._lock:
             self.stream.write(line + "\n")
             self.stream.flush()
@@ -103,6 +115,8 @@ class Member:
         self._async: list[tuple[int, str, dict[str, int]]] = []  # async commits (op, mode, offsets) not yet answered
         self._retries: list[tuple[float, dict[str, int]]] = []  # failed async commits to send again
         self._in_hand: dict[str, list[int]] = {}  # committed, not yet processed
+        self.processing = False  # within a batch's processing ms (the state line's)
+        self.consumed = 0
         self.consumer: Consumer  # made at go: a consumer looks for its coordinator as soon as it exists
 
     # -- the application ---------------------------------------------------------------
@@ -148,7 +162,10 @@ class Member:
             if step == CONSUME:
                 self._hand_over(batch)
             elif step == WORK:
-                if self.stopping.wait(self.spec["processing_ms"] / 1000.0):
+                self._tell_state(processing=True)
+                stopped = self.stopping.wait(self.spec["processing_ms"] / 1000.0)
+                self._tell_state(processing=False)
+                if stopped:
                     return  # the run stops its members: no commit after this
             else:
                 if step == COMMIT_SYNC:
@@ -165,6 +182,13 @@ class Member:
         for partition in sorted(batch):
             self.out(gh.GROUP_CONSUMED, gh.consumed(self.group, self.member_id, self.generation, partition,
                                                     batch[partition]))
+        self.consumed += sum(len(offsets) for offsets in batch.values())
+        self._tell_state()
+
+    def _tell_state(self, processing: bool | None = None) -> None:
+        if processing is not None:
+            self.processing = processing
+        self.out.state(self.processing, self.consumed, self.generation)
 
     def _store(self, ends: dict[str, int]) -> None:
         try:
@@ -246,6 +270,7 @@ class Member:
                                             assignors[0] if len(assignors) == 1 else None))
         self.out(gh.GROUP_ASSIGNED, gh.assigned(self.group, self.member_id, self.generation,
                                                 sorted(_name(tp) for tp in partitions)))
+        self._tell_state()
         consumer.assign(self._positions(partitions))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -256,6 +281,7 @@ class Member:
         self.generation = NO_GENERATION
         self.out(gh.GROUP_REVOKED, gh.revoked(self.group, self.member_id, NO_GENERATION,
                                               sorted(_name(tp) for tp in partitions), "lost"))
+        self._tell_state()
 
     def _positions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Where each assigned partition is read from, looked up as the consumer would

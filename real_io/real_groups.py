@@ -9,7 +9,9 @@ a process of its own (real_io/group_member_process.py: a confluent-kafka consume
 | pause / resume | SIGSTOP / SIGCONT: no poll and no heartbeat (librdkafka's threads stop with the rest), so it wakes as a zombie past its session |
 
 Each member's history lines are read as they come and recorded on the run's clock,
-under the member's node name, in analysis/group_history.py's vocabulary.
+under the member's node name, in analysis/group_history.py's vocabulary. Its state
+lines (in a batch's processing or not, records consumed, generation) are not history:
+they make the member's part of the view triggers judge (faults/triggers.py), kept here.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from faults.nodes import group_member_node
+from faults.triggers import member_view
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout the child imports from
 STOP_TIMEOUT_S = 10.0
@@ -65,6 +68,16 @@ class RealGroupMember:
         self._killed: set[int] = set()  # the pids this run sent SIGKILL
         self._readers: list[threading.Thread] = []
         self._lock = threading.Lock()
+        # the last state line of the running incarnation; consumed counts every incarnation
+        self._state: dict = {"processing": False, "generation": None}
+        self._consumed_before = 0  # by the incarnations before this one
+        self._consumed = 0
+
+    def view(self) -> dict:
+        """This member's part of the view triggers judge. A killed process is in no
+        batch, whatever its last line said; a paused one still is."""
+        return member_view(self.alive, self._state["processing"], self._consumed_before + self._consumed,
+                           self._state["generation"])
 
     @property
     def alive(self) -> bool:
@@ -79,6 +92,8 @@ class RealGroupMember:
         """A new incarnation's process, waiting for ``begin``."""
         with self._lock:
             self.incarnations += 1
+            self._consumed_before += self._consumed
+            self._consumed, self._state = 0, {"processing": False, "generation": None}
             self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.stderr_path, "ab") as stderr:
                 self.process = subprocess.Popen(
@@ -96,6 +111,11 @@ class RealGroupMember:
                 line = json.loads(raw)
             except ValueError:
                 continue  # the line a SIGKILL cut short
+            if "state" in line:
+                if process is self.process:  # not a late line of a killed incarnation
+                    self._consumed = line["state"]["consumed"]
+                    self._state = line["state"]
+                continue
             self.record_at(line["t"], self.name, line["type"], line["fields"])
         code = process.wait()
         if code != 0 and process.pid not in self._killed:

@@ -352,7 +352,11 @@ class RealRun:
         return self._due_ms
 
     def cluster_view(self) -> dict:
-        return self.view()
+        """The brokers' part from their traces, each group member's from the state lines
+        its process writes as it goes (real_io/real_groups.py ``view``)."""
+        view = self.view()
+        view["members"] = {name: member.view() for name, member in self.members.items()}
+        return view
 
     def trace(self, node: str, type_: str, fields: dict) -> None:
         self.record(node, type_, fields)

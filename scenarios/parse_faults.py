@@ -12,7 +12,7 @@ from broker_core.types import TopicPartition
 from broker_core.topic_admin import TopicCreationError, validate_topic_name
 from faults import model as fm
 from faults.nodes import broker_node
-from faults.triggers import PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
+from faults.triggers import MEMBER_FIELDS, PARTITION_FIELDS, REPLICA_FIELDS, Condition, parse_comparison
 from scenarios.model import ClusterSpec, FaultStep, NemesisSpec
 from scenarios.source import Fields, Source, convert
 
@@ -413,6 +413,8 @@ class FaultParser:
         controller = None
         if f.has("controller"):
             controller = self.brokers(path + ("controller",), f.take("controller", "any"), allow_roles=False)[0]
+        if f.has("member"):
+            return self.member_condition(path, data, f, controller)
         partition = f.take("partition", "str", None, self._partition_check)
         broker = None
         if f.has("broker"):
@@ -437,6 +439,34 @@ class FaultParser:
         tests = [(name, self._expected(path + (name,), name, f.take(name, "any"), partition)) for name in names]
         f.done()
         return Condition(partition, broker, tuple(tests), controller)
+
+    def member_condition(self, path: tuple, data: dict, f: Fields, controller: int | None) -> Condition:
+        """``{member: group-0-0, processing: true}``: a test of a group member's state
+        (faults/triggers.py MEMBER_FIELDS), which only a member of the workload has."""
+        member = f.take("member", "str")
+        known = sorted(n for n in self.nodes if n.startswith("group-"))
+        if member not in known:
+            raise self.source.error(path + ("member",), f"unknown group member {member!r}; members: {known}"
+                                    if known else f"names group member {member!r} but the workload has no group consumers")
+        names = [k for k in data if k not in ("controller", "member")]
+        for name in names:
+            if name not in MEMBER_FIELDS:
+                raise self.source.error(path + (name,), f"cannot be tested for a group member; use one of: "
+                                        f"{', '.join(MEMBER_FIELDS)}")
+        if not names:
+            raise self.source.error(path, f"tests nothing of {member}: name one of {', '.join(MEMBER_FIELDS)}")
+        tests = []
+        for name in names:
+            value = f.take(name, "any")
+            if name == "processing":
+                tests.append((name, convert(self.source, path + (name,), value, "bool")))
+                continue
+            try:
+                tests.append((name, parse_comparison(value)))
+            except ValueError as exc:
+                raise self.source.error(path + (name,), str(exc)) from None
+        f.done()
+        return Condition(None, None, tuple(tests), controller, member)
 
     def _expected(self, path: tuple, name: str, value: Any, partition: str):
         replicas = self.partitions[partition] if partition else ()

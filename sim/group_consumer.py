@@ -28,6 +28,7 @@ from broker_core.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchReque
 from broker_core.types import NO_LEADER, TopicPartition
 from sim.clients import SimClient
 from sim.group_member import GroupMember
+from faults.triggers import member_view
 from sim.group_member_types import ANY_BROKER, HistoryEvent, LeaderOf, MemberConfig, Outgoing
 
 TICK_MS = 10  # how often the heartbeat thread looks at the member's next deadline
@@ -54,6 +55,7 @@ class SimGroupConsumer(SimClient):
         self._fetching: set[int] = set()
         self._processing = False
         self._in_hand: dict[TopicPartition, list[int]] = {}  # committed, not yet handed over
+        self.consumed_records = 0  # by every incarnation: what a trigger's consumed: tests
         self._any_index = 0
         self.start()
 
@@ -174,8 +176,14 @@ class SimGroupConsumer(SimClient):
                 if in_hand_after(steps, index):
                     self._in_hand = batch
 
+    def view(self) -> dict:
+        """This member's part of the view triggers judge (faults/triggers.py)."""
+        generation = self.member.generation if self.member is not None else None
+        return member_view(self.alive, self._processing, self.consumed_records, generation)
+
     def _hand_over(self, member: GroupMember, batch: dict[TopicPartition, list[int]]) -> None:
         self._in_hand = {}
+        self.consumed_records += sum(len(offsets) for offsets in batch.values())
         for tp in sorted(batch):
             self._carry(member.consumed(tp, batch[tp], self.now()))
 

@@ -339,7 +339,8 @@ class World:
     def cluster_view(self) -> dict:
         """What triggers judge (faults/triggers.py): per partition, the leader with the
         highest epoch, its ISR and high watermark, and every replica's state."""
-        return cluster_view(self.controller(), self.snapshots(), self.view_partitions)
+        members = {name: member.view() for name, member in self.group_members.items()}
+        return cluster_view(self.controller(), self.snapshots(), self.view_partitions, members)
 
     def is_settled(self) -> bool:
         """Every partition settled by the rule both bindings share (faults/final_phase.py)."""

@@ -22,20 +22,9 @@ FENCED = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
 NEEDS_ZOOKEEPER = pytest.mark.skipif(server_available() is not None, reason=f"no ZooKeeper: {server_available()}")
 
 
-# group-zombie-fenced pauses group-0-0 at 2 s for 5 s, during its 200 ms batches. On a
-# real cluster the brokers are live about 1.5 s after the scenario's 0 ms and the group
-# forms at about 1.7 to 2.0 s on this machine, so the pause may find the member not yet
-# joined; and librdkafka, woken past its session, revokes its partitions as lost before
-# it hands over anything it had fetched, so the member is a zombie only when the pause
-# stopped it in the middle of a batch. Both bindings run the scenario with the pause at
-# 3 s and 800 ms batches (as group-crash-before-commit's): the member is then in a
-# batch almost all of its time, and the pause is a zombie's in both.
-ZOMBIE_SETTINGS = ("faults.0.at=3s", "workload.consumers.0.processing=800ms")
-
-
-def _both(name: str, tmp_path: Path, settings: tuple[str, ...] = ()):
+def _both(name: str, tmp_path: Path):
     """The scenario simulated and on a real cluster, seed 1: (simulated, real, the real trace's events)."""
-    scenario = load_scenario(LIBRARY / f"{name}.yaml", settings)
+    scenario = load_scenario(LIBRARY / f"{name}.yaml")
     simulated = run_scenario(scenario, 1, tmp_path / "sim", plot=False)
     real = run_scenario(scenario, 1, tmp_path / "real", binding="real", plot=False)
     return simulated, real, list(read_events(real.trace_path))
@@ -57,6 +46,22 @@ def _fault_ms(events, kind: str) -> int:
     return next(e.t_ms for e in events if e.type == "fault_started" and e["fault"] == kind)
 
 
+def _ended_ms(events, kind: str) -> int:
+    return next(e.t_ms for e in events if e.type == "fault_ended" and e["fault"] == kind)
+
+
+def _within_a_batch(events, kind: str, first: str) -> None:
+    """The member trigger (``when: {member: group-0-0, processing: true}``) put the
+    fault after the batch's first step (``first``: its last step before the fault) and
+    before its last, as in the simulation, whenever the real group formed. (It may be
+    the member's first batch.)"""
+    fired = next(e for e in events if e.type == "trigger_fired")
+    assert fired["when"] == {"member": "group-0-0", "processing": True}
+    at = _fault_ms(events, kind)
+    steps = [e for e in events if e.node == "group-0-0" and e.type in ("group_consumed", "invoke") and e.t_ms <= at]
+    assert steps and steps[-1].type == first, steps[-3:]
+
+
 @pytest.mark.slow
 @NEEDS_ZOOKEEPER
 def test_a_member_killed_between_processing_and_commit_makes_the_group_consume_twice(tmp_path):
@@ -68,21 +73,31 @@ def test_a_member_killed_between_processing_and_commit_makes_the_group_consume_t
     assert verdict["group_commits_backwards"].value == 0
     # the records consumed twice were first consumed by the member that was killed
     assert all(example["consumed_by"][0]["process"] == "group-0-0" for example in duplicates.examples)
-    crashed, restarted = _fault_ms(events, "crash"), _fault_ms(events, "restart")
+    _within_a_batch(events, "crash", "group_consumed")
+    crashed, restarted = _fault_ms(events, "crash"), _ended_ms(events, "crash")
     mine = [e for e in events if e.node == "group-0-0"]
     assert not [e for e in mine if crashed < e.t_ms < restarted], "a killed member wrote nothing until its restart"
     before = {e["member_id"] for e in mine if e.t_ms < crashed and "member_id" in e.fields}
     after = [e for e in mine if e.t_ms > restarted]
     assert before and after, "the member had joined before its crash and joined again after its restart"
     assert {e["member_id"] for e in after if "member_id" in e.fields}.isdisjoint(before)  # a new member
-    assert any(e.type == "group_position" and e["reason"] == "committed" for e in after)
+    # its positions come from the group's commits: the last one of the partition, or
+    # earliest where none was made yet (under load the trigger may find the member in its
+    # first batch: the group formed late, and nothing was committed for it before)
+    positions = [e for e in after if e.type == "group_position"]
+    assert positions
+    for position in positions:
+        commits = [e["committed"][position["partition"]] for e in events if e.type == "ok" and e.get("f") == "commit"
+                   and e.t_ms <= position.t_ms and position["partition"] in (e.get("committed") or {})]
+        assert (position["reason"], position["offset"]) == (("committed", max(commits)) if commits else ("earliest", 0))
 
 
 @pytest.mark.slow
 @NEEDS_ZOOKEEPER
 def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_path):
-    simulated, real, events = _both("group-zombie-fenced", tmp_path, ZOMBIE_SETTINGS)
+    simulated, real, events = _both("group-zombie-fenced", tmp_path)
     _same_verdict(simulated, real)
+    _within_a_batch(events, "pause", "group_consumed")
     verdict = real.verdict
     assert verdict["group_duplicates"].value > 0 and verdict["group_commits_backwards"].value == 0
     paused = _fault_ms(events, "pause")
@@ -107,8 +122,9 @@ def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_p
 @pytest.mark.slow
 @NEEDS_ZOOKEEPER
 def test_a_commit_before_processing_then_a_kill_loses_the_batch_for_the_group(tmp_path):
-    simulated, real, _ = _both("group-commit-before-processing", tmp_path)
+    simulated, real, events = _both("group-commit-before-processing", tmp_path)
     _same_verdict(simulated, real)
+    _within_a_batch(events, "crash", "invoke")
     assert real.verdict["group_unconsumed"].value > 0 and real.verdict["group_duplicates"].value == 0
 
 

@@ -208,3 +208,47 @@ def test_a_coordinator_role_without_group_consumers_says_so():
     error = error_of(text)
     assert (error.line, error.field) == (7, "faults[0].isolate.coordinator")
     assert "the workload has no group consumers" in error.message
+
+
+def test_a_trigger_may_test_a_group_members_state():
+    """``when: {member: ..., processing/consumed/generation}`` (faults/triggers.py)."""
+    from faults.triggers import Comparison
+    text = GOOD.replace("faults:\n", "faults:\n  - {when: {member: group-0-0, processing: true}, after: 2s, "
+                                     "crash: group-0-0, for: 2s}\n"
+                                     "  - {when: {member: group-1-0, consumed: \">=40\", generation: \">=1\"}, "
+                                     "pause: group-1-0, for: 1s}\n")
+    s = parse_scenario(text, "s.yaml")
+    first, second = s.faults[0], s.faults[1]
+    assert first.when.member == "group-0-0" and first.when.tests == (("processing", True),)
+    assert (first.at_ms, first.for_ms) == (2000, 2000)
+    assert second.when.tests == (("consumed", Comparison(">=", 40)), ("generation", Comparison(">=", 1)))
+    assert second.when.describe() == {"member": "group-1-0", "consumed": ">=40", "generation": ">=1"}
+
+
+@pytest.mark.parametrize("when, field, words", [
+    ("{member: group-0-3, processing: true}", "faults[0].when.member", "unknown group member 'group-0-3'; members: "
+                                                                      "['group-0-0', 'group-0-1', 'group-0-2'"),
+    ("{member: consumer-0, processing: true}", "faults[0].when.member", "unknown group member 'consumer-0'"),
+    ("{member: [group-0-0], processing: true}", "faults[0].when.member", "must be a string"),
+    ("{member: group-0-0, processing: yes please}", "faults[0].when.processing", "true or false"),
+    ("{member: group-0-0, consumed: lots}", "faults[0].when.consumed", "comparison"),
+    ("{member: group-0-0, generation: true}", "faults[0].when.generation", "number or a comparison"),
+    ("{member: group-0-0, committed: 5}", "faults[0].when.committed", "cannot be tested for a group member; "
+                                                                      "use one of: processing, consumed, generation"),
+    ("{member: group-0-0, partition: t-0, processing: true}", "faults[0].when.partition", "cannot be tested"),
+    ("{member: group-0-0}", "faults[0].when", "tests nothing of group-0-0"),
+])
+def test_a_bad_member_trigger_names_the_file_line_and_field(when, field, words):
+    text = GOOD.replace("faults:\n", f"faults:\n  - {{when: {when}, crash: 1}}\n")
+    error = error_of(text)
+    assert (error.filename, error.line, error.field) == ("s.yaml", 26, field), (error.line, error.field)
+    assert words in error.message, error.message
+
+
+def test_a_member_trigger_without_group_consumers_says_so():
+    text = ("cluster:\n  brokers: 3\n  topics: [{name: t, partitions: 1, replication_factor: 3}]\n"
+            "workload:\n  producers: [{topic: t}]\n  consumers: [{topic: t}]\n"
+            "faults:\n  - {when: {member: group-0-0, processing: true}, crash: 1}\nduration: 5s\n")
+    error = error_of(text)
+    assert (error.line, error.field) == (8, "faults[0].when.member")
+    assert "the workload has no group consumers" in error.message

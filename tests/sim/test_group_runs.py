@@ -56,6 +56,29 @@ def test_a_crash_between_processing_and_commit_duplicates_and_loses_nothing(runs
 
 
 @pytest.mark.slow  # the four runs by the command line: about 7 s, shared
+@pytest.mark.parametrize("name, fault, first, then", [
+    ("group-crash-before-commit", "crash", "group_consumed", "invoke"),      # consumed, not committed
+    ("group-commit-before-processing", "crash", "invoke", "group_consumed"),  # committed, not consumed
+    ("group-zombie-fenced", "pause", "group_consumed", "invoke"),
+])
+def test_the_member_trigger_fires_within_a_batch(runs, name, fault, first, then):
+    """``when: {member: group-0-0, processing: true}``: the fault falls after the batch's
+    first step and before its last (by the commit policy), not at a fixed time."""
+    _, events = runs[name]
+    [fired] = [e for e in events if e["type"] == "trigger_fired"]
+    assert fired["when"] == {"member": "group-0-0", "processing": True}
+    [started] = [e for e in events if e["type"] == "fault_started"]
+    assert started["fault"] == fault and started["targets"] == ["group-0-0"] and started["t_ms"] == fired["t_ms"]
+    at = started["t_ms"]
+    steps = [e for e in of(events, "group-0-0", "group_consumed", "invoke") if e["t_ms"] <= at]
+    assert steps[-1]["type"] == first, steps[-1]
+    last_then = [e for e in steps if e["type"] == then]
+    assert last_then and last_then[-1]["t_ms"] < steps[-1]["t_ms"]  # the batch's first step came after the last one's
+    if fault == "crash":  # the batch's last step never came from that process
+        assert not [e for e in of(events, "group-0-0") if at < e["t_ms"] < at + 2000]
+
+
+@pytest.mark.slow  # the four runs by the command line: about 7 s, shared
 def test_the_crashed_member_is_silent_then_joins_anew_from_the_commit(runs):
     _, events = runs["group-crash-before-commit"]
     member = of(events, "group-0-0")
