@@ -36,7 +36,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 
 import librdkafka_source as source  # noqa: E402
 import librdkafka_tests as suite  # noqa: E402
-from real_io.broker_process import BrokerProcess, free_port  # noqa: E402
+from real_io.broker_process import BrokerProcess  # noqa: E402
+from real_io.ports import free_port  # noqa: E402
 from real_io.cluster import LocalCluster  # noqa: E402
 
 KAFKA_VERSION = "2.7.0"

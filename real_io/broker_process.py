@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,14 +25,6 @@ _LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
 
 class BrokerStartFailed(Exception):
     """The broker process exited or stayed silent instead of listening."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now; every incarnation of the broker reuses it, so the
-    clients' bootstrap address stays valid across restarts."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 def config_argument(key: str, value) -> str:

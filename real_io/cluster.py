@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -30,7 +29,8 @@ from broker_core.coordination import BROKER_IDS_PATH
 from broker_core.errors import ConfigError
 from faults.nodes import SERVICE_NODE, broker_id_of, broker_node
 from real_io import lossy_mount, process_identity, zk_server
-from real_io.broker_process import BrokerProcess, free_port
+from real_io.broker_process import BrokerProcess
+from real_io.ports import free_port, port_in_use
 from real_io.fault_proxy_client import FaultProxyClient, FaultProxyError, FaultProxyProcess
 from real_io.lossy_mount import LossyMount
 from real_io.process_identity import ProcessIdentity
@@ -465,16 +465,6 @@ def _identity(entry: dict) -> ProcessIdentity | None:
 
 
 # -- ports ---------------------------------------------------------------------------------
-def port_in_use(port: int, host: str = HOST) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is free
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
 def _choose_ports(broker_ids: list[int], first: int | None) -> dict[int, int]:
     if first is None:
         ports: dict[int, int] = {}
@@ -495,9 +485,9 @@ def _choose_ports(broker_ids: list[int], first: int | None) -> dict[int, int]:
 
 def _choose_zk_port(port: int | None, taken: set[int]) -> int:
     if port is None:
-        chosen = zk_server.free_port()
+        chosen = free_port()
         while chosen in taken:
-            chosen = zk_server.free_port()
+            chosen = free_port()
         return chosen
     if port in taken or port_in_use(port):
         raise ClusterError(f"port {port} on {HOST} (ZooKeeper) is in use: choose another --zk-port, "

@@ -50,7 +50,8 @@ from faults.nodes import SERVICE_NODE, broker_node
 from faults.rng import derive
 from faults.roles import role_partitions
 from faults.schedule import nemesis_life, step_life
-from real_io.broker_process import BrokerProcess, free_port
+from real_io.broker_process import BrokerProcess
+from real_io.ports import free_port
 from real_io.cluster import CHROOT, CLIENT_NODE, ClusterError, LocalCluster
 from real_io.real_clients import QUIET, RealConsumer, RealProducer, Worker, final_read, join_all, start_thread
 from real_io.real_faults import RealFaultBinding, RealFaultExecutor

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from real_io.ports import port_in_use
+
 HOST = "127.0.0.1"
 DEFAULT_PORT = 2181
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -69,23 +71,6 @@ def server_available() -> str | None:
     return None
 
 
-def free_port(host: str = HOST) -> int:
-    """A port nobody listens on now (the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
-def _port_taken(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str | None:
     """Send one of ZooKeeper's four-letter commands; None when nothing answers."""
     try:
@@ -127,7 +112,7 @@ def start(directory: Path | str, port: int = DEFAULT_PORT, host: str = HOST, tim
     if running is not None:
         raise ZooKeeperError(f"a ZooKeeper started from {directory} is already running (pid {running.pid}, "
                              f"{running.hosts}); stop it first with: isrlab zk stop --dir {directory}")
-    if _port_taken(host, port):
+    if port_in_use(port, host):
         raise ZooKeeperError(f"port {port} on {host} is taken by another process; choose another with --port")
     directory.mkdir(parents=True, exist_ok=True)
     config = write_config(directory, port, host, tick_time_ms)

@@ -11,6 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from real_io import zk_server
+from real_io.ports import free_port
 
 # A short tick lets sessions be short (ZooKeeper allows 2 to 20 ticks), so that losing
 # a connection is noticed in well under a second.
@@ -53,7 +54,7 @@ def start_retrying(directories, ports) -> zk_server.RunningZooKeeper:
 
 def free_ports():
     while True:
-        yield zk_server.free_port()
+        yield free_port()
 
 
 @pytest.fixture

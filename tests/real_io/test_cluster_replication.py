@@ -22,7 +22,8 @@ from broker_core.errors import ErrorCode
 from broker_core.messages import LeaderAndIsr, LeaderAndIsrRequest, PartitionState
 from broker_core.types import TopicPartition
 from real_io import inter_broker_api
-from real_io.broker_process import BrokerProcess, free_port
+from real_io.broker_process import BrokerProcess
+from real_io.ports import free_port
 from real_io.protocol import apis
 from real_io.protocol.apis import ApiKey
 from real_io.protocol.primitives import Writer

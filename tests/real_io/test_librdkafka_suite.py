@@ -19,7 +19,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import librdkafka_source  # noqa: E402
 import librdkafka_tests  # noqa: E402
 
-from real_io.broker_process import BrokerProcess, free_port  # noqa: E402
+from real_io.broker_process import BrokerProcess  # noqa: E402
+from real_io.ports import free_port  # noqa: E402
 
 SUITE_DIR = Path(os.environ.get("ISRLAB_LIBRDKAFKA_DIR", ROOT / "runs" / "librdkafka"))
 RUN_TIMEOUT_S = 120.0

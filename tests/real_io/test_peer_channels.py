@@ -19,7 +19,7 @@ from broker_core.types import TopicPartition
 from real_io import inter_broker_api, kafka_api
 from real_io.connection import FIRST_ALLOCATION
 from real_io.protocol.record_batch import encode_batch
-from real_io.broker_process import free_port
+from real_io.ports import free_port
 from real_io.peer_channels import PeerChannels
 from real_io.protocol import apis
 

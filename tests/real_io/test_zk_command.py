@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from real_io import zk_server
+from real_io.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +28,7 @@ def installed():
 
 @pytest.mark.slow
 def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
-    port = zk_server.free_port()
+    port = free_port()
     started = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port))
     try:
         assert started.returncode == 0, started.stderr
@@ -53,7 +54,7 @@ def test_start_answers_on_loopback_and_stop_stops_it(installed, tmp_path):
 
 
 def test_the_tick_bounds_the_session_timeouts_granted(installed, tmp_path):
-    port = zk_server.free_port()
+    port = free_port()
     started = isrlab("zk", "start", "--dir", str(tmp_path / "zk"), "--port", str(port), "--tick-ms", "100")
     try:
         assert started.returncode == 0, started.stderr
@@ -67,7 +68,7 @@ def test_the_tick_bounds_the_session_timeouts_granted(installed, tmp_path):
 def test_a_missing_package_is_named_with_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setattr(zk_server, "JAR_CANDIDATES", (tmp_path / "absent.jar",))
     with pytest.raises(zk_server.ZooKeeperError, match="apt-get install -y zookeeper"):
-        zk_server.start(tmp_path / "zk", zk_server.free_port())
+        zk_server.start(tmp_path / "zk", free_port())
     assert "apt-get install -y zookeeper" in zk_server.server_available()
 
 
