@@ -178,7 +178,10 @@ def test_replica_fetch_round_trips_with_the_log_end_offset_in_last_stable_offset
     last_fetched = 3 if version >= 12 else -1
     request = FetchRequest(21, 2, 500, 1, {A0: FetchPartition(10, 4, 1048576, last_fetched),
                                            B0: FetchPartition(0, 1, 65536, -1)})
-    assert _request_round_trip(request, version, _client_api(kafka_api.fetch_request)) == request
+    # A follower sends replica.fetch.response.max.bytes as MaxBytes; the leader reads it
+    # back (and applies only the partitions' limits to a follower: replica_manager)
+    received = dataclasses.replace(request, max_bytes=iba.REPLICA_FETCH_RESPONSE_MAX_BYTES)
+    assert _request_round_trip(request, version, _client_api(kafka_api.fetch_request)) == received
     batches = iba.fetched_batches(_batch(10, ["x", "y"]) + _batch(12, ["z"]))
     response = FetchResponse(21, {
         A0: FetchPartitionResult(ErrorCode.NONE, 12, 0, 13, batches),
