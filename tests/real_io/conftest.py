@@ -28,17 +28,28 @@ def zookeeper(tmp_path_factory):
     missing = zk_server.server_available()
     if missing is not None:
         pytest.skip(f"no ZooKeeper to test against: {missing} (make test installs it)")
-    server = start_retrying(lambda: tmp_path_factory.mktemp("zookeeper"), free_ports())
-    try:
-        # A server that has just started answers ruok before it serves sessions: the first
-        # test of each worker would otherwise see its connections dropped, and under load
-        # a broker's registration would come late.
-        zk_server.negotiated_session_timeout_ms(server.hosts, 2 * TICK_MS)
-    except OSError:
-        zk_server.stop(server.directory)
-        raise
+    server = serving_zookeeper(lambda: tmp_path_factory.mktemp("zookeeper"))
     yield server
     zk_server.stop(server.directory)
+
+
+def serving_zookeeper(directories) -> zk_server.RunningZooKeeper:
+    """A started server that has served a session. A server that has just started answers
+    ruok before it serves sessions: the first test of each worker would otherwise see
+    its connections dropped, and under load a broker's registration would come late. A
+    server that answers ruok but no session within the handshake's time (seen once at the
+    start of a loaded `make test`, 10 s without a reply) is stopped and another started,
+    at most START_TRIES times."""
+    for attempt in range(START_TRIES):
+        server = start_retrying(directories, free_ports())
+        try:
+            zk_server.negotiated_session_timeout_ms(server.hosts, 2 * TICK_MS)
+            return server
+        except OSError:
+            zk_server.stop(server.directory)
+            if attempt == START_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def start_retrying(directories, ports) -> zk_server.RunningZooKeeper:

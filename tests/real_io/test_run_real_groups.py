@@ -122,9 +122,11 @@ def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_p
     assert refused, "the zombie's commit was not refused"
     assert invokes[refused[0]["op"]]["generation"] == generation
     assert set(refused[0]["errors"].values()) <= set(FENCED)
-    # then it learns it is out of the group and joins again, in a newer generation
-    lost = next(e for e in zombie if e.type == "group_revoked" and e["reason"] == "lost")
-    assert any(e.type == "group_joined" and e["generation"] > generation and e.t_ms >= lost.t_ms for e in zombie)
+    # then it learns it is out of the group and joins again, in a newer generation (the
+    # way librdkafka learns it varies with timing: its partitions lost, or revoked)
+    assert any(e.type == "group_joined" and e["generation"] > generation and e.t_ms >= refused[0].t_ms
+               for e in zombie)
+    assert any(e.type == "group_revoked" and e["reason"] in ("lost", "rebalance") for e in zombie if e.t_ms >= resumed)
 
 
 @pytest.mark.slow
@@ -139,14 +141,17 @@ def test_a_commit_before_processing_then_a_kill_loses_the_batch_for_the_group(tm
 @pytest.mark.slow
 @NEEDS_ZOOKEEPER
 def test_the_group_moves_to_a_new_coordinator_and_is_stable_again(tmp_path):
-    """The coordinator's broker (3) is killed as a third member joins; the group's
+    """The coordinator's broker (the role {coordinator: g}) is killed as a third member joins; the group's
     partition of __consumer_offsets is loaded by another broker and the three members
     end in one generation."""
     simulated, real, events = _both("group-coordinator-failover", tmp_path)
     _same_verdict(simulated, real)
-    crashed = _fault_ms(events, "crash")
+    crash = next(e for e in events if e.type == "fault_started" and e["fault"] == "crash")
+    coordinator = f"broker-{crash['roles']['coordinator: g']}"  # the role resolved when the crash started
     loaded = [e for e in events if e.type == "group_partition_loaded" and e["partition"] == 1]
-    assert loaded[0].node == "broker-3" and any(e.node != "broker-3" and e.t_ms > crashed for e in loaded)
+    before = [e.node for e in loaded if e.t_ms < crash.t_ms]
+    assert before and before[-1] == coordinator
+    assert any(e.node != coordinator and e.t_ms > crash.t_ms for e in loaded)
     last = {}
     for e in events:
         if e.type == "group_joined":
