@@ -360,16 +360,22 @@ def render(tl: PartitionTimeline, title: str, verdict: tuple[str, str] | None, l
     draw_isr(axes[2], tl)
     draw_offsets(axes[3], tl)
     draw_produce(axes[4], tl, lost_given)
+    finish_axes(axes, tl)
+    fig.suptitle(title, x=0.07, y=0.985, ha="left", fontsize=12, fontweight="bold")
+    if verdict:
+        fig.text(0.07, 0.947, verdict[0], ha="left", fontsize=11, fontweight="bold", color=verdict[1])
+    return fig
+
+
+def finish_axes(axes, tl: FaultSpans) -> None:
+    """Below the fault strip (the first axes): the faults shaded through every panel, a
+    light grid, and the shared time axis in seconds."""
     for i, ax in enumerate(axes):
         shade_faults_and_markers(ax, tl)
         if i:
             ax.grid(axis="x", color="0.9", lw=0.6)
     axes[-1].set_xlabel("time (s)")
     axes[-1].set_xlim(0, max(_s(tl.end_ms), 0.001))
-    fig.suptitle(title, x=0.07, y=0.985, ha="left", fontsize=12, fontweight="bold")
-    if verdict:
-        fig.text(0.07, 0.947, verdict[0], ha="left", fontsize=11, fontweight="bold", color=verdict[1])
-    return fig
 
 
 def _lane_count(tl: FaultSpans) -> int:

@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from analysis.timeline_draw import (BROKER_COLORS, LEGEND, LOST, _label_rows, _lane_count, _s, _xdata_yaxes,
-                                    draw_claim, draw_fault_strip, shade_faults_and_markers)
+                                    draw_claim, draw_fault_strip, finish_axes)
 from analysis.timeline_groups import GroupTimeline, MemberLane
 
 GENERATION_COLORS = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#d9d9d9")
@@ -126,11 +126,6 @@ def render_group(tl: GroupTimeline, title: str) -> Figure:
     draw_fault_strip(axes[0], tl)
     draw_coordinator(axes[1], tl)
     draw_members(axes[2], tl)
-    for i, ax in enumerate(axes):
-        shade_faults_and_markers(ax, tl)
-        if i:
-            ax.grid(axis="x", color="0.9", lw=0.6)
-    axes[-1].set_xlabel("time (s)")
-    axes[-1].set_xlim(0, max(_s(tl.end_ms), 0.001))
+    finish_axes(axes, tl)
     fig.suptitle(title, x=0.09, y=0.985, ha="left", fontsize=12, fontweight="bold")
     return fig
