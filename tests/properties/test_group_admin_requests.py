@@ -14,10 +14,10 @@ from broker_core.errors import ErrorCode
 from broker_core.group_context import GroupConfig
 from broker_core.group_coordinator import GroupCoordinator
 from broker_core.group_messages import (
-    DeleteGroupsRequest, DeleteGroupsResponse, JoinGroupResponse, OffsetCommitRequest, OffsetDeleteRequest,
+    DeleteGroupsRequest, DeleteGroupsResponse, OffsetCommitRequest, OffsetDeleteRequest,
     OffsetDeleteTopic)
 from tests.properties.depth import examples
-from tests.properties.test_group_requests import GROUPS, request
+from tests.properties.test_group_requests import GROUPS, Answers, request
 
 APPEND_ERRORS = st.sampled_from([ErrorCode.NONE, ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS])
@@ -41,20 +41,12 @@ def test_deletes_and_expiry_among_any_requests(data):
                                          offsets_retention_check_interval_ms=1000),
                              deferred_writes=data.draw(st.booleans()))
     coord.start_offset_expiration(0)
-    known: list[str] = []
-    answered: dict[tuple[str, int], int] = {}
-    sent: set[tuple[str, int]] = set()
+    answers = Answers()
     committed_since: dict[str, int] = {}  # group -> commits sent since its last successful delete
     now = 0
 
     def record(out) -> None:
-        for dst, response in out:
-            key = (dst, response.correlation_id)
-            assert key in sent, f"an answer to a request never sent: {key}"
-            answered[key] = answered.get(key, 0) + 1
-            assert answered[key] == 1, f"two answers to {key}"
-            if isinstance(response, JoinGroupResponse) and response.member_id and response.member_id not in known:
-                known.append(response.member_id)
+        for response in answers.record(out):
             if isinstance(response, DeleteGroupsResponse):
                 for result in response.results:
                     group = coord.groups.get(result.group_id)
@@ -63,8 +55,8 @@ def test_deletes_and_expiry_among_any_requests(data):
 
     for cid in range(1, data.draw(st.integers(1, 40)) + 1):
         src = data.draw(st.sampled_from(["a", "b", "c"]))
-        req = data.draw(admin_or_group_request(known, cid))
-        sent.add((src, cid))
+        req = data.draw(admin_or_group_request(answers.known, cid))
+        answers.sent.add((src, cid))
         if isinstance(req, DeleteGroupsRequest):
             for g in req.groups_names:
                 committed_since[g] = 0
@@ -81,4 +73,4 @@ def test_deletes_and_expiry_among_any_requests(data):
         record(coord.write_completed(min(coord.ctx.pending_writes), data.draw(APPEND_ERRORS), now))
         coord.take_writes()
     record(coord.unload(list(coord.groups), now))
-    assert sorted(answered) == sorted(sent), f"never answered: {sorted(sent - set(answered))}"
+    answers.check_all_answered()

@@ -65,26 +65,38 @@ def request(draw, known: list[str], cid: int):
 @given(st.data())
 def test_any_requests_get_error_codes_and_one_answer_each(data):
     coord = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=500))
-    known: list[str] = []  # member ids the coordinator gave out
-    answered: dict[tuple[str, int], int] = {}
-    sent: set[tuple[str, int]] = set()
+    answers = Answers()
     now = 0
-
-    def record(out) -> None:
-        for dst, response in out:
-            key = (dst, response.correlation_id)
-            assert key in sent, f"an answer to a request never sent: {key}"
-            answered[key] = answered.get(key, 0) + 1
-            assert answered[key] == 1, f"two answers to {key}"
-            if isinstance(response, JoinGroupResponse) and response.member_id and response.member_id not in known:
-                known.append(response.member_id)
-
     for cid in range(1, data.draw(st.integers(1, 40)) + 1):
         src = data.draw(st.sampled_from(["a", "b", "c"]))
-        req = data.draw(request(known, cid))
-        sent.add((src, cid))
-        record(coord.handle(src, req, now))
+        req = data.draw(request(answers.known, cid))
+        answers.sent.add((src, cid))
+        answers.record(coord.handle(src, req, now))
         now += data.draw(st.sampled_from([0, 0, 100, 3000, 12000, 40000]))
-        record(coord.advance(now))
-    record(coord.unload(list(coord.groups), now))
-    assert sorted(answered) == sorted(sent), f"never answered: {sorted(sent - set(answered))}"
+        answers.record(coord.advance(now))
+    answers.record(coord.unload(list(coord.groups), now))
+    answers.check_all_answered()
+
+
+class Answers:
+    """The requests sent to a coordinator and its answers: each answer is to a request
+    sent, each request is answered once; the member ids it gave out, for later requests."""
+
+    def __init__(self) -> None:
+        self.known: list[str] = []  # member ids the coordinator gave out
+        self.answered: dict[tuple[str, int], int] = {}
+        self.sent: set[tuple[str, int]] = set()
+
+    def record(self, out) -> list:
+        """Check ``out`` (the coordinator's (destination, response) pairs); its responses."""
+        for dst, response in out:
+            key = (dst, response.correlation_id)
+            assert key in self.sent, f"an answer to a request never sent: {key}"
+            self.answered[key] = self.answered.get(key, 0) + 1
+            assert self.answered[key] == 1, f"two answers to {key}"
+            if isinstance(response, JoinGroupResponse) and response.member_id and response.member_id not in self.known:
+                self.known.append(response.member_id)
+        return [response for _, response in out]
+
+    def check_all_answered(self) -> None:
+        assert sorted(self.answered) == sorted(self.sent), f"never answered: {sorted(self.sent - set(self.answered))}"

@@ -108,7 +108,7 @@ def test_a_paused_member_wakes_as_a_zombie_and_is_fenced_by_its_generation(tmp_p
     # member may write a line just after the traced start or just before the traced end:
     # as long as the runner's thread took between the two, which load stretches.
     started = _fault_ms(events, "pause")
-    ended = next(e.t_ms for e in events if e.type == "fault_ended" and e["fault"] == "pause")
+    ended = _ended_ms(events, "pause")
     paused, resumed = started + SIGNAL_SLACK_MS, ended - SIGNAL_SLACK_MS
     zombie = [e for e in events if e.node == "group-0-0"]
     generation = max(e["generation"] for e in zombie if e.type == "group_joined" and e.t_ms < started)
